@@ -1,0 +1,112 @@
+"""Readers: generate the answer from the merged context (paper §1 step 5).
+
+``precise`` gives the short answer the multi-hop benchmarks score with EM/F1; ``abstract``
+gives the complete answer Graph-Bench scores with answer accuracy. Both reason after
+"Thought:" and answer after "Answer:"; the final answer is what follows the last "Answer:".
+All questions go to the backend in one ``chat()`` call (module ``answer``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from atomicrag.config import ReaderConfig
+from atomicrag.llm.protocol import ChatRequest
+from atomicrag.prompts import reader as prompt
+from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer
+
+MODULE = "answer"
+__all__ = [
+    "LLMReader",
+    "ParsedAnswer",
+    "ReaderOutput",
+    "build_reader",
+    "format_context",
+    "parse_answer",
+    "resolve_reader_name",
+    "summarize",
+]
+
+
+@dataclass
+class ReaderOutput:
+    answer: str  # the parsed final answer ("" when the call failed)
+    raw: str  # the model's full reply
+    thought: str = ""
+    marker_found: bool = False  # False: the reply had no "Answer:" (whole reply used)
+    failed: bool = False
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class LLMReader:
+    def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
+                 temperature: float = 0.0, seed: int | None = 0) -> None:
+        if kind not in prompt.KINDS:
+            raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
+        self.llm = llm
+        self.name = kind
+        self.max_tokens = (cfg or ReaderConfig()).max_tokens
+        self.temperature = temperature
+        self.seed = seed
+
+    def requests(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ChatRequest]:
+        return [
+            ChatRequest(messages=prompt.build_messages(self.name, q, ctx), schema=None,
+                        temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
+                        module=MODULE)
+            for q, ctx in zip(questions, contexts, strict=True)
+        ]
+
+    def answer(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ReaderOutput]:
+        """``contexts[i]`` is question i's context: ``ContextItem``s (or plain strings)."""
+        if len(questions) != len(contexts):
+            raise ValueError("one context per question is required")
+        if not questions:
+            return []
+        results = self.llm.chat(self.requests(questions, contexts))
+        if len(results) != len(questions):
+            raise RuntimeError(f"LLM returned {len(results)} results for {len(questions)} requests")
+        outputs = []
+        for r in results:
+            tokens = {"prompt_tokens": int(r.prompt_tokens or 0),
+                      "completion_tokens": int(r.completion_tokens or 0)}
+            if r.error is not None:
+                outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True,
+                                            error=str(r.error), **tokens))
+                continue
+            parsed = parse_answer(r.text or "")
+            outputs.append(ReaderOutput(answer=parsed.answer, raw=r.text or "", thought=parsed.thought,
+                                        marker_found=parsed.marker_found, **tokens))
+        return outputs
+
+
+def resolve_reader_name(name: str, dataset_reader: str = "precise") -> str:
+    """``reader.name=dataset`` means the dataset's own reader (``DatasetConfig.reader``)."""
+    return dataset_reader if name == "dataset" else name
+
+
+def build_reader(name: str, llm: Any, cfg: ReaderConfig | None = None, *,
+                 dataset_reader: str = "precise", **kwargs: Any) -> LLMReader | None:
+    """Reader for ``name`` (precise | abstract | dataset | none). ``none`` (retrieval-only runs)
+    returns None: the pipeline then skips answering."""
+    kind = resolve_reader_name(name, dataset_reader)
+    if kind == "none":
+        return None
+    if llm is None:
+        raise ValueError(f"reader {kind!r} needs an LLM backend")
+    return LLMReader(llm, kind, cfg, **kwargs)
+
+
+def summarize(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
+    return {
+        "n": len(outputs),
+        "failed": sum(o.failed for o in outputs),
+        "missing_answer_marker": sum((not o.failed) and not o.marker_found for o in outputs),
+        "empty_answers": sum((not o.failed) and not o.answer for o in outputs),
+    }

@@ -1,0 +1,62 @@
+"""``sentence`` atomizer: one atom per sentence, entities by spaCy NER. No LLM.
+
+The fast, zero-cost option (library README); atoms are literal slices of their chunk, so
+each carries its character span.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..config import AtomizerConfig
+from ..schemas import Atom, AtomizeResult, Chunk
+from .base import atom_id, check_chunks, pbar, progress_enabled
+from .nlp import load_spacy, sentences
+
+
+class SentenceAtomizer:
+    name = "sentence"
+    uses_llm = False
+
+    def __init__(self, cfg: AtomizerConfig | None = None, llm: Any = None, *,
+                 progress: bool | None = None, nlp: Any = None, **_: Any) -> None:
+        self.cfg = cfg or AtomizerConfig(name="sentence")
+        self.progress = progress_enabled(progress)
+        self._nlp = nlp  # tests may pass a ready pipeline
+
+    @property
+    def nlp(self) -> Any:
+        if self._nlp is None:
+            self._nlp = load_spacy(self.cfg.spacy_model, self.cfg.noun_chunks)
+        return self._nlp
+
+    def docs(self, chunks: list[Chunk], desc: str) -> Any:
+        """spaCy docs of the chunks, in order, streamed through ``nlp.pipe`` with a progress bar."""
+        bar = pbar(total=len(chunks), desc=desc, enabled=self.progress)
+        try:
+            for doc in self.nlp.pipe((c.text for c in chunks), batch_size=self.cfg.nlp_batch_size,
+                                     n_process=self.cfg.nlp_processes):
+                bar.update(1)
+                yield doc
+        finally:
+            bar.close()
+
+    def atomize(self, chunks: list[Chunk]) -> AtomizeResult:
+        check_chunks(chunks)
+        t0 = time.perf_counter()
+        atoms: list[Atom] = []
+        empty = 0
+        for chunk, doc in zip(chunks, self.docs(chunks, "sentence atoms")):
+            sents = sentences(doc, self.cfg.min_atom_chars, self.cfg.noun_chunks)
+            if not sents:
+                empty += 1
+            for j, s in enumerate(sents):
+                atoms.append(Atom(
+                    id=atom_id(chunk.id, j), text=chunk.text[s.start:s.end], chunk_id=chunk.id,
+                    passage_id=chunk.passage_id, entities=s.entities, span=(s.start, s.end),
+                ))
+        seconds = time.perf_counter() - t0
+        return AtomizeResult(atoms=atoms, stats={
+            "atomizer": self.name, "chunks": len(chunks), "atoms": len(atoms), "empty_chunks": empty,
+            "nlp_s": round(seconds, 3),
+        })

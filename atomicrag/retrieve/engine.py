@@ -1,0 +1,154 @@
+"""The query side of AtomicRAG for a whole batch of questions at once.
+
+question(s) → decomposition → seeds → propagation → top-k → sieve → merge (→ reader, in
+``atomicrag.answer``). Every question and sub-question of the batch is propagated together:
+one personalisation matrix, one batched propagation. Returns one ``QueryTrace`` per question
+with every intermediate (sub-questions, seeds, top-k atoms with scores, sieve decisions,
+context), plus the contexts the reader consumes.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+
+from ..config import Config
+from ..graph.structure import AtomEntityGraph
+from ..schemas import Question, QueryTrace, ScoredAtom
+from .context import unique_in_order
+from .decompose import build_decomposer
+from .merge import ContextItem, merge_context, passage_ranking
+from .propagate import build_propagator, propagate_topk
+from .seeds import SeedSet, build_seeds, spacy_query_entities
+from .sieve import build_sieve
+
+log = logging.getLogger("atomicrag")
+
+
+class QueryEngine:
+    def __init__(
+        self, cfg: Config, graph: AtomEntityGraph, embedder: Any, llm: Any = None, accountant: Any = None
+    ) -> None:
+        if graph.atom_embeddings is None:
+            raise ValueError("the graph has no atom embeddings; build it with an embedder")
+        if graph.atom_embeddings.shape[1] != getattr(embedder, "dim", graph.atom_embeddings.shape[1]):
+            raise ValueError(
+                f"embedder {embedder.name!r} has dim {embedder.dim} but the graph's atom embeddings have "
+                f"dim {graph.atom_embeddings.shape[1]} (built with {graph.embedder_name!r})"
+            )
+        self.cfg = cfg
+        self.graph = graph
+        self.embedder = embedder
+        self.llm = llm
+        self.accountant = accountant
+        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm)
+        self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm)
+        self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
+        self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
+        self._nlp: Any = None
+
+    # -- stages ---------------------------------------------------------------------------
+    def _timed(self, module: str) -> Any:
+        if self.accountant is None:
+            from contextlib import nullcontext
+
+            return nullcontext()
+        return self.accountant.time(module)
+
+    def query_entities(self, queries: list[str]) -> list[list[str]]:
+        if self.cfg.retriever.query_entities == "llm":
+            return self._llm_entities(queries)
+        if self._nlp is None:
+            from ..atomize.nlp import load_spacy
+
+            self._nlp = load_spacy(self.cfg.atomizer.spacy_model, False)
+        return spacy_query_entities(self._nlp, queries)
+
+    def _llm_entities(self, queries: list[str]) -> list[list[str]]:
+        """The paper's query NER: the passage NER prompt applied to the query."""
+        from ..llm.protocol import ChatRequest
+        from ..prompts import ner
+
+        if self.llm is None:
+            raise ValueError("retriever.query_entities=llm needs an LLM (llm=... not fake-less)")
+        reqs = [
+            ChatRequest(messages=ner.build_messages(q), schema=ner.SCHEMA, module="retrieve_ner",
+                        max_tokens=256)
+            for q in queries
+        ]
+        out = []
+        for res in self.llm.chat(reqs):
+            # a failed NER call leaves the query with atom seeds only; it is counted by the accountant
+            out.append(ner.parse(res.parsed) if res.ok else [])
+        return out
+
+    def seeds(self, queries: list[str], q_emb: torch.Tensor) -> SeedSet:
+        ents = self.query_entities(queries)
+        return build_seeds(
+            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever, self.cfg.fidelity
+        )
+
+    def propagate(self, seeds: SeedSet, q_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Top-k atoms of every query: (scores [Q, k], atom indices [Q, k])."""
+        g = self.graph
+        return propagate_topk(
+            self.propagator, g.adjacency, seeds.matrix, g.num_entities, self.cfg.retriever.top_k,
+            query_batch=self.cfg.retriever.query_batch,
+            atom_embeddings=g.atom_embeddings, query_embeddings=q_emb,
+        )
+
+    def _scored(self, scores: torch.Tensor, idx: torch.Tensor) -> list[ScoredAtom]:
+        out = []
+        for s, i in zip(scores.tolist(), idx.tolist()):
+            a = self.graph.atoms[i]
+            out.append(ScoredAtom(a.id, a.text, float(s), a.passage_id, a.chunk_id, list(a.entities)))
+        return out
+
+    # -- the batch ------------------------------------------------------------------------
+    def run(self, questions: list[Question]) -> tuple[list[QueryTrace], list[list[ContextItem]]]:
+        texts = [q.question for q in questions]
+        with self._timed("decompose"):
+            decomps = self.decomposer.decompose(texts)
+        query_sets = [d.queries for d in decomps]
+        flat = [q for qs in query_sets for q in qs]
+        owner = [i for i, qs in enumerate(query_sets) for _ in qs]
+        with self._timed("retrieve"):
+            q_emb = self.embedder.encode(flat, is_query=True)  # [Qf, d]
+            seeds = self.seeds(flat, q_emb)
+            top_scores, top_idx = self.propagate(seeds, q_emb)  # [Qf, k] each
+        per_query = [self._scored(top_scores[j], top_idx[j]) for j in range(len(flat))]
+        candidates: list[list[list[ScoredAtom]]] = [[] for _ in questions]
+        for j, i in enumerate(owner):
+            candidates[i].append(per_query[j])
+        with self._timed("sieve"):
+            sieved = self.sieve.sieve(texts, query_sets, candidates)
+        traces, contexts = [], []
+        offsets = [0]
+        for qs in query_sets:
+            offsets.append(offsets[-1] + len(qs))
+        for i, q in enumerate(questions):
+            ctx = merge_context(
+                sieved[i].kept, mode=self.cfg.fidelity.merge, max_context=self.cfg.sieve.max_context,
+                titles=self.titles,
+            )
+            all_cands = [a for per in candidates[i] for a in per]
+            traces.append(
+                QueryTrace(
+                    question_id=q.id,
+                    question=q.question,
+                    sub_questions=decomps[i].sub_question_texts,
+                    decomposition=decomps[i].to_dict(),
+                    seeds=[
+                        {"query": flat[j], "entities": seeds.query_entities[j],
+                         "entity_seeds": seeds.describe(j, self.graph)}
+                        for j in range(offsets[i], offsets[i + 1])
+                    ],
+                    candidates=[[a.to_dict() for a in per] for per in candidates[i]],
+                    sieve=sieved[i].trace(),
+                    context=[c.to_dict() for c in ctx],
+                    retrieved_passages=unique_in_order(passage_ranking(all_cands)),
+                )
+            )
+            contexts.append(ctx)
+        return traces, contexts

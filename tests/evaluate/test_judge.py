@@ -1,0 +1,151 @@
+import pytest
+import torch
+
+from atomicrag.config import FidelityConfig
+from atomicrag.evaluate.judge import (
+    AnswerAccuracyJudge,
+    answer_accuracy,
+    build_judge,
+    factual_correctness,
+    similarity_score,
+    summarize,
+)
+from atomicrag.llm.protocol import ChatResult
+
+PAPER = FidelityConfig()  # w=0.7, raw cosine
+CODE = FidelityConfig(preset="reference_code", acc_weight=0.75, acc_similarity="rescaled")
+
+
+class ScriptedLLM:
+    """Answers each request with ``responder(request)``; records every chat() batch."""
+
+    model = "scripted"
+
+    def __init__(self, responder):
+        self.responder = responder
+        self.batches = []
+
+    def chat(self, requests):
+        self.batches.append(list(requests))
+        return [self.responder(r) for r in requests]
+
+
+class TableEmbedder:
+    name, dim = "table", 2
+
+    def __init__(self, table):
+        self.table = table
+        self.calls = 0
+
+    def encode(self, texts, *, is_query=False):
+        self.calls += 1
+        return torch.tensor([self.table[t] for t in texts], dtype=torch.float32)
+
+
+# Statements per text, and a fixed classification: TP=3, FP=1, FN=2 -> FC = 6/9.
+STATEMENTS = {
+    "ANSWER": ["a1", "a2", "a3", "a4"],
+    "REFERENCE": ["r1", "r2", "r3", "r4", "r5"],
+    "NOTHING": [],
+}
+
+
+def responder(request):
+    content = request.messages[-1]["content"]
+    assert request.temperature == 0.0 and request.module == "judge"
+    if "Answer statements:" in content:
+        item = {"statement": "s", "reason": "r"}
+        return ChatResult(parsed={"TP": [item] * 3, "FP": [item], "FN": [item] * 2})
+    text = content.rsplit("Text: ", 1)[1]
+    if text == "BROKEN":
+        return ChatResult(error="server said no")
+    return ChatResult(parsed={"statements": STATEMENTS[text]}, prompt_tokens=10, completion_tokens=2)
+
+
+# answer [1, 0] vs reference [0.6, 0.8]: cosine 0.6 (vectors deliberately not both unit length)
+EMB = TableEmbedder({"ANSWER": [2.0, 0.0], "REFERENCE": [0.6, 0.8]})
+
+
+def test_formula_pieces():
+    assert factual_correctness(3, 1, 2) == pytest.approx(6 / 9)
+    assert factual_correctness(0, 0, 0) == 0.0
+    assert similarity_score(-0.6, "cosine") == -0.6
+    assert similarity_score(-0.6, "rescaled") == pytest.approx(0.2)
+    assert answer_accuracy(1.0, 0.0, 0.7) == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize(
+    "fidelity, ss, acc",
+    [
+        (PAPER, 0.6, 0.7 * 6 / 9 + 0.3 * 0.6),  # = 0.646667
+        (CODE, 0.8, 0.75 * 6 / 9 + 0.25 * 0.8),  # = 0.7
+    ],
+)
+def test_acc_both_fidelity_settings(fidelity, ss, acc):
+    llm = ScriptedLLM(responder)
+    judge = AnswerAccuracyJudge(llm, EMB, fidelity)
+    [v] = judge.judge(["q?"], ["ANSWER"], ["REFERENCE"])
+    assert v.status == "scored"
+    assert (v.tp, v.fp, v.fn) == (3, 1, 2)
+    assert v.fc == pytest.approx(6 / 9)
+    assert v.cosine == pytest.approx(0.6)
+    assert v.ss == pytest.approx(ss)
+    assert v.acc == pytest.approx(acc)
+    assert v.answer_statements == STATEMENTS["ANSWER"]
+    assert v.prompt_tokens == 20  # the two statement calls
+
+
+def test_skip_rules_failures_and_batching():
+    llm = ScriptedLLM(responder)
+    emb = TableEmbedder(EMB.table)
+    judge = AnswerAccuracyJudge(llm, emb, CODE)
+    answers = ["ANSWER", "", "NOTHING", "ANSWER", "NOTHING", "BROKEN", "ANSWER"]
+    references = ["REFERENCE", "REFERENCE", "REFERENCE", "", "NOTHING", "REFERENCE", "NOTHING"]
+    verdicts = judge.judge(["q"] * len(answers), answers, references)
+    statuses = [v.status for v in verdicts]
+    assert statuses == [
+        "scored",
+        "empty_answer",  # blank answer -> 0
+        "empty_answer",  # answer with no statement -> 0
+        "skipped_empty_reference",  # blank reference
+        "skipped_both_empty",
+        "failed",  # statement call failed: counted, not scored 0
+        "skipped_empty_reference",  # reference with no statement
+    ]
+    assert [v.acc for v in verdicts][1:] == [0.0, 0.0, None, None, None, None]
+    assert verdicts[5].errors and "server said no" in verdicts[5].errors[0]
+    # one batch of statement calls (blank texts need none), one batch of classifications
+    assert len(llm.batches) == 2
+    assert len(llm.batches[0]) == 2 * len(answers) - 2
+    assert len(llm.batches[1]) == 1
+    assert emb.calls == 1
+    s = summarize(verdicts)
+    assert s["failed"] == 1 and s["skipped_both_empty"] == 1 and s["skipped_empty_reference"] == 2
+    assert s["acc"] == pytest.approx((0.7 + 0.0 + 0.0) / 3)
+
+
+def test_malformed_classification_is_a_failure():
+    def bad_classifier(request):
+        if "Answer statements:" in request.messages[-1]["content"]:
+            return ChatResult(parsed={"TP": "three"})
+        return responder(request)
+
+    [v] = AnswerAccuracyJudge(ScriptedLLM(bad_classifier), EMB, PAPER).judge(["q"], ["ANSWER"], ["REFERENCE"])
+    assert v.status == "failed" and v.acc is None and "classification" in v.errors[0]
+
+
+def test_build_judge():
+    assert build_judge("none", None, None, PAPER) is None
+    assert isinstance(build_judge("llm", ScriptedLLM(responder), EMB, PAPER), AnswerAccuracyJudge)
+    with pytest.raises(ValueError):
+        build_judge("llm", None, EMB, PAPER)
+
+
+def test_with_fake_llm():
+    fake = pytest.importorskip("atomicrag.llm.fake")
+    emb = TableEmbedder({"an answer": [1.0, 0.0], "a reference": [1.0, 1.0]})
+    judge = AnswerAccuracyJudge(fake.FakeLLM(), emb, CODE)
+    [v] = judge.judge(["What?"], ["an answer"], ["a reference"])
+    assert v.status in ("scored", "empty_answer", "skipped_both_empty", "skipped_empty_reference")
+    if v.status == "scored":
+        assert 0.0 <= v.acc <= 1.0

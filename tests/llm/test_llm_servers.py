@@ -1,0 +1,107 @@
+"""Server launchers: readiness, failure with the log tail, clean stop, attach."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from atomicrag.llm.servers import (
+    AttachedServer,
+    LocalServer,
+    ServerStartError,
+    free_port,
+    is_ready,
+    launch_llamacpp,
+    llamacpp_command,
+    vllm_command,
+)
+
+# A minimal "server" that answers GET /v1/models and spawns a child, to check group stop.
+MINI_SERVER = textwrap.dedent("""
+    import http.server, subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    print("CHILDPID", child.pid, flush=True)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.end_headers(); self.wfile.write(b'{"data": []}')
+        def log_message(self, *a): pass
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still "exists"; read its state.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_start_ready_stop_kills_the_process_group(tmp_path: Path) -> None:
+    port = free_port()
+    cmd = [sys.executable, "-c", MINI_SERVER, str(port)]
+    with LocalServer(cmd, port=port, log_path=tmp_path / "s.log", startup_timeout_s=30) as server:
+        assert server.is_running() and is_ready(server.base_url)
+        child = int(next(line for line in (tmp_path / "s.log").read_text().splitlines()
+                         if line.startswith("CHILDPID")).split()[1])
+        assert _alive(child)
+        AttachedServer(server.base_url, startup_timeout_s=5).start()  # the attach path
+    assert not server.is_running() and not is_ready(server.base_url, timeout_s=0.5)
+    assert not _alive(child)
+
+
+def test_exit_before_ready_shows_log_tail(tmp_path: Path) -> None:
+    script = "import sys\nfor i in range(100): print('line', i)\nprint('FATAL: cannot load model'); sys.exit(3)"
+    cmd = [sys.executable, "-c", script]
+    server = LocalServer(cmd, port=free_port(), log_path=tmp_path / "fail.log", startup_timeout_s=30)
+    with pytest.raises(ServerStartError) as info:
+        server.start()
+    msg = str(info.value)
+    assert "exited with code 3" in msg and "FATAL: cannot load model" in msg
+    assert "line 99" in msg and "line 5\n" not in msg  # only the tail
+    assert not server.is_running()
+
+
+def test_not_ready_in_time_is_stopped(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-c", "import time; print('loading weights...', flush=True); time.sleep(60)"]
+    server = LocalServer(cmd, port=free_port(), log_path=tmp_path / "slow.log", startup_timeout_s=1.5)
+    with pytest.raises(ServerStartError, match="not ready after 1.5s(.|\n)*loading weights"):
+        server.start()
+    assert server.proc is None
+
+
+def test_missing_executable_and_attach_timeout(tmp_path: Path) -> None:
+    with pytest.raises(ServerStartError, match="cannot run"):
+        LocalServer(["/nonexistent/bin/server"], port=free_port(), log_path=tmp_path / "x.log").start()
+    with pytest.raises(ServerStartError, match="no OpenAI-compatible server"):
+        AttachedServer(f"http://127.0.0.1:{free_port()}", startup_timeout_s=0.5).start()
+
+
+def test_commands() -> None:
+    cmd = llamacpp_command("m.gguf", host="127.0.0.1", port=5, n_ctx=2048, n_threads=2, model_alias="s")
+    assert cmd[1:3] == ["-m", "llama_cpp.server"] and "--n_threads" in cmd and "--model_alias" in cmd
+    cmd = vllm_command("Qwen/Qwen2.5-7B-Instruct", host="0.0.0.0", port=8000, tensor_parallel_size=2,
+                       max_model_len=4096, extra_args=["--enforce-eager"])
+    assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert cmd[cmd.index("--tensor-parallel-size") + 1] == "2" and cmd[-1] == "--enforce-eager"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_llamacpp_garbage_model_shows_log_tail(tmp_path: Path) -> None:
+    bad = tmp_path / "garbage.gguf"
+    bad.write_bytes(b"this is not a gguf file" * 100)
+    with pytest.raises(ServerStartError) as info:
+        launch_llamacpp(bad, log_dir=tmp_path, n_threads=1, startup_timeout_s=120)
+    assert "exited with code" in str(info.value) and "last lines" in str(info.value)
+    assert len(str(info.value).splitlines()) > 2  # the log tail is there
+    with pytest.raises(ServerStartError, match="does not exist"):
+        launch_llamacpp(tmp_path / "missing.gguf", log_dir=tmp_path)
