@@ -37,11 +37,29 @@ def hf_span_fn(name_or_path: str) -> Callable[[str], Spans]:
         raise ValueError(f"tokenizer {name_or_path!r} has no fast version; offsets mapping needs one")
 
     def spans(text: str) -> Spans:
+        # A whole novel in one call is slow in the Rust tokenizer; pieces that start at a space
+        # tokenize identically (the space begins the next word's token) and run as a batch.
+        pieces = _pieces(text)
         # verbose=False: texts longer than the model's max length are expected here
-        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        return [(s, e) for s, e in enc["offset_mapping"] if e > s]
+        enc = tok([text[s:e] for s, e in pieces], add_special_tokens=False,
+                  return_offsets_mapping=True, verbose=False)
+        return [(base + s, base + e) for (base, _), offsets in zip(pieces, enc["offset_mapping"])
+                for s, e in offsets if e > s]
 
     return spans
+
+
+def _pieces(text: str, size: int = 20_000) -> list[tuple[int, int]]:
+    """Cut ``text`` into spans of about ``size`` characters, each break just before a space."""
+    out, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            space = text.rfind(" ", start + 1, end)
+            end = space if space > start else end
+        out.append((start, end))
+        start = end
+    return out or [(0, 0)]
 
 
 def _resolve_tokenizer(name: str) -> tuple[str, bool]:

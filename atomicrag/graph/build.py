@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -39,6 +41,15 @@ def encode(embedder: Embedder, texts: list[str], what: str) -> torch.Tensor:
     return torch.nn.functional.normalize(emb.detach().to("cpu", torch.float32), dim=1)
 
 
+@contextmanager
+def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
+    """Record wall and process CPU seconds of a stage (CPU time stays meaningful on a busy machine)."""
+    w, c = time.perf_counter(), time.process_time()
+    yield
+    timings[f"{name}_s"] = round(time.perf_counter() - w, 3)
+    timings[f"{name}_cpu_s"] = round(time.process_time() - c, 3)
+
+
 def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: GraphConfig,
                 fidelity: FidelityConfig) -> AtomEntityGraph:
     """Build the graph. ``embedder=None`` builds the structure only (no embeddings, no synonyms)."""
@@ -50,39 +61,34 @@ def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: G
             + (f" ({n_fail} chunks failed; first: {atomize_result.failures[0].reason})" if n_fail else "")
         )
     timings: dict[str, float] = {}
-    t = time.perf_counter()
-    ents = entity_nodes(atoms, atomize_result.triples, fidelity.entity_nodes)
-    num_e, num_a = len(ents.keys), len(atoms)
-    if num_e == 0:
-        log.warning("graph has no entity nodes (entity_nodes=%s, %d triples): atoms will be isolated",
-                    fidelity.entity_nodes, len(atomize_result.triples))
-    contain, dropped = containment_edges(atoms, ents, fidelity.containment_keys)
-    relevance = relevance_edges(atomize_result.triples, ents, fidelity.relevance_weight)
-    timings["structure_s"] = time.perf_counter() - t
+    with _timed(timings, "structure"):
+        ents = entity_nodes(atoms, atomize_result.triples, fidelity.entity_nodes)
+        num_e, num_a = len(ents.keys), len(atoms)
+        if num_e == 0:
+            log.warning("graph has no entity nodes (entity_nodes=%s, %d triples): atoms will be isolated",
+                        fidelity.entity_nodes, len(atomize_result.triples))
+        contain, dropped = containment_edges(atoms, ents, fidelity.containment_keys)
+        relevance = relevance_edges(atomize_result.triples, ents, fidelity.relevance_weight)
 
     atom_emb = ent_emb = None
     synonym = EdgeList.empty()
     if embedder is not None:
-        t = time.perf_counter()
-        atom_emb = encode(embedder, [a.text for a in atoms], "atom")
-        timings["embed_atoms_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        ent_emb = encode(embedder, ents.texts, "entity")
-        timings["embed_entities_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        synonym = synonym_edges(ents.keys, ent_emb, threshold=cfg.synonym_threshold,
-                                max_neighbors=cfg.synonym_max_neighbors, min_alnum=cfg.synonym_min_alnum,
-                                batch=cfg.synonym_batch, device=cfg.device)
-        timings["synonym_knn_s"] = time.perf_counter() - t
+        with _timed(timings, "embed_atoms"):
+            atom_emb = encode(embedder, [a.text for a in atoms], "atom")
+        with _timed(timings, "embed_entities"):
+            ent_emb = encode(embedder, ents.texts, "entity")
+        with _timed(timings, "synonym_knn"):
+            synonym = synonym_edges(ents.keys, ent_emb, threshold=cfg.synonym_threshold,
+                                    max_neighbors=cfg.synonym_max_neighbors, min_alnum=cfg.synonym_min_alnum,
+                                    batch=cfg.synonym_batch, device=cfg.device)
 
-    t = time.perf_counter()
-    overwritten = 0
-    if fidelity.synonym_overwrites_relevance:
-        # Released code: the synonym weight replaces the relevance weight of the same pair.
-        relevance, overwritten = drop_pairs(relevance, synonym, num_e + num_a)
-    edges = {"containment": contain, "relevance": relevance, "synonym": synonym}
-    adj = adjacency(list(edges.values()), num_e + num_a)
-    timings["adjacency_s"] = time.perf_counter() - t
+    with _timed(timings, "adjacency"):
+        overwritten = 0
+        if fidelity.synonym_overwrites_relevance:
+            # Released code: the synonym weight replaces the relevance weight of the same pair.
+            relevance, overwritten = drop_pairs(relevance, synonym, num_e + num_a)
+        edges = {"containment": contain, "relevance": relevance, "synonym": synonym}
+        adj = adjacency(list(edges.values()), num_e + num_a)
 
     meta: dict[str, Any] = {
         "containment_mentions_dropped": dropped,
@@ -91,7 +97,7 @@ def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: G
         "graph_cfg": {k: getattr(cfg, k) for k in ("synonym_threshold", "synonym_max_neighbors", "synonym_min_alnum")},
         "failed_chunks": len(atomize_result.failures),
         "atomize_llm_calls": atomize_result.llm_calls,
-        "timings": {k: round(v, 3) for k, v in timings.items()},
+        "timings": timings,
     }
     if dropped:
         log.info("containment: %d atom entity mentions found no entity node (containment_keys=%s)",

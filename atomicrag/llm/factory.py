@@ -25,10 +25,10 @@ from atomicrag.llm.cache import CachedLLM
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import ChatRequest, LLMBackend
-from atomicrag.llm.servers import AttachedServer, launch_llamacpp, launch_vllm
+from atomicrag.llm.servers import AttachedServer, LocalServer, launch_llamacpp, launch_vllm
 
 
-def _client(cfg: LLMConfig, base_url: str, style: str, on_close=None) -> OpenAIClient:
+def _client(cfg: LLMConfig, base_url: str, style: str, server: LocalServer | None = None) -> OpenAIClient:
     return OpenAIClient(
         base_url,
         cfg.model,
@@ -38,7 +38,7 @@ def _client(cfg: LLMConfig, base_url: str, style: str, on_close=None) -> OpenAIC
         max_retries=cfg.max_retries,
         structured_output=cfg.structured_output,
         response_format_style=style,
-        on_close=on_close,
+        server=server,
     )
 
 
@@ -66,7 +66,7 @@ def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
             n_threads=cfg.n_threads, model_alias=cfg.model, extra_args=cfg.extra_args,
             startup_timeout_s=cfg.startup_timeout_s,
         )
-        return _client(cfg, server.base_url, "json_object", on_close=server.stop)
+        return _client(cfg, server.base_url, "json_object", server=server)
     if cfg.name == "vllm":
         if cfg.base_url:
             AttachedServer(cfg.base_url, startup_timeout_s=cfg.startup_timeout_s).start()
@@ -77,7 +77,7 @@ def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
             gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
             extra_args=cfg.extra_args, startup_timeout_s=cfg.startup_timeout_s,
         )
-        return _client(cfg, server.base_url, "json_schema", on_close=server.stop)
+        return _client(cfg, server.base_url, "json_schema", server=server)
     if cfg.name == "transformers":
         from atomicrag.llm.transformers_backend import TransformersBackend
 

@@ -269,10 +269,20 @@ def parse_reply(text: str, schema: dict[str, Any] | None) -> Any:
     first_error: str | None = None
     decoder = json.JSONDecoder(strict=False)
     # Pass 1: strict JSON at each candidate; pass 2: lenient parse at each candidate.
+    # Only top-level values count: a candidate inside a value already parsed in this pass
+    # (e.g. an inner ["type"] of a wrong object) is skipped, or a fragment of a wrong reply
+    # could pass for the answer.
     for lenient in (False, True) if starts else (False,):  # prose alone is never "repaired"
+        covered = -1
         for start in starts or [len(body) - len(body.lstrip())]:
+            if start < covered:
+                continue
             try:
-                obj = _Lenient(body[start:]).value() if lenient else decoder.raw_decode(body, start)[0]
+                if lenient:
+                    parser = _Lenient(body[start:])
+                    obj, covered = parser.value(), start + parser.i
+                else:
+                    obj, covered = decoder.raw_decode(body, start)
             except (json.JSONDecodeError, _Truncated, RecursionError):
                 continue
             obj = _coerce(obj, schema)

@@ -17,7 +17,6 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -81,7 +80,7 @@ class OpenAIClient:
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 20.0,
         extra_body: dict[str, Any] | None = None,
-        on_close: Callable[[], None] | None = None,
+        server: Any = None,
     ) -> None:
         if response_format_style not in RESPONSE_FORMAT_STYLES:
             raise ValueError(f"response_format_style must be one of {RESPONSE_FORMAT_STYLES}")
@@ -99,7 +98,8 @@ class OpenAIClient:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.extra_body = dict(extra_body or {})
-        self._on_close = on_close
+        # A server this client owns (launched for it): stopped by close(). Anything with stop().
+        self.server = server
         self._closed = False
 
     def __repr__(self) -> str:  # never shows the key
@@ -174,10 +174,6 @@ class OpenAIClient:
                 raise RetryableLLMError(f"timeout after {self.timeout_s:g}s") from None
             except httpx.TransportError as exc:
                 raise RetryableLLMError(f"{type(exc).__name__}: {exc}") from None
-            if resp.status_code == 429 or resp.status_code >= 500:
-                raise RetryableLLMError(
-                    f"HTTP {resp.status_code}: {resp.text[:300]}", retry_after=_retry_after(resp)
-                )
             if (  # llama-cpp-python reports request validation errors as HTTP 500
                 resp.status_code in (400, 422, 500)
                 and "response_format" in body
@@ -185,11 +181,18 @@ class OpenAIClient:
                 and any(w in resp.text for w in ("response_format", "json_schema", "json_object"))
             ):
                 # The server does not know this structured-output dialect: try the other one.
-                other = "json_object" if self.response_format_style == "json_schema" else "json_schema"
-                log.warning("server rejected response_format %s (HTTP %s); switching to %s",
-                            self.response_format_style, resp.status_code, other)
+                # Derived from what was *sent*, so concurrent rejections agree on the switch.
+                sent = body["response_format"]["type"]
+                other = "json_object" if sent == "json_schema" else "json_schema"
+                if self.response_format_style != other:
+                    log.warning("server rejected response_format %s (HTTP %s); switching to %s",
+                                sent, resp.status_code, other)
                 self.response_format_style = other
                 continue
+            if resp.status_code == 429 or resp.status_code >= 500:
+                raise RetryableLLMError(
+                    f"HTTP {resp.status_code}: {resp.text[:300]}", retry_after=_retry_after(resp)
+                )
             if resp.status_code >= 400:
                 raise FatalLLMError(f"HTTP {resp.status_code} from {url}: {resp.text[:500]}")
             return self._parse_response(resp)
@@ -248,8 +251,8 @@ class OpenAIClient:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self._on_close is not None:
-                self._on_close()
+            if self.server is not None:
+                self.server.stop()
 
     def __enter__(self) -> Self:
         return self

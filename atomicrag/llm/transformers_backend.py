@@ -11,6 +11,7 @@ transformers dequantises it), or the offline alias ``smollm2``.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ class TransformersBackend(SyncBackend):
         model_name: str | None = None,
     ) -> None:
         import torch
+        import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.model = model_name or model
@@ -45,7 +47,9 @@ class TransformersBackend(SyncBackend):
         dtype = torch.float32 if device == "cpu" else (
             torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
         self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-        self.lm = AutoModelForCausalLM.from_pretrained(source, torch_dtype=dtype, **kwargs)
+        # transformers renamed torch_dtype to dtype (4.56); pass the name this version knows.
+        dtype_kw = "dtype" if _version_at_least(transformers.__version__, (4, 56)) else "torch_dtype"
+        self.lm = AutoModelForCausalLM.from_pretrained(source, **{dtype_kw: dtype}, **kwargs)
         self.lm.to(device).eval()
         self._torch = torch
         self._lock = threading.Lock()  # one generate() at a time: the model is not re-entrant
@@ -65,7 +69,9 @@ class TransformersBackend(SyncBackend):
         torch = self._torch
         tok = self.tokenizer
         prompt = tok.apply_chat_template(self._messages(request), tokenize=False, add_generation_prompt=True)
-        inputs = tok(prompt, return_tensors="pt", add_special_tokens=False).to(self.device)
+        enc = tok(prompt, return_tensors="pt", add_special_tokens=False)
+        # Only ids and mask: some tokenizers add token_type_ids, which causal LMs reject.
+        inputs = {k: enc[k].to(self.device) for k in ("input_ids", "attention_mask") if k in enc}
         n_prompt = int(inputs["input_ids"].shape[1])
         sample = request.temperature > 0
         gen_kwargs: dict[str, Any] = {
@@ -96,6 +102,11 @@ class TransformersBackend(SyncBackend):
         self.lm = None
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
+
+
+def _version_at_least(version: str, minimum: tuple[int, int]) -> bool:
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
+    return tuple(parts) >= minimum
 
 
 def _source(model: str, cache_dir: str | Path) -> tuple[str, dict[str, Any]]:

@@ -15,11 +15,15 @@ def fmt(value: float | None, spec: str) -> str:
     if value is None:
         return MISSING
     text = format(value, spec)
+    if text.lstrip("-").strip("0.,") == "":  # -0.0 -> 0.0
+        text = text.lstrip("-")
     return text.replace("-", MINUS) if text.startswith("-") else text
 
 
 def fmt_diff(value: float, spec: str) -> str:
     text = format(value, "+" + spec)
+    if text[1:].strip("0.,") == "":
+        text = "±" + text[1:]
     return text.replace("-", MINUS)
 
 
@@ -49,8 +53,10 @@ def to_markdown(result: TableResult, out_dir: Path, png: Path | None = None) -> 
     lines.append(f"- **Measured:** {spec.measured_label}")
     source = f" (`paper_tables.json` → `tables.{spec.paper_key}`)" if spec.paper_key else ""
     lines.append(f"- **Published:** {spec.published_label}{source}")
-    lines.append(f"- **Cells:** `measured (published, measured {MINUS} published)`; {MISSING} = not measured yet "
-                 f"({done}/{total} measured cells filled)")
+    paired = any(c.measured and c.published is not False for c in spec.columns)
+    layout = (f"`measured (published, measured {MINUS} published)`" if paired
+              else "measured and published values in separate columns")
+    lines.append(f"- **Cells:** {layout}; {MISSING} = not measured yet ({done}/{total} measured cells filled)")
     lines.append(f"- **Runs from:** experiment(s) {', '.join(f'`{e}`' for e in spec.experiments)}")
     if spec.readme:
         lines.append(f"- **How to regenerate:** `{spec.readme}`")

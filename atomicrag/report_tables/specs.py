@@ -18,9 +18,11 @@ from .runs import (
     MODULES,
     cost,
     graph_stat,
+    module_seconds,
     graphbench,
     module_tokens,
     overall,
+    retrieval_seconds_per_query,
 )
 
 GB_COLS = [("fact", "Fact"), ("reason", "Reason"), ("summ", "Summ."), ("creat", "Creat."), ("avg", "Avg.")]
@@ -198,7 +200,7 @@ def table4(metric: str) -> TableSpec:
                fmt=".2f"),
         Column("qa_all_tokens_m", "QA incl. AQD+AS (M)", extract=module_tokens(MODULES[1:]), published=False,
                fmt=".2f"),
-        Column("latency_s_per_q", "Retrieval s/q", extract=cost("retrieval_seconds_per_query"), fmt=".2f"),
+        Column("latency_s_per_q", "Retrieval s/q", extract=retrieval_seconds_per_query, fmt=".2f"),
         Column("e2e_s_per_q", "End-to-end s/q", extract=cost("seconds_per_query"), published=False, fmt=".2f"),
         Column("medical.acc", "ACC", extract=graphbench("avg", metric), comparable=comparable),
     ]
@@ -221,12 +223,7 @@ def _sum(cells: dict[str, float | None], *keys: str) -> float | None:
 
 
 def _module_row(label: str, mods: tuple[str, ...]) -> Row:
-    def seconds(run: Any) -> float | None:
-        table = (run.metrics.get("cost") or {}).get("modules") or {}
-        vals = [(table.get(m) or {}).get("seconds") for m in mods]
-        return float(sum(v for v in vals if v is not None)) if any(v is not None for v in vals) else None
-
-    extract = {"runtime.time_s": seconds}
+    extract = {"runtime.time_s": module_seconds(mods)}
     for which in ("prompt", "completion", "total"):
         extract[f"tokens.{which}"] = module_tokens(mods, which, scale=1.0)
     return Row(label, PAPER_DEFAULT, dataset=DATASET_NAMES["medical"], extract=extract)
@@ -310,7 +307,7 @@ def table11(metric: str) -> TableSpec:
     names = [("PPR (Baseline)", "ppr"), ("RWR", "rwr"), ("Power Iteration", "power"), ("Katz Index", "katz"),
              ("Label Propagation", "labelprop"), ("Weighted BFS", "bfs")]
     rows = [Row(label, {"retriever.name": n}) for label, n in names]
-    time_col = Column("time_s_per_q", "Time (s/q)", extract=cost("retrieval_seconds_per_query"), fmt=".2f")
+    time_col = Column("time_s_per_q", "Time (s/q)", extract=retrieval_seconds_per_query, fmt=".2f")
     return _medical_sweep("table11", "Table 11 — graph retrieval strategies (Graph-Bench Medical)", "table11", rows,
                           metric, delta_base="PPR (Baseline)", extra=[time_col],
                           readme="experiments/table11/README.md", row_header="Retriever")

@@ -139,5 +139,7 @@ def build_seeds(
         values = torch.cat(vals)
     else:
         indices, values = torch.zeros(2, 0, dtype=torch.int64), torch.zeros(0)
-    matrix = torch.sparse_coo_tensor(indices, values, (n_q, graph.num_nodes)).coalesce()
+    matrix = torch.sparse_coo_tensor(
+        indices, values, (n_q, graph.num_nodes), check_invariants=False
+    ).coalesce()
     return SeedSet(matrix, query_entities, entity_seeds, atom_sim)

@@ -4,10 +4,11 @@ Every statement here is a ``psycopg.sql.SQL`` template: the schema name enters o
 ``sql.Identifier`` (after :func:`validate_identifier`) and values only as bound parameters, so
 neither a schema name nor a document id can change the meaning of a statement.
 
-Bulk data moves as PostgreSQL's binary COPY format. Fixed-width rows (edges, embeddings) are
-framed and parsed as numpy structured arrays in one vectorised step instead of one Python object
-per value: the format is ``PGCOPY`` header, then per row an int16 field count and, per field, an
-int32 byte length followed by the big-endian value.
+Bulk writes use PostgreSQL's binary COPY format; fixed-width rows (edges) are framed as one
+numpy structured array (``PGCOPY`` header, then per row an int16 field count and, per field, an
+int32 byte length and the big-endian value), embeddings as pgvector's binary value per row.
+Bulk reads let the server aggregate a column range into one bytea (``string_agg`` of the types'
+binary send functions) that numpy views directly: no Python object per value in either direction.
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 TABLES = ("meta", "documents", "entities", "atoms", "edges", "blobs")
 # pgvector's HNSW index accepts ``vector`` columns of at most this many dimensions.
 HNSW_MAX_DIM = 2000
+
+# Reads aggregate rows into one bytea per query; PostgreSQL caps a value at 1 GB.
+PACKED_CHUNK_BYTES = 128 * 2**20
+EDGE_ROW = np.dtype([("src", ">i4"), ("dst", ">i4"), ("w", ">f4")])  # int4send || int4send || float4send
 
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 COPY_HEADER = COPY_SIGNATURE + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"  # flags 0, no extension
@@ -91,15 +96,16 @@ def copy_in(schema: str, name: str, columns: tuple[str, ...]) -> sql.Composed:
         table(schema, name), sql.SQL(", ").join(map(sql.Identifier, columns)))
 
 
-def copy_out_vectors(schema: str, name: str) -> sql.Composed:
-    return sql.SQL("COPY (SELECT embedding FROM {} ORDER BY idx) TO STDOUT (FORMAT BINARY)").format(
-        table(schema, name))
+def packed_vectors(schema: str, name: str) -> sql.Composed:
+    """Rows ``idx`` in ``[%s, %s)`` as one bytea: each embedding in pgvector's binary layout."""
+    return sql.SQL("SELECT string_agg(vector_send(embedding), ''::bytea ORDER BY idx) FROM {} "
+                   "WHERE idx >= %s AND idx < %s").format(table(schema, name))
 
 
-def copy_out_edges(schema: str) -> sql.Composed:
-    """Takes the edge type as a parameter (psycopg binds COPY parameters client-side, quoted)."""
-    return sql.SQL("COPY (SELECT src, dst, weight FROM {} WHERE type = %s ORDER BY pos) TO STDOUT "
-                   "(FORMAT BINARY)").format(table(schema, "edges"))
+def packed_edges(schema: str) -> sql.Composed:
+    """Edges of type ``%s`` with ``pos`` in ``[%s, %s)`` as one bytea of :data:`EDGE_ROW` records."""
+    return sql.SQL("SELECT string_agg(int4send(src) || int4send(dst) || float4send(weight), ''::bytea "
+                   "ORDER BY pos) FROM {} WHERE type = %s AND pos >= %s AND pos < %s").format(table(schema, "edges"))
 
 
 def lock_all(schema: str, mode: str) -> sql.Composed:
@@ -198,37 +204,13 @@ def edge_copy_stream(type_name: str, pos: np.ndarray, src: np.ndarray, dst: np.n
     return COPY_HEADER + rows.tobytes() + COPY_TRAILER
 
 
-def parse_fixed_copy(data: bytes, fields: list[tuple[str, np.dtype | str]]) -> np.ndarray:
-    """Parse a binary ``COPY ... TO STDOUT`` stream of rows with fixed-width, non-NULL fields.
-
-    ``fields`` gives name and big-endian numpy type of each column's value; the per-row field
-    count and per-field lengths are checked so a NULL or a width mismatch fails loudly.
-    """
-    if not data.startswith(COPY_SIGNATURE):
-        raise ValueError("not a PostgreSQL binary COPY stream")
-    ext_len = int.from_bytes(data[15:19], "big")
-    body = memoryview(data)[19 + ext_len:]
-    if bytes(body[-2:]) != COPY_TRAILER:
-        raise ValueError("binary COPY stream has no trailer")
-    body = body[:-2]
-    spec: list[tuple[str, np.dtype | str]] = [("nf", ">i2")]
-    for name, typ in fields:
-        spec += [(f"l_{name}", ">i4"), (name, typ)]
-    dt = np.dtype(spec)
-    if len(body) % dt.itemsize:
-        raise ValueError("binary COPY rows are not fixed width (NULL or unexpected type?)")
-    rows = np.frombuffer(body, dtype=dt)
-    if len(rows) and (np.any(rows["nf"] != len(fields))
-                      or any(np.any(rows[f"l_{name}"] != dt.fields[name][0].itemsize) for name, _ in fields)):
-        raise ValueError("binary COPY rows do not have the expected field layout")
-    return rows
-
-
-def parse_vector_copy(data: bytes, dim: int) -> np.ndarray:
-    """``COPY (SELECT embedding ...) TO STDOUT (FORMAT BINARY)`` -> ``[n, dim]`` native float32."""
+def parse_vectors(data: bytes, dim: int, rows: int) -> np.ndarray:
+    """Concatenated pgvector binary values -> ``[rows, dim]`` (big-endian view; assign to convert)."""
     vec_t = np.dtype([("dim", ">i2"), ("unused", ">i2"), ("v", ">f4", (dim,))])
-    parsed = parse_fixed_copy(data, [("vec", vec_t)])
-    if len(parsed) and np.any(parsed["vec"]["dim"] != dim):
+    if len(data) != rows * vec_t.itemsize:
+        raise ValueError(f"expected {rows} stored {dim}-dim vectors, got {len(data)} bytes "
+                         "(missing embeddings or another dimension)")
+    parsed = np.frombuffer(data, dtype=vec_t)
+    if rows and np.any(parsed["dim"] != dim):
         raise ValueError(f"stored vectors do not have {dim} dimensions")
-    # astype to native float32: same bits, host byte order, and a writable copy of the buffer.
-    return parsed["vec"]["v"].astype(np.float32)
+    return parsed["v"]

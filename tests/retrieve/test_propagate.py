@@ -6,9 +6,24 @@ import pytest
 import torch
 
 from atomicrag.config import FidelityConfig, RetrieverConfig
-from atomicrag.retrieve.propagate import PPR, build_propagator, chebyshev_steps, restart_probability, topk_atoms
+from atomicrag.retrieve.propagate import (
+    PPR,
+    build_propagator,
+    chebyshev_steps,
+    restart_probability,
+    topk_atoms,
+)
 
 ig = pytest.importorskip("igraph")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny SpMMs: a second OpenMP thread only adds synchronisation (ms each on a busy machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def csr_from_edges(n: int, edges: list[tuple[int, int]], weights: list[float]) -> torch.Tensor:
@@ -21,7 +36,7 @@ def csr_from_edges(n: int, edges: list[tuple[int, int]], weights: list[float]) -
     return torch.sparse_coo_tensor(torch.stack([src, dst]), val, (n, n)).coalesce().to_sparse_csr()
 
 
-def random_graph(n: int, m: int, isolated: int, seed: int) -> tuple[torch.Tensor, "ig.Graph"]:
+def random_graph(n: int, m: int, isolated: int, seed: int) -> tuple[torch.Tensor, ig.Graph]:
     """Weighted random graph whose last ``isolated`` nodes have no edges (dangling)."""
     rng = np.random.default_rng(seed)
     pairs = set()
@@ -47,7 +62,7 @@ def random_seeds(n: int, q: int, per: int, seed: int, extra: dict[int, int] | No
     return s
 
 
-def igraph_ppr(g: "ig.Graph", seeds: torch.Tensor, restart: float) -> np.ndarray:
+def igraph_ppr(g: ig.Graph, seeds: torch.Tensor, restart: float) -> np.ndarray:
     return np.stack([
         np.array(g.personalized_pagerank(vertices=None, directed=False, damping=1.0 - restart,
                                          reset=row.double().tolist(), weights="weight", implementation="prpack"))
@@ -114,6 +129,13 @@ def test_batched_equals_per_query(graph):
     torch.testing.assert_close(batched, single, atol=1e-7, rtol=0)
     torch.testing.assert_close(batched, blocked, atol=1e-7, rtol=0)
     torch.testing.assert_close(batched, ppr(adj, seeds.to_sparse_csr()), atol=1e-7, rtol=0)
+    torch.set_num_threads(2)  # two worker threads, one block each at a time
+    try:
+        pooled = PPR(restart=0.3, max_iter=20, block_size=3, parallel_blocks=True)(adj, seeds)
+    finally:
+        torch.set_num_threads(1)
+    assert torch.get_num_threads() == 1
+    torch.testing.assert_close(batched, pooled, atol=1e-7, rtol=0)
 
 
 def test_zero_seed_queries_give_zeros(graph):
@@ -199,3 +221,9 @@ def test_exact_variant_matches_igraph(graph):
     fid = FidelityConfig(damping_semantics="continue")
     out = build_propagator(RetrieverConfig(name="power", damping=0.3), fid)(adj, seeds)
     np.testing.assert_allclose(out.numpy(), igraph_ppr(g, seeds, 0.7), atol=1e-7, rtol=0)
+
+
+def test_directed_adjacency_is_rejected():
+    adj = torch.tensor([[0.0, 1.0], [0.0, 0.0]]).to_sparse_csr()
+    with pytest.raises(ValueError, match="symmetric"):
+        PPR(restart=0.3)(adj, torch.tensor([[1.0, 0.0]]))

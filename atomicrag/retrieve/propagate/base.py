@@ -38,7 +38,7 @@ class SeedTriplets:
     num_nodes: int
     has_seed: torch.Tensor  # [Q] bool: False for a query without any positive seed
 
-    def block(self, q0: int, q1: int) -> "SeedTriplets":
+    def block(self, q0: int, q1: int) -> SeedTriplets:
         """The queries ``q0 .. q1-1``, renumbered from 0."""
         lo, hi = torch.searchsorted(self.query, torch.tensor([q0, q1], device=self.query.device)).tolist()
         return SeedTriplets(
@@ -127,6 +127,13 @@ class PreparedGraph:
     @property
     def inv_deg(self) -> torch.Tensor:  # [N] float64, 0 where dangling
         return torch.where(self.dangling, torch.zeros_like(self.deg), 1.0 / self.deg.clamp_min(1e-300))
+
+    def require_symmetric(self, method: str) -> None:
+        if not self.symmetric:
+            raise ValueError(
+                f"{method} needs the symmetric (undirected) Atom-Entity Graph adjacency; "
+                "symmetrise a directed matrix first, e.g. A + A.T"
+            )
 
     def csr(self, values: torch.Tensor, index_dtype: torch.dtype = torch.int32) -> torch.Tensor:
         """A CSR matrix with this graph's pattern and the given values.

@@ -23,6 +23,8 @@ On CUDA all queries form one block (cuSPARSE SpMM wants the widest dense operand
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -73,6 +75,8 @@ class PPR:
     block_size: queries per block (None = sized to the cache on CPU, all queries on CUDA).
     reorder: relabel nodes for locality before propagating (None = on CPU only).
     dtype: of the operator and iterate (float64 for the exact variant).
+    parallel_blocks: on CPU, run query blocks on ``torch.get_num_threads()`` Python threads, each
+        with single-threaded SpMM (torch's thread count is set to 1 for the duration of the call).
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class PPR:
         device: str = "auto",
         reorder: bool | None = None,
         dtype: str | torch.dtype = torch.float32,
+        parallel_blocks: bool = False,
     ) -> None:
         if not 0.0 < restart <= 1.0:
             raise ValueError(f"restart probability must lie in (0, 1], got {restart}")
@@ -103,6 +108,7 @@ class PPR:
         self.device = resolve_device(device)
         self.reorder = reorder
         self.dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+        self.parallel_blocks = parallel_blocks
         self._cache = GraphCache()
         self.last_steps = 0  # SpMM steps done by the last call (largest over blocks)
 
@@ -126,7 +132,7 @@ class PPR:
 
     def steps(self) -> list[float]:
         """Weights of the SpMM steps: all 1 for power iteration, Golub–Varga for Chebyshev."""
-        if self.solver == "power" or not self._chebyshev_ok:
+        if self.solver == "power":
             return [1.0] * self.max_iter
         return chebyshev_weights(self.c, chebyshev_steps(self.c, self.max_iter))
 
@@ -138,7 +144,7 @@ class PPR:
     # -- propagation -----------------------------------------------------------------------
     def __call__(self, adj: torch.Tensor, seeds: torch.Tensor, **_: Any) -> torch.Tensor:
         prep = self._cache.get(adj, self.device)
-        self._chebyshev_ok = prep.symmetric  # a non-symmetric A may have a complex spectrum
+        prep.require_symmetric("PPR")  # P^T = A D^-1 and Chebyshev's real spectrum both need it
         seeds = seeds.to(prep.device)
         trip = seed_triplets(seeds, prep.num_nodes)
         op = self._operator(prep)
@@ -149,35 +155,68 @@ class PPR:
         width = self.block_width(prep, q)
         y_u = self._uniform_solution(prep, op) if self.dangling == "uniform" and bool(prep.dangling.any()) else None
         d_mask = prep.dangling if op["perm"] is None else prep.dangling[op["perm"]]  # [N] in propagation order
-        buffers = None
         self.last_steps = 0
-        for q0 in range(0, q, width):
-            q1 = min(q, q0 + width)
+        blocks = [(q0, min(q, q0 + width)) for q0 in range(0, q, width)]
+        local = threading.local()  # per-worker ping-pong buffers, reused across blocks
+
+        def run(block: tuple[int, int]) -> None:
+            q0, q1 = block
             blk = trip.block(q0, q1)
-            if buffers is None or buffers[0].shape[1] != q1 - q0:
-                buffers = (self._empty(prep, n, q1 - q0), self._empty(prep, n, q1 - q0))
-            y = self._solve(op["M"], blk, buffers)  # [N, b]
+            bufs = getattr(local, "bufs", None)
+            if bufs is None or bufs[0].shape[1] != q1 - q0:
+                bufs = local.bufs = (self._empty(prep, n, q1 - q0), self._empty(prep, n, q1 - q0))
+            y = self._solve(prep, op, blk, bufs)  # [N, b]
             x = self._finish(y, blk, d_mask, y_u)  # [N, b]
-            if op["perm"] is None:
-                out[q0:q1].copy_(x.T)  # [b, N]
-            else:
-                out[q0:q1].index_copy_(1, op["perm"], x.T)  # out[:, perm[i]] = x[i]
+            if op["inv"] is not None:
+                x = x.index_select(0, op["inv"])  # [N, b] back in node order: row v = x[inv[v]]
+            out[q0:q1].copy_(x.T)  # [b, N]
+
+        workers = self._workers(prep, len(blocks))
+        if workers <= 1:
+            for block in blocks:
+                run(block)
+            return out
+        # one single-threaded SpMM per worker, on different blocks: no per-step thread barrier
+        before = torch.get_num_threads()
+
+        def run_single(block: tuple[int, int]) -> None:
+            torch.set_num_threads(1)
+            run(block)
+
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(run_single, blocks))
+        finally:
+            torch.set_num_threads(before)
         return out
+
+    def _workers(self, prep: PreparedGraph, num_blocks: int) -> int:
+        if prep.device.type != "cpu" or not self.parallel_blocks:
+            return 1
+        return max(1, min(torch.get_num_threads(), num_blocks))
 
     def _empty(self, prep: PreparedGraph, n: int, b: int) -> torch.Tensor:
         return torch.empty(n, b, device=prep.device, dtype=self.dtype)
 
-    def _solve(self, m: torch.Tensor, s: SeedTriplets, buffers: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def _solve(
+        self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, buffers: tuple[torch.Tensor, torch.Tensor]
+    ) -> torch.Tensor:
         """``y ~= (I - M)^-1 S`` for one block; returns one of the two buffers ``[N, b]``."""
         y, y_prev = buffers
         y.zero_()
-        y_prev.zero_()
         s.add_to_columns(y)  # y_1 = s (the step from y_0 = 0 needs no product)
         steps = 0
-        for omega in self.steps():
-            # y_next = omega * (M y + s) + (1 - omega) * y_prev, written over y_prev in place:
-            # [N, N] @ [N, b] -> [N, b]; omega == 1 (power iteration) ignores y_prev (beta = 0)
-            torch.addmm(y_prev, m, y, beta=1.0 - omega, alpha=omega, out=y_prev)
+        for k, omega in enumerate(self.steps()):
+            # y_next = omega * (M y + s) + (1 - omega) * y_prev, written over y_prev in place
+            if k == 0:
+                # y = s is sparse (tens of seeds per query) and y_prev = y_0 = 0: scatter the seeds'
+                # columns of M instead of a full SpMM
+                y_prev.zero_()
+                self._seed_product(prep, op, s, y_prev, omega)
+            else:
+                # [N, N] @ [N, b] -> [N, b]; omega == 1 (power iteration) ignores y_prev (beta = 0)
+                torch.addmm(y_prev, op["M"], y, beta=1.0 - omega, alpha=omega, out=y_prev)
             s.add_to_columns(y_prev, omega)  # + omega * s, only at the seeded entries
             steps += 1
             done = self.tol > 0 and bool(((y_prev - y).abs().sum(0) * self.restart < self.tol).all())  # [b]
@@ -186,6 +225,24 @@ class PPR:
                 break
         self.last_steps = max(self.last_steps, steps)
         return y
+
+    def _seed_product(
+        self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, out: torch.Tensor, scale: float
+    ) -> None:
+        """``out[N, b] += scale * M @ S`` for sparse S, by gathering the seeds' columns of M.
+
+        Column j of ``M = c A D^-1`` is ``c * A[:, j] / deg[j]``, i.e. row j of the symmetric A: read it
+        from the CSR row pointers. Work = sum of the seeds' degrees, not nnz(A) * b.
+        """
+        node = s.node if op["perm"] is None else op["perm"][s.node]  # original node ids [K]
+        start = prep.crow[node]
+        cnt = prep.crow[node + 1] - start  # [K] degree (stored entries) of every seed
+        src = torch.repeat_interleave(torch.arange(node.numel(), device=node.device), cnt)  # [T] seed of entry
+        first = torch.cumsum(cnt, 0) - cnt  # [K] offset of each seed's entries
+        e = start[src] + torch.arange(int(cnt.sum()), device=node.device) - first[src]  # [T] CSR entry ids
+        nbr = prep.col[e] if op["inv"] is None else op["inv"][prep.col[e]]  # [T] rows hit, propagation order
+        w = (self.c * scale) * prep.val[e].double() * prep.inv_deg[node][src] * s.value[src]  # [T]
+        out.view(-1).index_add_(0, nbr * s.num_queries + s.query[src], w.to(out.dtype))  # (row, query) of [N, b]
 
     def _uniform_solution(self, prep: PreparedGraph, op: dict[str, Any]) -> torch.Tensor:
         """``(I - M)^-1 u`` for the uniform vector u: one extra column shared by every query."""
@@ -197,7 +254,7 @@ class PPR:
                 torch.full((n,), 1.0 / n, device=prep.device), 1, n, torch.ones(1, dtype=torch.bool),
             )
             bufs = (self._empty(prep, n, 1), self._empty(prep, n, 1))
-            prep.extra[key] = self._solve(op["M"], u, bufs).clone()  # [N, 1]
+            prep.extra[key] = self._solve(prep, op, u, bufs).clone()  # [N, 1]
         return prep.extra[key]
 
     def _finish(

@@ -51,6 +51,7 @@ class Katz(_Blocked):
     def _block(self, prep: Any, s: SeedTriplets) -> torch.Tensor:
         key = ("katz_op", self.beta)
         if key not in prep.extra:
+            prep.require_symmetric("Katz")
             prep.extra[key] = prep.transition_t(self.beta)  # [N, N] CSR: beta * A D^-1
         m = prep.extra[key]
         x = s.dense(transposed=True)  # [N, b]
