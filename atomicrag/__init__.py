@@ -1,5 +1,61 @@
 """atomicrag: Atom-Entity Graph retrieval-augmented generation.
 
-Research harness: ``python -m atomicrag.run`` (Hydra). Library: see README "Use as a library".
+Library::
+
+    from atomicrag import AtomicRAG
+    rag = AtomicRAG({"reader": {"name": "none"}})
+    rag.index(["Marie Curie was born in Warsaw.", "Warsaw is the capital of Poland."])
+    print(rag.query("Where was Marie Curie born?").items[0].text)
+
+Research harness: ``python -m atomicrag.run`` (Hydra). Command line: ``atomicrag index|query|stats``.
+The names below load on first use, so ``import atomicrag`` stays cheap (no torch, no spaCy).
 """
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "AtomicRAG": "atomicrag.api",
+    "CORPUS_LEVEL_ATOMIZERS": "atomicrag.api",
+    "Document": "atomicrag.api_types",
+    "QueryResult": "atomicrag.api_types",
+    "ResultItem": "atomicrag.api_types",
+    "Config": "atomicrag.config",
+    "load_config": "atomicrag.config",
+    "as_llm": "atomicrag.adapters.byo",
+    "as_embedder": "atomicrag.adapters.byo",
+}
+
+__all__ = [
+    "CORPUS_LEVEL_ATOMIZERS",
+    "AtomicRAG",
+    "Config",
+    "Document",
+    "QueryResult",
+    "ResultItem",
+    "__version__",
+    "as_embedder",
+    "as_llm",
+    "load_config",
+]
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
+    from .adapters.byo import as_embedder, as_llm
+    from .api import CORPUS_LEVEL_ATOMIZERS, AtomicRAG
+    from .api_types import Document, QueryResult, ResultItem
+    from .config import Config, load_config
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'atomicrag' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

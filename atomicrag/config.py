@@ -320,7 +320,7 @@ class LoggerConfig:
 
 @dataclass
 class Config:
-    experiment: str = "quickstart"  # results/<experiment>/...
+    experiment_name: str = "quickstart"  # results/<experiment_name>/... (the group +experiment=... sets it)
     run_name: Optional[str] = None  # default: derived from the config, deterministic
     overwrite: bool = False  # re-run a finished run
     seed: int = 0

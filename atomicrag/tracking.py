@@ -23,7 +23,7 @@ from .artifacts import content_hash, write_json_atomic, write_jsonl_atomic, writ
 from .config import Config
 
 # fields that do not change what a run computes, so they do not enter its name
-_NAME_EXCLUDE = {"run_name", "overwrite", "experiment", "baselines", "paths", "logger"}
+_NAME_EXCLUDE = {"run_name", "overwrite", "experiment_name", "baselines", "paths", "logger"}
 
 
 def config_hash(cfg: Config) -> str:
@@ -51,7 +51,7 @@ def run_name(cfg: Config) -> str:
 
 
 def run_dir(cfg: Config) -> Path:
-    return Path(cfg.paths.results_dir) / cfg.experiment / cfg.dataset.name / cfg.dataset.split / run_name(cfg)
+    return Path(cfg.paths.results_dir) / cfg.experiment_name / cfg.dataset.name / cfg.dataset.split / run_name(cfg)
 
 
 def is_finished(path: Path) -> bool:
@@ -100,7 +100,7 @@ def write_run(
     metrics = {
         **metrics,
         "run_name": path.name,
-        "experiment": cfg.experiment,
+        "experiment": cfg.experiment_name,
         "git_commit": git_commit(),
         "environment": environment(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -126,7 +126,7 @@ class WandbSink:
             project=cfg.logger.project,
             mode=cfg.logger.mode,
             name=run_name(cfg),
-            group=cfg.experiment,
+            group=cfg.experiment_name,
             config=dataclasses.asdict(cfg),
             dir=str(Path(cfg.paths.results_dir).resolve().parent / "wandb"),
             reinit=True,

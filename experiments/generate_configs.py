@@ -84,7 +84,7 @@ def render(comment: list[str], groups: dict[str, str], experiment: str, fields: 
     lines.append("defaults:")
     lines += [f"  - override /{g}: {v}" for g, v in groups.items()]
     lines.append("")
-    lines.append(f"experiment: {experiment}")
+    lines.append(f"experiment_name: {experiment}")
     lines.append("baselines: []")
     nested: dict[str, dict[str, object]] = {}
     for key, value in fields.items():

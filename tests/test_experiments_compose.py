@@ -42,7 +42,7 @@ def test_there_is_an_experiment_per_table_point() -> None:
 def test_experiment_composes_and_validates(composed: dict, name: str) -> None:
     cfg, _ = composed[name]
     folder = name.split("/")[0]
-    assert cfg.experiment == ("table2_smoke" if folder == "smoke" else folder)
+    assert cfg.experiment_name == ("table2_smoke" if folder == "smoke" else folder)
     assert cfg.baselines == []  # one row per run: vanilla RAG rows are their own experiments
     if folder == "smoke":
         assert (cfg.llm.model_path, cfg.embedder.model, cfg.judge.name) == ("smollm2", "minilm", "none")
@@ -104,8 +104,8 @@ def test_every_table_row_has_an_experiment(composed: dict, table: str) -> None:
     spec = TABLES[table]("acc")
     runs = []
     for name, (cfg, plain) in composed.items():
-        if cfg.experiment in spec.experiments:
-            runs.append(Run(Path(name), {"experiment": cfg.experiment, "dataset": cfg.dataset.name}, plain))
+        if cfg.experiment_name in spec.experiments:
+            runs.append(Run(Path(name), {"experiment": cfg.experiment_name, "dataset": cfg.dataset.name}, plain))
     for row in spec.rows:
         datasets = {c.dataset or row.dataset for c in spec.columns if c.measured and (c.extract or row.extract)}
         for ds in datasets:

@@ -208,6 +208,9 @@ def test_experiment_names_cover_every_table_folder() -> None:
     assert {"table1", "table2", "table4", "table6", "table8", "table9", "table10", "table11", "table12",
             "table13", "fig4", "fig5", "smoke"} <= folders
     assert experiment_names(prefix="smoke/") == [n for n in names if n.startswith("smoke/")]
+    offline = experiment_names(offline_only=True)
+    assert "table1/medical_atomicrag" in offline and "table1/hotpotqa_rag" not in offline
+    assert not any("musique" in n for n in offline)
 
 
 def test_every_table_links_an_existing_readme() -> None:

@@ -32,19 +32,27 @@ TABLES: dict[str, Callable[[str], TableSpec]] = {
 FIXED_METRIC = {"table2_smoke": "f1"}
 
 __all__ = [
-    "TABLES", "Cell", "Column", "Row", "Run", "TableResult", "TableSpec", "build", "experiment_names",
-    "find_paper_tables", "load_runs", "make_tables", "parse_where",
+    "NEEDS_EXTERNAL_DATA", "TABLES", "Cell", "Column", "Row", "Run", "TableResult", "TableSpec", "build",
+    "experiment_names", "find_paper_tables", "load_runs", "make_tables", "parse_where",
 ]
 
 
-def experiment_names(conf_dir: Path | str | None = None, prefix: str = "") -> list[str]:
-    """Every committed experiment, e.g. ``['fig4/topk_1', ..., 'table2/medical/wo_ergr', ...]``.
+# experiments whose dataset is not in ../shared/data (HotpotQA: nothing; MuSiQue: no corpus)
+NEEDS_EXTERNAL_DATA = ("hotpotqa", "musique")
 
-    ``prefix`` keeps the names starting with it (``'smoke/'``, ``'table12/'``)."""
+
+def experiment_names(conf_dir: Path | str | None = None, prefix: str = "", offline_only: bool = False) -> list[str]:
+    """Every committed experiment, e.g. ``['fig4/topk_1', ..., 'table2/medical_wo_ergr', ...]``.
+
+    ``prefix`` keeps the names starting with it (``'smoke/'``, ``'table12/'``); ``offline_only``
+    drops those whose dataset is not available offline (HotpotQA, MuSiQue)."""
     root = Path(conf_dir) if conf_dir else CONF_DIR
     exp = root / "experiment"
     names = sorted(p.relative_to(exp).with_suffix("").as_posix() for p in exp.rglob("*.yaml"))
-    return [n for n in names if n.startswith(prefix)]
+    names = [n for n in names if n.startswith(prefix)]
+    if offline_only:
+        names = [n for n in names if not any(d in n for d in NEEDS_EXTERNAL_DATA)]
+    return names
 
 
 def find_paper_tables(path: Path | str | None = None) -> Path:

@@ -204,7 +204,7 @@ def cost(name: str) -> Extractor:
     return lambda run: _num((run.metrics.get("cost") or {}).get(name))
 
 
-def retrieval_seconds_per_query(run: Run) -> Optional[float]:
+def retrieval_seconds_per_query(run: Run) -> float | None:
     """Retrieval latency per query (``retrieval_seconds_per_query`` or ``retrieval_ms_per_query``)."""
     c = run.metrics.get("cost") or {}
     if _num(c.get("retrieval_seconds_per_query")) is not None:
@@ -221,7 +221,7 @@ def module_tokens(modules: Iterable[str], which: str = "total", scale: float = 1
     """Prompt/completion/total tokens summed over paper modules (default: in millions)."""
     keys = [k for m in modules for k in MODULE_KEYS.get(m, {"tokens": (m,)})["tokens"]]
 
-    def get(run: Run) -> Optional[float]:
+    def get(run: Run) -> float | None:
         table = _modules(run)
         if not table:
             return None
@@ -239,7 +239,7 @@ def module_seconds(modules: Iterable[str]) -> Extractor:
     """Wall seconds summed over paper modules (each: its first accounting key with a time)."""
     mods = tuple(modules)
 
-    def get(run: Run) -> Optional[float]:
+    def get(run: Run) -> float | None:
         table, total, found = _modules(run), 0.0, False
         for m in mods:
             for key in MODULE_KEYS.get(m, {"time": (m,)})["time"]:

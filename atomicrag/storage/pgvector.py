@@ -42,15 +42,6 @@ def _csr_parts(adj: torch.Tensor) -> list[torch.Tensor]:
     return [adj.crow_indices(), adj.col_indices(), adj.values()]
 
 
-def _as_f32(emb: torch.Tensor | np.ndarray | None, rows: int, what: str) -> np.ndarray | None:
-    if emb is None:
-        return None
-    arr = emb.detach().cpu().numpy() if isinstance(emb, torch.Tensor) else np.asarray(emb)
-    if arr.dtype != np.float32 or arr.ndim != 2 or arr.shape[0] != rows:
-        raise ValueError(f"{what} embeddings must be float32 [{rows}, d]; got {arr.dtype} {arr.shape}")
-    return arr
-
-
 class PgVectorStore:
     """An Atom-Entity Graph in one PostgreSQL schema. Point ``uri`` at any server with pgvector.
 
@@ -105,6 +96,7 @@ class PgVectorStore:
         dumper = type("VectorDumper", (q.VectorDumper,), {"oid": info.oid})
         conn.adapters.register_dumper(q.VectorPayload, dumper)
         conn.adapters.register_dumper(None, dumper)  # by oid, for COPY set_types
+        conn.adapters.register_loader(info.oid, q.VectorLoader)
         self._vec_oid = info.oid
         return info.oid
 
@@ -117,13 +109,15 @@ class PgVectorStore:
         ``documents`` are dicts (or objects with ``to_dict``, e.g. :class:`Passage`) with ``id``,
         ``text`` and optional ``title``; every other key is kept in ``meta``. Saving without
         documents leaves the documents table empty. ``index=False`` skips the HNSW indexes
-        (search then scans exactly). On any error nothing changes.
+        (search then scans exactly). On any error nothing changes. ``graph.meta`` is stored as
+        jsonb: it must be JSON-serialisable, tuples come back as lists and key order is not kept.
         """
-        atom_emb, ent_emb = self._check(graph, index)
+        atom_emb, ent_emb = q.check_graph(graph, index)
         n = graph.num_nodes
         # The CSR is stored as saved (a few % of the total size): load then needs no rebuild, and
         # stays exact even if the adjacency rule in graph/edges.py or the type weights change.
-        adj = graph.adjacency if graph.adjacency.layout == torch.sparse_csr else graph.adjacency.to_sparse_csr()
+        adj = graph.adjacency.cpu()
+        adj = adj if adj.layout == torch.sparse_csr else adj.to_sparse_csr()
         if tuple(adj.shape) != (n, n):
             raise ValueError(f"adjacency has shape {tuple(adj.shape)}, expected ({n}, {n})")
         docs = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in (documents or [])]
@@ -155,34 +149,14 @@ class PgVectorStore:
             self._vec_oid = None  # the rollback may have undone a CREATE EXTENSION
             raise
 
-    @staticmethod
-    def _check(graph: AtomEntityGraph, index: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
-        num_e, n = graph.num_entities, graph.num_nodes
-        atom_emb = _as_f32(graph.atom_embeddings, graph.num_atoms, "atom")
-        ent_emb = _as_f32(graph.entity_embeddings, num_e, "entity")
-        for emb, what in ((atom_emb, "atom"), (ent_emb, "entity")):
-            if index and emb is not None and emb.shape[1] > q.HNSW_MAX_DIM:
-                raise ValueError(f"{what} embeddings have {emb.shape[1]} dims; pgvector's HNSW index "
-                                 f"supports <= {q.HNSW_MAX_DIM}: save with index=False")
-        if len(graph.entity_texts) != num_e:
-            raise ValueError("entity_keys and entity_texts differ in length")
-        if n >= 2**31:
-            raise ValueError("graphs with >= 2**31 nodes do not fit int4 node ids")
-        for name, e in graph.edges.items():
-            if not name:
-                raise ValueError("edge type names must be non-empty")
-            if len(e) and (min(int(e.src.min()), int(e.dst.min())) < 0
-                           or max(int(e.src.max()), int(e.dst.max())) >= n):
-                raise ValueError(f"{name} edges reference nodes outside [0, {n})")
-        return atom_emb, ent_emb
-
     def _write(self, cur: psycopg.Cursor, graph: AtomEntityGraph, docs: list[dict[str, Any]],
                meta: dict[str, Any], atom_emb: np.ndarray | None, ent_emb: np.ndarray | None, vec_oid: int,
                adj: torch.Tensor, index: bool) -> None:
         schema = self.schema
         cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         for name in q.TABLES:
-            cur.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(self._t(name)))
+            # No CASCADE: a user's view on these tables makes the save fail instead of vanishing.
+            cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._t(name)))
         for stmt in q.ddl(schema, meta["atom_dim"], meta["entity_dim"]):
             cur.execute(stmt)
 
@@ -211,12 +185,12 @@ class PgVectorStore:
         for name, e in graph.edges.items():
             with cur.copy(q.copy_in(schema, "edges", ("type", "pos", "src", "dst", "weight"))) as cp:
                 cp.write(q.edge_copy_stream(name, np.arange(len(e), dtype=np.int32),
-                                            e.src.numpy(), e.dst.numpy(), e.weight.numpy()))
+                                            e.src.cpu().numpy(), e.dst.cpu().numpy(), e.weight.cpu().numpy()))
         for part, t in zip(("crow_indices", "col_indices", "values"), _csr_parts(adj)):
             cur.execute(sql.SQL("INSERT INTO {} (name, dtype, shape, data) VALUES (%s, %s, %s, %s)")
                         .format(self._t("blobs")),
                         (f"adjacency.{part}", str(t.dtype).removeprefix("torch."), list(t.shape),
-                         t.contiguous().numpy().tobytes()))
+                         t.cpu().contiguous().numpy().tobytes()))
         cur.executemany(sql.SQL("INSERT INTO {} (key, value) VALUES (%s, %s)").format(self._t("meta")),
                         [(k, Jsonb(v)) for k, v in meta.items()])
 
@@ -261,6 +235,7 @@ class PgVectorStore:
         if not self.exists():
             raise LookupError(f"no graph saved in schema {self.schema!r}")
         conn = self.connect()
+        self._vector_oid(conn)  # registers VectorLoader; must precede the cursor, which copies adapters
         with conn.transaction(), conn.cursor() as cur:
             self._lock_for_read(cur)
             meta = self._meta(cur)
@@ -268,7 +243,7 @@ class PgVectorStore:
             cur.execute(sql.SQL("SELECT key, text FROM {} ORDER BY idx").format(self._t("entities")))
             ents = cur.fetchall()
             cur.execute(sql.SQL("SELECT id, text, chunk_id, passage_id, entities, span_start, span_end "
-                                "FROM {} ORDER BY idx").format(self._t("atoms")))
+                                "FROM {} ORDER BY idx").format(self._t("atoms")), binary=True)
             atoms = [Atom(id=r[0], text=r[1], chunk_id=r[2], passage_id=r[3], entities=list(r[4]),
                           span=None if r[5] is None else (int(r[5]), int(r[6]))) for r in cur.fetchall()]
             if len(ents) != num_e or len(atoms) != num_a:
@@ -296,12 +271,19 @@ class PgVectorStore:
     def _read_vectors(self, cur: psycopg.Cursor, name: str, dim: int | None, n: int) -> torch.Tensor | None:
         if dim is None:
             return None
-        out = np.empty((n, int(dim)), dtype=np.float32)
-        step = max(1, q.PACKED_CHUNK_BYTES // (4 + 4 * int(dim)))  # keep each bytea far below 1 GB
-        for lo in range(0, n, step):
-            hi = min(n, lo + step)
-            data = self._read_packed(cur, q.packed_vectors(self.schema, name), (lo, hi))
-            out[lo:hi] = q.parse_vectors(data, int(dim), hi - lo)
+        dim = int(dim)
+        out = np.empty((n, dim), dtype=np.float32)
+        # Raw binary values (VectorLoader) fetched in batches: bounded memory, no per-float objects.
+        # Measured faster than a server-side string_agg, whose growing bytea costs more than rows.
+        cur.execute(q.select_vectors(self.schema, name), binary=True)
+        lo = 0
+        while batch := cur.fetchmany(q.VECTOR_BATCH_ROWS):
+            if any(r[0] is None for r in batch):
+                raise ValueError(f"{name}: some rows have no embedding")
+            out[lo:lo + len(batch)] = q.parse_vectors(b"".join(r[0] for r in batch), dim, len(batch))
+            lo += len(batch)
+        if lo != n:
+            raise ValueError(f"{name}: expected {n} embeddings, found {lo}")
         return torch.from_numpy(out)
 
     def _read_edges(self, cur: psycopg.Cursor, name: str, max_pos: int | None) -> EdgeList:

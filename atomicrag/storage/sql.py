@@ -1,4 +1,4 @@
-"""SQL text and PostgreSQL binary COPY framing for :mod:`atomicrag.storage.pgvector`.
+"""SQL text, wire encodings and value checks for :mod:`atomicrag.storage.pgvector`.
 
 Every statement here is a ``psycopg.sql.SQL`` template: the schema name enters only through
 ``sql.Identifier`` (after :func:`validate_identifier`) and values only as bound parameters, so
@@ -7,8 +7,9 @@ neither a schema name nor a document id can change the meaning of a statement.
 Bulk writes use PostgreSQL's binary COPY format; fixed-width rows (edges) are framed as one
 numpy structured array (``PGCOPY`` header, then per row an int16 field count and, per field, an
 int32 byte length and the big-endian value), embeddings as pgvector's binary value per row.
-Bulk reads let the server aggregate a column range into one bytea (``string_agg`` of the types'
-binary send functions) that numpy views directly: no Python object per value in either direction.
+Bulk reads fetch embeddings as raw binary values in batches, and edges as one bytea per range
+aggregated by the server (``string_agg`` of ``int4send``/``float4send``); numpy parses both, so
+no Python object is made per float in either direction.
 """
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import torch
 from psycopg import sql
-from psycopg.adapt import Dumper
+from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
+
+from ..graph.structure import AtomEntityGraph
 
 FORMAT_VERSION = 1
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -27,8 +31,9 @@ TABLES = ("meta", "documents", "entities", "atoms", "edges", "blobs")
 # pgvector's HNSW index accepts ``vector`` columns of at most this many dimensions.
 HNSW_MAX_DIM = 2000
 
-# Reads aggregate rows into one bytea per query; PostgreSQL caps a value at 1 GB.
+# Edge reads aggregate rows into one bytea per query; PostgreSQL caps a value at 1 GB.
 PACKED_CHUNK_BYTES = 128 * 2**20
+VECTOR_BATCH_ROWS = 8192
 EDGE_ROW = np.dtype([("src", ">i4"), ("dst", ">i4"), ("w", ">f4")])  # int4send || int4send || float4send
 
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
@@ -45,6 +50,39 @@ def validate_identifier(name: str) -> str:
     if not isinstance(name, str) or not IDENTIFIER_RE.fullmatch(name):
         raise ValueError(f"invalid SQL identifier {name!r}: must match {IDENTIFIER_RE.pattern}")
     return name
+
+
+def _as_f32(emb: torch.Tensor | np.ndarray | None, rows: int, what: str) -> np.ndarray | None:
+    if emb is None:
+        return None
+    arr = emb.detach().cpu().numpy() if isinstance(emb, torch.Tensor) else np.asarray(emb)
+    if arr.dtype != np.float32 or arr.ndim != 2 or arr.shape[0] != rows:
+        raise ValueError(f"{what} embeddings must be float32 [{rows}, d]; got {arr.dtype} {arr.shape}")
+    return arr
+
+
+def check_graph(graph: AtomEntityGraph, index: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Validate what the column types and indexes cannot hold; return the embeddings as numpy."""
+    num_e, n = graph.num_entities, graph.num_nodes
+    atom_emb = _as_f32(graph.atom_embeddings, graph.num_atoms, "atom")
+    ent_emb = _as_f32(graph.entity_embeddings, num_e, "entity")
+    for emb, what in ((atom_emb, "atom"), (ent_emb, "entity")):
+        if index and emb is not None and emb.shape[1] > HNSW_MAX_DIM:
+            raise ValueError(f"{what} embeddings have {emb.shape[1]} dims; pgvector's HNSW index "
+                             f"supports <= {HNSW_MAX_DIM}: save with index=False")
+    if len(graph.entity_texts) != num_e:
+        raise ValueError("entity_keys and entity_texts differ in length")
+    if n >= 2**31:
+        raise ValueError("graphs with >= 2**31 nodes do not fit int4 node ids")
+    for name, e in graph.edges.items():
+        if not name:
+            raise ValueError("edge type names must be non-empty")
+        if e.weight.dtype != torch.float32:  # stored as real: anything wider would be rounded silently
+            raise ValueError(f"{name} edge weights must be float32, got {e.weight.dtype}")
+        if len(e) and (min(int(e.src.min()), int(e.dst.min())) < 0
+                       or max(int(e.src.max()), int(e.dst.max())) >= n):
+            raise ValueError(f"{name} edges reference nodes outside [0, {n})")
+    return atom_emb, ent_emb
 
 
 def table(schema: str, name: str) -> sql.Composed:
@@ -92,14 +130,14 @@ def hnsw_index(schema: str, name: str, m: int, ef_construction: int) -> sql.Comp
 
 
 def copy_in(schema: str, name: str, columns: tuple[str, ...]) -> sql.Composed:
-    return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+    # FREEZE (allowed because save creates the table in the same transaction) writes the rows
+    # already frozen: the first reads after a save need not rewrite every page to set hint bits.
+    return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY, FREEZE)").format(
         table(schema, name), sql.SQL(", ").join(map(sql.Identifier, columns)))
 
 
-def packed_vectors(schema: str, name: str) -> sql.Composed:
-    """Rows ``idx`` in ``[%s, %s)`` as one bytea: each embedding in pgvector's binary layout."""
-    return sql.SQL("SELECT string_agg(vector_send(embedding), ''::bytea ORDER BY idx) FROM {} "
-                   "WHERE idx >= %s AND idx < %s").format(table(schema, name))
+def select_vectors(schema: str, name: str) -> sql.Composed:
+    return sql.SQL("SELECT embedding FROM {} ORDER BY idx").format(table(schema, name))
 
 
 def packed_edges(schema: str) -> sql.Composed:
@@ -171,6 +209,15 @@ def row_slices(emb: np.ndarray | None, rows: int) -> Iterable[memoryview | None]
 
 class VectorPayload(bytes):
     """Bytes already in pgvector's binary layout; its own type so psycopg picks VectorDumper."""
+
+
+class VectorLoader(Loader):
+    """Keeps a fetched ``vector`` as its raw binary value, parsed in bulk by :func:`parse_vectors`."""
+
+    format = Format.BINARY
+
+    def load(self, data: Any) -> bytes:
+        return bytes(data)
 
 
 class VectorDumper(Dumper):

@@ -1,0 +1,408 @@
+"""The library face: ``AtomicRAG`` indexes documents, updates the index in place, answers questions.
+
+    rag = AtomicRAG({"atomizer": {"name": "sentence"}, "reader": {"name": "none"}})
+    rag.index(["Marie Curie was born in Warsaw.", {"text": "...", "doc_id": "d2", "title": "..."}])
+    rag.insert([...]); rag.delete(["d2"])
+    result = rag.query("Where was Marie Curie born?")        # QueryResult; a list of str -> list
+    rag.save("my_index"); rag = AtomicRAG.load("my_index")
+
+The query path is the research harness's (``retrieve.engine.QueryEngine`` and ``answer.readers``),
+so the library answers exactly as the pipeline does under the same config. The index keeps each
+document's atomization, so ``insert``/``delete`` atomize only new documents, embed only unseen
+texts and update synonym edges locally (``graph.incremental``); the result equals a fresh
+``index`` over the same documents in the same order.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .api_io import Snapshot, load_dir, load_pg, save_dir, save_pg
+from .api_types import DocState, Document, Progress, ProgressFn, QueryResult, ResultItem, normalize_documents
+from .config import Config, load_config
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+log = logging.getLogger("atomicrag")
+
+# Atomizers whose output for a chunk depends on the whole corpus (the vocabulary atomizer's
+# frequency filter): an update re-atomizes every document so the index equals a fresh build.
+CORPUS_LEVEL_ATOMIZERS = frozenset({"vocabulary"})
+_ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk atomizers are unaffected
+# Config sections that decide how the stored index was built; a loaded index cannot change them.
+_BUILD_SECTIONS = ("atomizer", "graph")
+_BUILD_DATASET_FIELDS = ("chunk_tokens", "chunk_overlap", "chunk_tokenizer")
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+class AtomicRAG:
+    """An Atom-Entity Graph index over a document collection.
+
+    ``config``: a ``Config``, a dict, a JSON/YAML file path or None (defaults), validated by
+    ``load_config`` (unknown keys and bad values raise ``ValueError``; ``ATOMICRAG_<GROUP>__<FIELD>``
+    environment variables apply last). ``llm``/``embedder``: your own model objects (see
+    ``atomicrag.adapters``); without them the config's backends are built when first needed.
+    ``progress``: ``callback(stage, done, total)``, True for tqdm bars, False for silence, None for
+    bars on a terminal.
+    """
+
+    def __init__(self, config: Config | dict | str | Path | None = None, *, llm: Any = None, embedder: Any = None,
+                 progress: bool | ProgressFn | None = None) -> None:
+        from .adapters.byo import as_embedder, as_llm
+        from .llm.accounting import Accountant
+
+        self.config: Config = load_config(config)
+        self.accountant = Accountant()
+        self._progress = Progress(progress)
+        self._llm = None if llm is None else self._account(as_llm(llm))
+        self._llm_owned = False  # built from the config here, so close() closes it
+        self._embedder = as_embedder(embedder)
+        self._docs: dict[str, Document] = {}
+        self._states: dict[str, DocState] = {}
+        self._indexed: Any = None  # graph.incremental.IndexedGraph, None while empty
+        self._engine: Any = None
+        self._warned_fake = False
+
+    # ------------------------------------------------------------------ models
+    def _account(self, llm: Any) -> Any:
+        from .llm.accounting import AccountedLLM
+
+        # token accounting needs a ``model`` attribute; a bare chat() object is used as it is
+        return AccountedLLM(llm, self.accountant) if isinstance(getattr(llm, "model", None), str) else llm
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from .embed.factory import build_embedder
+
+            self._embedder = build_embedder(self.config.embedder, self.config.fidelity)
+        return self._embedder
+
+    @property
+    def llm(self) -> Any:
+        """The LLM backend (yours, or the config's, built on first use)."""
+        if self._llm is None:
+            from .llm.factory import build_llm
+
+            self._llm = build_llm(self.config.llm, self.config.paths, self.accountant)
+            self._llm_owned = True
+        return self._llm
+
+    def _atomizer_needs_llm(self) -> bool:
+        a = self.config.atomizer
+        return a.name == "llm" or (a.name == "vocabulary" and a.vocab_llm_filter)
+
+    def _query_needs_llm(self) -> bool:
+        c = self.config
+        return c.decompose.name == "llm" or c.sieve.name == "llm" or c.retriever.query_entities == "llm"
+
+    # ------------------------------------------------------------------ corpus
+    @property
+    def documents(self) -> list[Document]:
+        return list(self._docs.values())
+
+    @property
+    def graph(self) -> Any:
+        """The current ``AtomEntityGraph`` (None while the index is empty)."""
+        return self._indexed.graph if self._indexed is not None else None
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._docs
+
+    def index(self, documents: Any) -> AtomicRAG:
+        """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
+        docs = normalize_documents(documents)
+        self._docs, self._states, self._indexed = {}, {}, None
+        self._add(docs)
+        return self
+
+    def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
+        """Add documents after the existing ones. An id already present is an error, unless
+        ``replace=True``: then the old version is deleted and the new one appended."""
+        docs = normalize_documents(documents, taken=() if replace else self._docs)
+        for d in docs:
+            if d.id in self._docs:
+                del self._docs[d.id], self._states[d.id]
+        self._add(docs)
+        return self
+
+    def delete(self, doc_ids: str | Iterable[str], *, missing_ok: bool = False) -> int:
+        """Remove documents by id (with their atoms, orphaned entities and edges); returns how many."""
+        ids = [doc_ids] if isinstance(doc_ids, str) else [str(i) for i in doc_ids]
+        missing = [i for i in ids if i not in self._docs]
+        if missing and not missing_ok:
+            raise KeyError(f"unknown document id(s): {', '.join(map(repr, missing[:10]))}")
+        gone = [i for i in dict.fromkeys(ids) if i in self._docs]
+        for i in gone:
+            del self._docs[i], self._states[i]
+        if gone:
+            if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS and self._docs:
+                self._states = self._atomize(list(self._docs.values()))
+            self._rebuild()
+        return len(gone)
+
+    def _add(self, docs: list[Document]) -> None:
+        if not docs:
+            return
+        if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS:
+            self._docs.update({d.id: d for d in docs})
+            self._states = self._atomize(list(self._docs.values()))
+        else:
+            states = self._atomize(docs)
+            self._docs.update({d.id: d for d in docs})
+            self._states.update(states)
+        self._rebuild()
+
+    def _atomize(self, docs: list[Document]) -> dict[str, DocState]:
+        from .atomize import build_atomizer
+        from .data.chunker import Chunker
+        from .schemas import Passage
+
+        chunks = Chunker.from_config(self.config.dataset).chunk_all(
+            Passage(id=d.id, text=d.text, title=d.title) for d in docs)
+        states = {d.id: DocState() for d in docs}
+        if not chunks:
+            return states
+        llm = self.llm if self._atomizer_needs_llm() else None
+        atomizer = build_atomizer(self.config.atomizer, llm=llm, progress=self._progress.bars)
+        owner = {c.id: c.passage_id for c in chunks}
+        for c in chunks:
+            states[c.passage_id].chunks += 1
+        step = len(chunks) if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS else _ATOMIZE_SLICE
+        with self.accountant.time("atomize"):
+            for start in range(0, len(chunks), step):
+                part = chunks[start:start + step]
+                res = atomizer.atomize(part)
+                for a in res.atoms:
+                    states[a.passage_id].atoms.append(a)
+                for t in res.triples:
+                    states[owner.get(t.chunk_id, part[0].passage_id)].triples.append(t)
+                for f in res.failures:
+                    states[owner[f.chunk_id]].failures.append(f)
+                self._progress("atomize", min(start + step, len(chunks)), len(chunks))
+        failed = sum(len(s.failures) for s in states.values())
+        if failed:
+            log.warning("atomize: %d of %d chunks failed (stats()['failed_chunks']; reasons in "
+                        "documents' state)", failed, len(chunks))
+        return states
+
+    def _rebuild(self) -> None:
+        from .graph.incremental import update_graph
+
+        self._engine = None
+        atoms = [a for i in self._docs for a in self._states[i].atoms]
+        if not atoms:
+            if self._docs:
+                log.warning("the %d documents produced no atoms; the index is empty", len(self._docs))
+            self._indexed = None
+            return
+        triples = [t for i in self._docs for t in self._states[i].triples]
+        titles = {d.id: d.title for d in self._docs.values() if d.title}
+        with self.accountant.time("graph"):
+            self._indexed = update_graph(self._indexed, atoms, triples, self.embedder, self.config.graph,
+                                         self.config.fidelity, progress=self._progress if self._progress.active
+                                         else None, meta={"passage_titles": titles})
+
+    # ------------------------------------------------------------------ query
+    def _get_engine(self) -> Any:
+        if self._indexed is None:
+            raise RuntimeError("the index is empty: call index(documents) or insert(documents) first")
+        if self._engine is None:
+            from .retrieve.engine import QueryEngine
+
+            llm = self.llm if self._query_needs_llm() else None
+            self._engine = QueryEngine(self.config, self._indexed.graph, self.embedder, llm, self.accountant)
+        return self._engine
+
+    def query(self, question: str | Iterable[str], *, answer: bool | None = None
+              ) -> QueryResult | list[QueryResult]:
+        """Retrieve (and, when a reader is configured or ``answer=True``, answer) one question or a list.
+
+        All questions of a list are propagated together in one batch.
+        """
+        from .answer.readers import build_reader, resolve_reader_name
+        from .schemas import Question
+
+        single = isinstance(question, str)
+        texts = [question] if single else [str(q) for q in question]
+        if not texts:
+            return []
+        engine = self._get_engine()
+        traces, contexts = engine.run([Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
+        kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
+        outputs: list[Any] = [None] * len(texts)
+        if answer or (answer is None and kind != "none"):
+            kind = "precise" if kind == "none" else kind
+            if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
+                log.warning("answers come from the fake test LLM (llm.name=fake): pass llm=... or set llm.*")
+                self._warned_fake = True
+            reader = build_reader(kind, self.llm, self.config.reader)
+            with self.accountant.time("answer"):
+                outputs = reader.answer(texts, contexts)
+        self._progress("query", len(texts), len(texts))
+        results = [self._result(t, c, o) for t, c, o in zip(traces, contexts, outputs)]
+        return results[0] if single else results
+
+    def search(self, question: str | Iterable[str]) -> QueryResult | list[QueryResult]:
+        """Retrieval only (the other library's ``RetrievePipeline.search``): no answer is generated."""
+        return self.query(question, answer=False)
+
+    def _result(self, trace: Any, context: list[Any], output: Any) -> QueryResult:
+        cands = [a for per in trace.candidates for a in per]
+        kept = None if not trace.sieve else {i for d in trace.sieve for i in d.get("kept_ids", [])}
+        best: dict[str, dict[str, Any]] = {}
+        for a in cands:  # one entry per atom, its best score over the queries of this question
+            if (kept is None or a["atom_id"] in kept) and (a["atom_id"] not in best
+                                                          or a["score"] > best[a["atom_id"]]["score"]):
+                best[a["atom_id"]] = a
+        ranked = sorted(best.values(), key=lambda a: -a["score"])[: self.config.sieve.max_context]  # stable
+        titles = self._indexed.graph.meta.get("passage_titles", {})
+        items = [ResultItem(text=a["text"], score=float(a["score"]), atom_id=a["atom_id"],
+                            source_doc_ids=[a["passage_id"]], entity_names=list(a.get("entities", [])),
+                            title=titles.get(a["passage_id"], "")) for a in ranked]
+        entities = list(dict.fromkeys(e for s in trace.seeds for e in s.get("entities", [])))
+        errors = list(trace.errors)
+        if output is not None and output.failed:
+            errors.append(f"reader: {output.error}")
+        stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),
+                 "candidates": len(cands), "kept": len(best), "items_returned": len(items),
+                 "graph_nodes": self._indexed.graph.num_nodes}
+        return QueryResult(query=trace.question, items=items, entities_extracted=entities,
+                           answer=None if output is None else output.answer, graph_stats=stats,
+                           sub_questions=list(trace.sub_questions), context=[c.to_dict() for c in context],
+                           errors=errors)
+
+    # ------------------------------------------------------------------ persistence
+    def _snapshot(self) -> Snapshot:
+        emb = self.embedder
+        return Snapshot(self.config, self._docs, self._states, self._indexed, {"name": emb.name, "dim": emb.dim})
+
+    def save(self, path: str | Path | None = None, *, store: str = "dir", uri: str | None = None,
+             schema: str = "atomicrag") -> None:
+        """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``)."""
+        if store == "dir":
+            if path is None:
+                raise ValueError("save(path): a directory path is required")
+            save_dir(self._snapshot(), path)
+        elif store == "pg":
+            if not uri:
+                raise ValueError('save(store="pg") needs uri="postgresql://..."')
+            save_pg(self._snapshot(), uri, schema)
+        else:
+            raise ValueError(f"store must be 'dir' or 'pg', not {store!r}")
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, *, uri: str | None = None, schema: str = "atomicrag",
+             llm: Any = None, embedder: Any = None, config: Config | dict | None = None,
+             progress: bool | ProgressFn | None = None) -> AtomicRAG:
+        """Open a saved index. ``config``: a dict of overrides on the saved config (or a full
+        ``Config``) for query-time settings; settings that decide how the index was built cannot change."""
+        if (path is None) == (uri is None):
+            raise ValueError("load() needs exactly one of path=... or uri=...")
+        info, snap = load_pg(uri, schema) if uri is not None else load_dir(path)  # type: ignore[arg-type]
+        saved = load_config(info["config"])
+        if config is None:
+            cfg = saved
+        elif isinstance(config, Config):
+            cfg = load_config(config)
+        else:
+            cfg = load_config(_deep_merge(dataclasses.asdict(saved), config))
+        cls._check_build_settings(saved, cfg, byo_embedder=embedder is not None)
+        rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
+        want = snap.embedder.get("dim")
+        if want is not None and rag.embedder.dim != want:
+            raise ValueError(f"embedder {rag.embedder.name!r} has dim={rag.embedder.dim}, but the index was built "
+                             f"with {snap.embedder.get('name')!r} (dim={want}); load it with that embedder")
+        if snap.embedder.get("name") and rag.embedder.name != snap.embedder["name"]:
+            log.warning("loading an index built with embedder %r using %r: same dimension, but vectors from "
+                        "different models do not compare", snap.embedder["name"], rag.embedder.name)
+        rag._docs, rag._states, rag._indexed = snap.documents, snap.states, snap.indexed
+        return rag
+
+    @staticmethod
+    def _check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
+        from .graph.build import GRAPH_FIDELITY_FIELDS
+
+        diffs = [s for s in _BUILD_SECTIONS if getattr(saved, s) != getattr(cfg, s)]
+        diffs += [f"dataset.{f}" for f in _BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
+        diffs += [f"fidelity.{f}" for f in GRAPH_FIDELITY_FIELDS if getattr(saved.fidelity, f) != getattr(cfg.fidelity, f)]
+        if not byo_embedder and saved.embedder != cfg.embedder:
+            diffs.append("embedder")
+        if diffs:
+            raise ValueError(f"these settings decide how the saved index was built and cannot change on load: "
+                             f"{', '.join(diffs)}; build a new index with index(documents) instead")
+
+    # ------------------------------------------------------------------ reporting
+    def stats(self) -> dict[str, Any]:
+        """Corpus and graph statistics (paper Table 3/6 columns), update timings and LLM usage."""
+        out: dict[str, Any] = {
+            "documents": len(self._docs), "chunks": sum(s.chunks for s in self._states.values()),
+            "failed_chunks": sum(len(s.failures) for s in self._states.values()),
+            "embedder": self._embedder.name if self._embedder is not None else None,
+        }
+        if self._indexed is not None:
+            from .graph.stats import graph_stats
+
+            g = self._indexed.graph
+            out.update(graph_stats(g))
+            out["timings"] = copy.deepcopy(g.meta.get("timings", {}))
+            out["last_update"] = copy.deepcopy(g.meta.get("last_update", {}))
+        acc = self.accountant.to_dict()
+        out["llm_usage"] = acc.get("total", {})
+        return out
+
+    def export(self, path: str | Path | None = None, *, embeddings: bool = False) -> dict[str, Any]:
+        """The index as plain data (documents, atoms, entities, edges per type); written as JSON to ``path``.
+
+        An export for other tools (no reload: ``save``/``load`` are the storage format).
+        """
+        import json
+
+        g = self.graph
+        data: dict[str, Any] = {"documents": [d.to_dict() for d in self._docs.values()], "atoms": [], "entities": [],
+                                "edges": {}}
+        if g is not None:
+            data["atoms"] = [a.to_dict() for a in g.atoms]
+            data["entities"] = [{"key": k, "text": t} for k, t in zip(g.entity_keys, g.entity_texts)]
+            data["edges"] = {name: [[int(s), int(d), float(w)] for s, d, w in zip(e.src, e.dst, e.weight)]
+                             for name, e in g.edges.items()}
+            if embeddings:
+                for rec, vec in zip(data["atoms"], g.atom_embeddings.tolist()):
+                    rec["embedding"] = vec
+                for rec, vec in zip(data["entities"], g.entity_embeddings.tolist()):
+                    rec["embedding"] = vec
+        if path is not None:
+            Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        return data
+
+    def close(self) -> None:
+        """Close the LLM backend this object built (stops a server it launched)."""
+        self._progress.close()
+        if self._llm is not None and self._llm_owned:
+            self._llm.close()
+            self._llm, self._llm_owned = None, False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        g = self.graph
+        size = f"{g.num_atoms} atoms, {g.num_entities} entities" if g is not None else "empty"
+        return f"AtomicRAG({len(self._docs)} documents, {size})"

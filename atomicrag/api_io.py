@@ -1,0 +1,179 @@
+"""Persistence of a library index: a versioned local directory, or PostgreSQL + pgvector.
+
+Directory layout (no pickle anywhere; every file is JSON, JSONL or safetensors)::
+
+    INDEX_DIR/
+      manifest.json            format, format_version, atomicrag version, config, embedder name/dim, counts
+      documents.jsonl          one Document per line (id, text, title, meta), in corpus order
+      doc_state.jsonl          per document: chunk count, triples, atomization failures
+      graph/                   graph.io.save_graph: tensors.safetensors, atoms.jsonl, entities.jsonl, graph.json
+      synonym_rows.safetensors directed synonym rows (what incremental updates need)
+
+The directory is written beside its destination and renamed into place, so a crash never
+leaves a half-written index where a good one was. A PostgreSQL store keeps the graph and the
+documents through ``storage.pgvector.PgVectorStore``; the per-document state rides in each
+document's metadata and the manifest in the graph's meta. That store does not keep the synonym
+rows, so the first update after loading from it recomputes them over all entities.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .api_types import DocState, Document
+from .artifacts import read_jsonl, write_json_atomic, write_jsonl_atomic
+from .config import Config
+from .graph.incremental import IndexedGraph, SynonymRows
+
+FORMAT = "atomicrag-index"
+FORMAT_VERSION = 1
+_STATE_KEY = "atomicrag_state"  # document metadata key holding the per-document state in PostgreSQL
+
+
+@dataclass
+class Snapshot:
+    """Everything a library index holds, in memory."""
+
+    config: Config
+    documents: dict[str, Document]  # insertion order = corpus order
+    states: dict[str, DocState]
+    indexed: IndexedGraph | None
+    embedder: dict[str, Any]  # {"name", "dim"} of the embedder that made the vectors
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def manifest(snap: Snapshot) -> dict[str, Any]:
+    g = snap.indexed.graph if snap.indexed is not None else None
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "atomicrag_version": _version(),
+        "saved_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": dataclasses.asdict(snap.config), "embedder": snap.embedder,
+        "documents": len(snap.documents), "atoms": g.num_atoms if g else 0, "entities": g.num_entities if g else 0,
+    }
+
+
+def check_manifest(info: dict[str, Any], where: str) -> None:
+    if info.get("format") != FORMAT:
+        raise ValueError(f"{where} is not an atomicrag index (format={info.get('format')!r})")
+    if info.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{where} holds index format version {info.get('format_version')!r}; this atomicrag "
+                         f"{_version()} reads version {FORMAT_VERSION} (re-index with this version)")
+
+
+# ----------------------------------------------------------------------------- directory
+def save_dir(snap: Snapshot, path: str | Path) -> Path:
+    from safetensors.torch import save_file
+
+    from .graph.io import save_graph
+
+    path = Path(path)
+    if path.exists() and not (path / "manifest.json").is_file() and (not path.is_dir() or any(path.iterdir())):
+        raise FileExistsError(f"{path} exists and is not an atomicrag index; refusing to overwrite it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        write_jsonl_atomic(tmp / "documents.jsonl", [d.to_dict() for d in snap.documents.values()])
+        write_jsonl_atomic(tmp / "doc_state.jsonl", [snap.states[i].to_record(i) for i in snap.documents])
+        if snap.indexed is not None:
+            save_graph(snap.indexed.graph, tmp / "graph")
+            if snap.indexed.rows is not None:
+                save_file(snap.indexed.rows.to_tensors(), str(tmp / "synonym_rows.safetensors"))
+        write_json_atomic(tmp / "manifest.json", manifest(snap))  # last: its presence marks a complete index
+        old = path.parent / f".{path.name}.old-{os.getpid()}"
+        if path.exists():
+            os.replace(path, old)
+        os.replace(tmp, path)
+        if old.exists():
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return path
+
+
+def _group_atoms(snap_docs: dict[str, Document], graph: Any) -> dict[str, list[Any]]:
+    by_doc: dict[str, list[Any]] = defaultdict(list)
+    for a in graph.atoms if graph is not None else []:
+        if a.passage_id not in snap_docs:
+            raise ValueError(f"index is inconsistent: atom {a.id!r} belongs to unknown document {a.passage_id!r}")
+        by_doc[a.passage_id].append(a)
+    return by_doc
+
+
+def load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
+    """(manifest, snapshot) of an index directory; the config is re-validated by the caller."""
+    from safetensors.torch import load_file
+
+    from .graph.io import load_graph
+
+    path = Path(path)
+    mpath = path / "manifest.json"
+    if not mpath.is_file():
+        raise FileNotFoundError(f"{path} is not an atomicrag index (no manifest.json)")
+    info = json.loads(mpath.read_text(encoding="utf-8"))
+    check_manifest(info, str(path))
+    docs = {d["id"]: Document.from_dict(d) for d in read_jsonl(path / "documents.jsonl")}
+    graph = load_graph(path / "graph") if (path / "graph").is_dir() else None
+    rows = None
+    if (path / "synonym_rows.safetensors").is_file():
+        rows = SynonymRows.from_tensors(load_file(str(path / "synonym_rows.safetensors")))
+    by_doc = _group_atoms(docs, graph)
+    records = {r["id"]: r for r in read_jsonl(path / "doc_state.jsonl")}
+    if set(records) != set(docs):
+        raise ValueError(f"{path}: doc_state.jsonl and documents.jsonl list different documents")
+    states = {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs}
+    indexed = IndexedGraph(graph, rows) if graph is not None else None
+    return info, Snapshot(Config(), docs, states, indexed, dict(info.get("embedder") or {}))
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+def save_pg(snap: Snapshot, uri: str, schema: str = "atomicrag") -> None:
+    from .storage.pgvector import PgVectorStore
+
+    if snap.indexed is None:
+        raise ValueError("nothing to save: the index is empty (PostgreSQL stores need a graph)")
+    graph = snap.indexed.graph
+    docs = [{"id": d.id, "title": d.title, "text": d.text, "meta": d.meta,
+             _STATE_KEY: snap.states[d.id].to_record(d.id)} for d in snap.documents.values()]
+    saved_meta = graph.meta
+    graph.meta = {**saved_meta, "library": manifest(snap)}
+    try:
+        with PgVectorStore(uri, schema) as store:
+            store.save(graph, docs)
+    finally:
+        graph.meta = saved_meta
+
+
+def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapshot]:
+    from .storage.pgvector import PgVectorStore
+
+    with PgVectorStore(uri, schema) as store:
+        graph = store.load()
+        raw_docs = store.load_documents()
+    info = graph.meta.pop("library", None)
+    if not info:
+        raise ValueError(f"PostgreSQL schema {schema!r} holds a graph that was not saved by AtomicRAG.save")
+    check_manifest(info, f"PostgreSQL schema {schema!r}")
+    docs: dict[str, Document] = {}
+    records: dict[str, dict[str, Any]] = {}
+    for d in raw_docs:
+        docs[d["id"]] = Document(d["id"], d["text"], d.get("title") or "", dict(d.get("meta") or {}))
+        records[d["id"]] = d.get(_STATE_KEY) or {}
+    by_doc = _group_atoms(docs, graph)
+    states = {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs}
+    return info, Snapshot(Config(), docs, states, IndexedGraph(graph, None), dict(info.get("embedder") or {}))
