@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import sys
 from pathlib import Path
 
 import hydra
@@ -27,6 +29,8 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(dcfg: DictConfig) -> float:
+    # SIGTERM → SystemExit, so atexit handlers stop any LLM server this run launched
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from .pipeline import run_with_baselines

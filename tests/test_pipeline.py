@@ -77,3 +77,16 @@ def test_minilm_retrieval_finds_gold_passages(tmp_path, shared_data) -> None:
     dense = rows["Vanilla RAG (dense passages)"]["overall"]["recall@5"]
     ppr = rows["AtomicRAG[ppr]"]["overall"]["recall@5"]
     assert dense > 50 and ppr > 40
+
+
+@pytest.mark.slow
+def test_quickstart_with_real_local_llm_answers_questions(tmp_path, shared_data) -> None:
+    """The README's run on two questions: real MiniLM, spaCy and SmolLM2 on llama.cpp."""
+    cfg = make_cfg(tmp_path, "llm=smollm2", "embedder=minilm", "dataset.limit=2")
+    rows = run_with_baselines(cfg)
+    for _, metrics in rows:
+        assert metrics["cost"]["modules"]["answer"]["calls"] == 2
+        assert metrics["cost"]["modules"]["answer"]["failures"] == 0
+        assert metrics["cost"]["qa_tokens"] > 0
+    preds = [json.loads(line) for line in (run_dir(cfg) / "predictions.jsonl").read_text().splitlines()]
+    assert all(p["answer"].strip() for p in preds)  # the reader's text after "Answer:"

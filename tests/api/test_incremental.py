@@ -109,3 +109,42 @@ def test_replace_and_delete_everything(cfg: dict[str, Any]) -> None:
         rag.query("anything")
     rag.insert(DOCS[:3])  # from empty again
     assert_same_graph(rag.graph, fresh(cfg, DOCS[:3]).graph)
+
+
+@pytest.mark.parametrize("cap", [1, 3, 100])
+def test_synonym_rows_update_equals_full_knn(cap: int) -> None:
+    """Random deletes, inserts and reorderings of clustered entities (so rows fill up to the cap
+    and lose neighbours): the updated rows give exactly synonym_edges' edge set."""
+    import torch
+
+    from atomicrag.config import GraphConfig
+    from atomicrag.graph.incremental import rows_to_edges, update_synonym_rows
+    from atomicrag.graph.synonyms import synonym_edges
+
+    from .helpers import edge_map
+
+    gen = torch.Generator().manual_seed(cap)
+    rng = random.Random(cap)
+    gcfg = GraphConfig(synonym_threshold=0.5, synonym_max_neighbors=cap, synonym_min_alnum=4, synonym_batch=7)
+    pool = [f"entity {i:03d}" if i % 7 else f"e{i}" for i in range(160)]  # every 7th is too short
+    centers = torch.randn(8, 16, generator=gen)
+    vec = {k: centers[i % 8] + 0.6 * torch.randn(16, generator=gen) for i, k in enumerate(pool)}
+    cur = rng.sample(pool, 50)
+    rows, _ = update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), cur,
+                                  torch.stack([vec[k] for k in cur]), torch.ones(len(cur), dtype=torch.bool), gcfg)
+    for step in range(25):
+        new = [k for k in cur if rng.random() > 0.12]
+        new += rng.sample([k for k in pool if k not in new], rng.randint(0, 8))
+        if step % 6 == 0:
+            rng.shuffle(new)
+        pos = {k: j for j, k in enumerate(new)}
+        old_to_new = torch.tensor([pos.get(k, -1) for k in cur], dtype=torch.int64)
+        fresh_mask = torch.ones(len(new), dtype=torch.bool)
+        fresh_mask[old_to_new[old_to_new >= 0]] = False
+        emb = torch.stack([vec[k] for k in new])
+        rows, _ = update_synonym_rows(rows, old_to_new, new, emb, fresh_mask, gcfg)
+        got = edge_map(rows_to_edges(rows, len(new)))
+        ref = edge_map(synonym_edges(new, emb, threshold=0.5, max_neighbors=cap, min_alnum=4, batch=7))
+        assert got.keys() == ref.keys(), (step, sorted(set(got) ^ set(ref)))
+        assert all(abs(got[k] - ref[k]) < 1e-5 for k in got)
+        cur = new

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...config import FidelityConfig, RetrieverConfig
 from .base import Propagator, seed_triplets
-from .ppr import PPR, chebyshev_steps
+from .ppr import PPR
 from .qiter import QIter
 from .rwr import RandomWalkRestart
 from .topk import propagate_topk, topk_atoms
@@ -42,7 +42,7 @@ def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides
     if name in ("ppr", "power"):
         kw: dict[str, Any] = {
             "restart": restart_probability(cfg, fidelity), "max_iter": cfg.max_iter, "tol": cfg.tol,
-            "dangling": fidelity.dangling, "device": cfg.device, "solver": "chebyshev",
+            "dangling": fidelity.dangling, "device": cfg.device, "solver": "cg",
         }
         if name == "power":  # Table 11's exact variant: plain power iteration, float64, to tolerance
             kw.update(solver="power", max_iter=EXACT_MAX_ITER, tol=EXACT_TOL, dtype="float64")
@@ -71,6 +71,6 @@ def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides
 
 __all__ = [
     "METHODS", "PPR", "DenseSimilarity", "Katz", "LabelPropagation", "Propagator", "QIter",
-    "RandomWalkRestart", "WeightedBFS", "build_propagator", "chebyshev_steps", "propagate_topk",
+    "RandomWalkRestart", "WeightedBFS", "build_propagator", "propagate_topk",
     "restart_probability", "seed_triplets", "topk_atoms",
 ]

@@ -57,6 +57,10 @@ class SeedTriplets:
             out.index_put_((self.query, self.node), val, accumulate=True)  # [Q, N]
         return out
 
+    def add_values(self, target: torch.Tensor, values: torch.Tensor) -> None:
+        """``target[N, Q] += V`` where V has the seeds' pattern and the given values ``[K]``."""
+        target.view(-1).index_add_(0, self.node * self.num_queries + self.query, values.to(target.dtype))
+
     def add_to_columns(self, target: torch.Tensor, scale: float | torch.Tensor = 1.0) -> None:
         """``target[N, Q] += scale * S[N, Q]`` in place, touching only the seeded entries."""
         flat = target.view(-1)  # [N*Q], row-major: entry (n, q) sits at n*Q + q

@@ -1,0 +1,133 @@
+"""The library face: config validation, documents, queries, results, progress, answers."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from atomicrag import AtomicRAG, QueryResult
+
+from .conftest import DOCS, QUESTIONS, base_config
+
+
+@pytest.fixture(scope="module")
+def rag() -> AtomicRAG:
+    return AtomicRAG(base_config(), progress=False).index(DOCS)
+
+
+# ----------------------------------------------------------------------------- config
+@pytest.mark.parametrize("bad, needle", [
+    ({"retriever": {"top_kk": 3}}, "top_kk"),
+    ({"atomizer": {"name": "magic"}}, "magic"),
+    ({"retriever": {"top_k": "many"}}, "top_k"),
+    ({"graph": {"synonym_threshold": 1.5}}, "synonym_threshold"),
+    ({"no_such_group": {}}, "no_such_group"),
+])
+def test_config_errors_name_the_key(bad: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        AtomicRAG(bad)
+
+
+def test_config_from_files_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "c.yaml").write_text("retriever:\n  top_k: 7\nreader:\n  name: none\n")
+    (tmp_path / "c.json").write_text(json.dumps({"retriever": {"top_k": 9}}))
+    (tmp_path / "bad.yaml").write_text("retriever:\n  topk: 7\n")
+    assert AtomicRAG(tmp_path / "c.yaml").config.retriever.top_k == 7
+    assert AtomicRAG(str(tmp_path / "c.json")).config.retriever.top_k == 9
+    with pytest.raises(ValueError, match="topk"):
+        AtomicRAG(tmp_path / "bad.yaml")
+    with pytest.raises(ValueError, match="does not exist"):
+        AtomicRAG(tmp_path / "missing.yaml")
+    monkeypatch.setenv("ATOMICRAG_RETRIEVER__TOP_K", "3")
+    assert AtomicRAG(tmp_path / "c.yaml").config.retriever.top_k == 3  # environment applies last
+
+
+# ----------------------------------------------------------------------------- documents
+def test_document_forms_and_ids() -> None:
+    from atomicrag.api_types import normalize_documents
+
+    docs = normalize_documents(["same text", "same text", {"text": "t", "id": 7, "title": "T", "lang": "en"},
+                                {"text": "u", "doc_id": "x"}])
+    assert docs[0].id.startswith("doc-") and docs[1].id == docs[0].id + "-2"  # deterministic, unique
+    assert (docs[2].id, docs[2].title, docs[2].meta) == ("7", "T", {"lang": "en"})
+    assert normalize_documents("one string")[0].text == "one string"  # not split into characters
+    with pytest.raises(ValueError, match="no 'text'"):
+        normalize_documents([{"body": "x"}])
+    with pytest.raises(ValueError, match="duplicate document id 'x'"):
+        normalize_documents([{"text": "a", "id": "x"}, {"text": "b", "id": "x"}])
+    with pytest.raises(TypeError):
+        normalize_documents([3.14])
+
+
+def test_insert_duplicate_and_delete_unknown(rag: AtomicRAG) -> None:
+    with pytest.raises(ValueError, match="duplicate document id 'curie'"):
+        rag.insert({"doc_id": "curie", "text": "again"})
+    with pytest.raises(KeyError, match="nope"):
+        rag.delete(["nope"])
+    assert rag.delete(["nope"], missing_ok=True) == 0
+    assert len(rag) == len(DOCS) and "curie" in rag
+
+
+# ----------------------------------------------------------------------------- queries
+def test_query_single_and_batch(rag: AtomicRAG, tmp_path: Path) -> None:
+    one = rag.query(QUESTIONS[0])
+    assert isinstance(one, QueryResult)
+    assert one.answer is None  # reader.name=none: retrieval only
+    assert 0 < len(one.items) <= rag.config.sieve.max_context
+    scores = [i.score for i in one.items]
+    assert scores == sorted(scores, reverse=True)
+    assert any("curie" in i.source_doc_ids for i in one.items[:5])  # atoms about Marie Curie rank high
+    assert "Marie Curie" in one.entities_extracted
+    by_doc = {i.source_doc_ids[0]: i for i in one.items}
+    assert by_doc["curie"].title == "Marie Curie" and one.items[0].content == one.items[0].text
+    assert one.graph_stats["items_returned"] == len(one.items)
+    batch = rag.query(QUESTIONS)
+    assert [r.query for r in batch] == QUESTIONS
+    assert [i.atom_id for i in batch[0].items] == [i.atom_id for i in one.items]
+    path = tmp_path / "r.json"
+    text = one.to_json(path)
+    assert json.loads(path.read_text()) == json.loads(text) == one.to_dict()
+    assert rag.query([]) == []
+
+
+def test_answers_with_a_configured_reader() -> None:
+    rag = AtomicRAG(base_config(reader={"name": "precise"}), progress=False).index(DOCS[:6])
+    res = rag.query("Where was Marie Curie born?")
+    assert isinstance(res.answer, str) and res.answer  # the fake LLM answers from the context
+    assert res.context and res.context[0]["passage_id"]
+    assert rag.query("Where was Marie Curie born?", answer=False).answer is None
+    assert rag.stats()["llm_usage"]["calls"] == 1
+
+
+def test_decomposition_and_sieve_through_the_api() -> None:
+    cfg = base_config(decompose={"name": "llm", "complexity_threshold": 0.0}, sieve={"name": "llm"})
+    rag = AtomicRAG(cfg, progress=False).index(DOCS[:8])
+    res = rag.query("Which river flows through the capital of Austria?")
+    assert res.graph_stats["queries"] == 1 + len(res.sub_questions)
+    assert res.graph_stats["kept"] <= res.graph_stats["candidates"]
+    # items are the atoms the sieve kept, best score first
+    assert len(res.items) == min(res.graph_stats["kept"], rag.config.sieve.max_context)
+
+
+def test_progress_callback_sees_every_stage() -> None:
+    seen: list[tuple[str, int, int]] = []
+    rag = AtomicRAG(base_config(), progress=lambda s, d, t: seen.append((s, d, t))).index(DOCS[:4])
+    rag.query("Where was Marie Curie born?")
+    stages = [s for s, _, _ in seen]
+    for stage in ("atomize", "embed_atoms", "embed_entitys", "synonyms", "query"):
+        assert stage in stages
+    assert all(0 <= d <= t for _, d, t in seen)
+    assert seen[stages.index("atomize")][1:] == (4, 4)
+
+
+def test_stats_and_export(rag: AtomicRAG, tmp_path: Path) -> None:
+    st = rag.stats()
+    assert st["documents"] == len(DOCS) and st["atoms"] == rag.graph.num_atoms
+    assert st["synonym_edges"] > 0 and st["containment_edges"] > 0
+    data = rag.export(tmp_path / "g.json")
+    assert json.loads((tmp_path / "g.json").read_text()) == data
+    assert len(data["atoms"]) == st["atoms"] and set(data["edges"]) == {"containment", "relevance", "synonym"}
+    assert "embedding" not in data["atoms"][0]
+    assert len(rag.export(embeddings=True)["entities"][0]["embedding"]) == 64
