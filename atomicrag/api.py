@@ -17,11 +17,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .api_io import Snapshot, load_dir, load_pg, save_dir, save_pg
+from .api_io import Snapshot, export_data, load_dir, load_pg, save_dir, save_pg
 from .api_types import DocState, Document, Progress, ProgressFn, QueryResult, ResultItem, normalize_documents
 from .config import Config, load_config
 
@@ -123,21 +124,34 @@ class AtomicRAG:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._docs
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """All or nothing: an update that fails (atomizer, embedder, LLM error) leaves the index as it was."""
+        saved = (dict(self._docs), dict(self._states), self._indexed)
+        try:
+            yield
+        except BaseException:
+            self._docs, self._states, self._indexed = saved
+            self._engine = None
+            raise
+
     def index(self, documents: Any) -> AtomicRAG:
         """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
         docs = normalize_documents(documents)
-        self._docs, self._states, self._indexed = {}, {}, None
-        self._add(docs)
+        with self._transaction():
+            self._docs, self._states, self._indexed = {}, {}, None
+            self._add(docs)
         return self
 
     def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
         """Add documents after the existing ones. An id already present is an error, unless
         ``replace=True``: then the old version is deleted and the new one appended."""
         docs = normalize_documents(documents, taken=() if replace else self._docs)
-        for d in docs:
-            if d.id in self._docs:
-                del self._docs[d.id], self._states[d.id]
-        self._add(docs)
+        with self._transaction():
+            for d in docs:
+                if d.id in self._docs:
+                    del self._docs[d.id], self._states[d.id]
+            self._add(docs)
         return self
 
     def delete(self, doc_ids: str | Iterable[str], *, missing_ok: bool = False) -> int:
@@ -147,12 +161,13 @@ class AtomicRAG:
         if missing and not missing_ok:
             raise KeyError(f"unknown document id(s): {', '.join(map(repr, missing[:10]))}")
         gone = [i for i in dict.fromkeys(ids) if i in self._docs]
-        for i in gone:
-            del self._docs[i], self._states[i]
         if gone:
-            if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS and self._docs:
-                self._states = self._atomize(list(self._docs.values()))
-            self._rebuild()
+            with self._transaction():
+                for i in gone:
+                    del self._docs[i], self._states[i]
+                if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS and self._docs:
+                    self._states = self._atomize(list(self._docs.values()))
+                self._rebuild()
         return len(gone)
 
     def _add(self, docs: list[Document]) -> None:
@@ -370,24 +385,7 @@ class AtomicRAG:
 
         An export for other tools (no reload: ``save``/``load`` are the storage format).
         """
-        import json
-
-        g = self.graph
-        data: dict[str, Any] = {"documents": [d.to_dict() for d in self._docs.values()], "atoms": [], "entities": [],
-                                "edges": {}}
-        if g is not None:
-            data["atoms"] = [a.to_dict() for a in g.atoms]
-            data["entities"] = [{"key": k, "text": t} for k, t in zip(g.entity_keys, g.entity_texts)]
-            data["edges"] = {name: [[int(s), int(d), float(w)] for s, d, w in zip(e.src, e.dst, e.weight)]
-                             for name, e in g.edges.items()}
-            if embeddings:
-                for rec, vec in zip(data["atoms"], g.atom_embeddings.tolist()):
-                    rec["embedding"] = vec
-                for rec, vec in zip(data["entities"], g.entity_embeddings.tolist()):
-                    rec["embedding"] = vec
-        if path is not None:
-            Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        return data
+        return export_data(self._docs, self.graph, path, embeddings=embeddings)
 
     def close(self) -> None:
         """Close the LLM backend this object built (stops a server it launched)."""

@@ -177,3 +177,24 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
     by_doc = _group_atoms(docs, graph)
     states = {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs}
     return info, Snapshot(Config(), docs, states, IndexedGraph(graph, None), dict(info.get("embedder") or {}))
+
+
+# ----------------------------------------------------------------------------- plain export
+def export_data(docs: dict[str, Document], graph: Any, path: str | Path | None = None, *,
+                embeddings: bool = False) -> dict[str, Any]:
+    """Documents, atoms, entities and edges (``[src, dst, weight]`` per type) as plain data."""
+    data: dict[str, Any] = {"documents": [d.to_dict() for d in docs.values()], "atoms": [], "entities": [],
+                            "edges": {}}
+    if graph is not None:
+        data["atoms"] = [a.to_dict() for a in graph.atoms]
+        data["entities"] = [{"key": k, "text": t} for k, t in zip(graph.entity_keys, graph.entity_texts)]
+        data["edges"] = {name: [[int(s), int(d), float(w)] for s, d, w in
+                                zip(e.src.tolist(), e.dst.tolist(), e.weight.tolist())]
+                         for name, e in graph.edges.items()}
+        if embeddings:
+            for recs, emb in ((data["atoms"], graph.atom_embeddings), (data["entities"], graph.entity_embeddings)):
+                for rec, vec in zip(recs, emb.tolist()):
+                    rec["embedding"] = vec
+    if path is not None:
+        Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return data

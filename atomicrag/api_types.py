@@ -6,7 +6,6 @@ without pulling in torch or the retrieval stack.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -152,13 +151,13 @@ class Progress:
     """Reports ``(stage, done, total)`` to a user callback, or as tqdm bars on stderr.
 
     ``spec``: a callable (called, no bars), True (bars), False (silent) or None (bars when
-    stderr is a terminal and ATOMICRAG_NO_PROGRESS is unset).
+    stderr is a terminal).
     """
 
     def __init__(self, spec: bool | ProgressFn | None) -> None:
         self.callback: ProgressFn | None = spec if callable(spec) else None
         if spec is None:
-            spec = sys.stderr.isatty() and not os.environ.get("ATOMICRAG_NO_PROGRESS")
+            spec = sys.stderr.isatty()
         self.bars = bool(spec) and self.callback is None
         self._bars: dict[str, Any] = {}
 

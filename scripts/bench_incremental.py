@@ -17,12 +17,15 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from atomicrag import AtomicRAG  # noqa: E402
+from atomicrag import AtomicRAG
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "2wikimultihopqa"
@@ -43,7 +46,7 @@ class Timer:
     def __init__(self, label: str) -> None:
         self.label = label
 
-    def __enter__(self) -> Timer:
+    def __enter__(self) -> Self:
         self.w, self.c = time.perf_counter(), time.process_time()
         return self
 

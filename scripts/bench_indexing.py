@@ -67,6 +67,7 @@ def main() -> None:
     ap.add_argument("--fidelity", default="paper")
     ap.add_argument("--limit", type=int, default=None, help="first N passages only")
     ap.add_argument("--noun-chunks", action="store_true")
+    ap.add_argument("--nlp-processes", type=int, default=1, help="spaCy worker processes")
     ap.add_argument("--json", default=None, help="write the report here")
     args = ap.parse_args()
 
@@ -79,7 +80,7 @@ def main() -> None:
     if args.batch_size:
         ecfg.batch_size = args.batch_size
     cfg = Config(atomizer=AtomizerConfig(name=args.atomizer, noun_chunks=args.noun_chunks,
-                                         vocab_llm_filter=False),
+                                         nlp_processes=args.nlp_processes, vocab_llm_filter=False),
                  embedder=ecfg, graph=GraphConfig(), fidelity=conf_group("fidelity", args.fidelity, FidelityConfig))
     t, c = time.perf_counter(), time.process_time()
     embedder = make_embedder(cfg)

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from atomicrag.retrieve.propagate import PPR, topk_atoms
 from atomicrag.retrieve.propagate.base import prepare_graph
-from atomicrag.retrieve.propagate.ppr import chebyshev_weights
+from atomicrag.retrieve.propagate.solvers import chebyshev_weights
 
 SCALES = {  # entities, atoms, relevance edges, synonym edges
     "medium": (9_087, 5_560, 21_068, 99_707),
@@ -181,17 +181,18 @@ def igraph_graph(adj: torch.Tensor):
     return g
 
 
-def igraph_ppr(g, seeds_dense: torch.Tensor, restart: float, sample: list[int]) -> tuple[torch.Tensor, float]:
-    """igraph PRPACK scores of the sampled queries [S, N] and seconds per query."""
-    resets = [seeds_dense[q].double().tolist() for q in sample]  # built outside the timer
-    out, t = [], 0.0
+def igraph_ppr(g, seeds_dense: torch.Tensor, restart: float) -> tuple[torch.Tensor, float, float]:
+    """igraph PRPACK scores [S, N] of the given seed rows, wall and CPU seconds in total."""
+    resets = [row.double().tolist() for row in seeds_dense]  # built outside the timer
+    out, wall, cpu = [], 0.0, 0.0
     for reset in resets:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         r = g.personalized_pagerank(vertices=None, directed=False, damping=1.0 - restart, reset=reset,
                                     weights="weight", implementation="prpack")
-        t += time.perf_counter() - t0
+        wall += time.perf_counter() - t0
+        cpu += time.thread_time() - c0
         out.append(torch.tensor(r))
-    return torch.stack(out), t / max(len(sample), 1)
+    return torch.stack(out) if out else torch.zeros(0), wall, cpu
 
 
 def agreement(a: torch.Tensor, b: torch.Tensor, ordered: bool = False) -> float:
@@ -203,23 +204,43 @@ def agreement(a: torch.Tensor, b: torch.Tensor, ordered: bool = False) -> float:
     return sum(hits) / max(len(hits), 1)
 
 
-def steps_for_exact(adj, seeds_s, ref_idx, e, k, restart, solver, max_steps) -> tuple[int | None, int | None]:
-    """Fewest SpMM steps whose top-k atoms equal igraph's for every sampled query (as a set, and in order).
-
-    Both solvers' iterates form one sequence (the Golub–Varga weights do not depend on the number
-    of steps), so one run of ``max_steps`` steps checks every step count.
-    """
+def solver_iterates(adj: torch.Tensor, seeds_s: torch.Tensor, restart: float, solver: str, max_steps: int):
+    """Yield ``(step, y [N, S])`` of the power or CG solver, unnormalised, for every step count."""
     c = 1.0 - restart
     prep = prepare_graph(adj)
-    m = prep.transition_t(c)  # [N, N]
     s = seeds_s.to_dense().T.contiguous().double()  # [N, S]
     s = (s / s.sum(0).clamp_min(1e-30)).float()
-    weights = chebyshev_weights(c, max_steps) if solver == "chebyshev" else [1.0] * max_steps
-    y_prev, y = torch.zeros_like(s), s.clone()
+    if solver in ("power", "chebyshev"):
+        m = prep.transition_t(c)  # [N, N]: c A D^-1
+        weights = chebyshev_weights(c, max_steps + 1) if solver == "chebyshev" else [1.0] * (max_steps + 1)
+        y_prev, y = torch.zeros_like(s), s.clone()  # y_0 = 0, y_1 = s
+        for step in range(1, max_steps + 1):
+            y_prev = weights[step] * (m @ y + s) + (1.0 - weights[step]) * y_prev  # [N, N] @ [N, S]
+            y, y_prev = y_prev, y
+            yield step, y
+        return
+    dh = torch.where(prep.dangling, torch.ones_like(prep.deg), prep.deg.sqrt())  # [N]
+    sym = prep.csr((prep.val.double() / (dh[prep.row] * dh[prep.col])).float())  # S = D^-1/2 A D^-1/2
+    dh = dh.float().unsqueeze(1)  # [N, 1]
+    z = torch.zeros_like(s)
+    r = s / dh  # b = D^-1/2 s
+    p = r.clone()
+    rr = (r * r).sum(0)
+    for step in range(1, max_steps + 1):
+        t = p - c * (sym @ p)  # (I - cS) p: [N, S]
+        alpha = torch.nan_to_num(rr / (p * t).sum(0))
+        z = z + alpha * p
+        r = r - alpha * t
+        rr_new = (r * r).sum(0)
+        p = r + torch.nan_to_num(rr_new / rr) * p
+        rr = rr_new
+        yield step, z * dh
+
+
+def steps_for_exact(adj, seeds_s, ref_idx, e, k, restart, solver, max_steps) -> tuple[int | None, int | None]:
+    """Fewest SpMM steps whose top-k atoms equal igraph's for every sampled query (as a set, and in order)."""
     as_set = in_order = None
-    for step, omega in enumerate(weights, 1):
-        y_prev = omega * (m @ y + s) + (1.0 - omega) * y_prev  # [N, N] @ [N, S] -> [N, S]
-        y, y_prev = y_prev, y
+    for step, y in solver_iterates(adj, seeds_s, restart, solver, max_steps):
         _, idx = topk_atoms((y / y.sum(0)).T, e, k)
         if as_set is None and agreement(idx, ref_idx) == 1.0:
             as_set = step
@@ -230,21 +251,28 @@ def steps_for_exact(adj, seeds_s, ref_idx, e, k, restart, solver, max_steps) -> 
     return as_set, in_order
 
 
-def time_engine(engine, adj, seeds, e, k, reps: int = 1) -> tuple[float, torch.Tensor, torch.Tensor]:
-    best = float("inf")
+def time_engine(engine, adj, seeds, e, k, reps: int = 1, cpu: bool = False):
+    """Best wall seconds (and the CPU seconds of that run when ``cpu``) of propagate + top-k."""
+    best, best_cpu = float("inf"), 0.0
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         scores = engine(adj, seeds)  # [Q, N]
         vals, idx = topk_atoms(scores, e, k)  # [Q, k]
-        best = min(best, time.perf_counter() - t0)
+        if scores.is_cuda:
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+        if wall < best:
+            best, best_cpu = wall, time.process_time() - c0
         del scores
-    return best, vals, idx
+    return (best, best_cpu, vals, idx) if cpu else (best, vals, idx)
 
 
 def make_engine(args: argparse.Namespace, restart: float, **over) -> PPR:
-    kw = {"restart": restart, "max_iter": args.iters, "solver": args.solver, "device": args.device,
+    kw = {"restart": restart, "max_iter": args.iters, "device": args.device,
           "block_size": args.block_size, "reorder": {"auto": None, "on": True, "off": False}[args.reorder],
           "parallel_blocks": args.parallel_blocks}
+    if args.solver:
+        kw["solver"] = args.solver
     kw.update(over)
     return PPR(**kw)
 
@@ -256,13 +284,15 @@ def sweep(adj, seeds, e: int, args: argparse.Namespace, restart: float) -> None:
     sb = seeds.index_select(0, torch.arange(q)).to(dev)
     adj = adj.to(dev)
     print(f"option sweep on {q} queries (ms/query, best of {args.reps}):")
-    configs = [("power 20 steps, one block (straight SpMM)", {"solver": "power", "block_size": q, "reorder": False}),
-               ("chebyshev, one block", {"block_size": q, "reorder": False})]
-    for b in (8, 16, 32, 64):
-        for reorder in (False, True):
-            configs.append((f"chebyshev, blocks of {b}, rcm={reorder}", {"block_size": b, "reorder": reorder}))
-    configs.append(("chebyshev, blocks of 16, rcm, parallel blocks", {"block_size": 16, "reorder": True,
-                                                                        "parallel_blocks": True}))
+    configs = [("power, one block (straight SpMM)", {"solver": "power", "block_size": q, "reorder": False}),
+               ("power, one block, rcm", {"solver": "power", "block_size": q, "reorder": True})]
+    for solver in ("chebyshev", "cg"):
+        for b in (16, 64, q):
+            for reorder in (False, True):
+                configs.append((f"{solver}, blocks of {b}, rcm={reorder}",
+                                {"solver": solver, "block_size": b, "reorder": reorder}))
+    configs.append(("chebyshev, blocks of 64, rcm, parallel blocks",
+                    {"solver": "chebyshev", "block_size": 64, "reorder": True, "parallel_blocks": True}))
     for label, over in configs:
         eng = make_engine(args, restart, **over)
         eng(adj, sb.index_select(0, torch.arange(2, device=dev)))  # prepare (ordering) outside the timer
@@ -288,18 +318,34 @@ def run_scale(name: str, args: argparse.Namespace, restart: float) -> dict:
     if args.sweep and name == "hotpot":
         sweep(adj, seeds, e, args, restart)
     engine(adj_d, seeds_d.index_select(0, torch.arange(min(8, args.queries), device=dev)))  # prepare + warm up
+    # igraph on a sample, timed in two halves around the engine so that both see the same load
+    n_sample = args.sample if name != "hotpot10x" else max(4, args.sample // 8)
+    sample = torch.arange(min(n_sample, args.queries))
+    dense_s = seeds.index_select(0, sample).to_dense()  # [S, N]
+    g = igraph_graph(adj)
+    half = len(sample) // 2
+    ref1, w1, c1 = igraph_ppr(g, dense_s[:half], restart)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     rss0 = rss_mb()
-    t_all, _, idx_all = time_engine(engine, adj_d, seeds_d, e, args.k, reps=args.reps)
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
+    t_all, cpu_all, _, idx_all = time_engine(engine, adj_d, seeds_d, e, args.k, reps=args.reps, cpu=True)
     peak = (f"cuda peak {torch.cuda.max_memory_allocated() / 2**20:.0f} MB" if dev.type == "cuda"
             else f"peak rss {rss_mb():.0f} MB (before engine {rss0:.0f} MB)")
-    ms_q = 1e3 * t_all / args.queries
-    print(f"engine ({args.solver}, {engine.last_steps} SpMM steps for max_iter={args.iters}): "
-          f"{t_all:.2f}s for {args.queries} queries = {ms_q:.2f} ms/query, {args.queries / t_all:.0f} q/s; {peak}",
-          flush=True)
+    ref2, w2, c2 = igraph_ppr(g, dense_s[half:], restart)
+    ref = torch.cat([x for x in (ref1, ref2) if x.numel()])
+    t_ig, cpu_ig = (w1 + w2) / len(sample), (c1 + c2) / len(sample)
+    ms_q, cpu_q = 1e3 * t_all / args.queries, 1e3 * cpu_all / args.queries
+    print(f"engine ({engine.solver}, blocks of {engine.block_width(engine._cache.get(adj_d), args.queries)}, "
+          f"{engine.last_steps} SpMM steps for max_iter={args.iters}): "
+          f"{t_all:.2f}s for {args.queries} queries = {ms_q:.2f} ms/query ({cpu_q:.2f} CPU-ms), "
+          f"{args.queries / t_all:.0f} q/s; {peak}", flush=True)
+    _, ref_idx = topk_atoms(ref.float(), e, args.k)
+    agree = agreement(idx_all[: len(sample)].cpu(), ref_idx)
+    agree_ord = agreement(idx_all[: len(sample)].cpu(), ref_idx, ordered=True)
+    ratio = (t_ig * 1e3) / ms_q
+    print(f"igraph prpack: {t_ig * 1e3:.1f} ms/query ({1e3 * cpu_ig:.1f} CPU-ms, {len(sample)} sampled)  "
+          f"ratio {ratio:.1f}x (CPU-time ratio {cpu_ig * 1e3 / cpu_q:.1f}x)  top-{args.k} agreement {agree:.4f} "
+          f"(same rank: {agree_ord:.4f})", flush=True)
     # throughput vs batch size
     tput = {}
     for b in args.batches:
@@ -308,27 +354,15 @@ def run_scale(name: str, args: argparse.Namespace, restart: float) -> dict:
         sb = seeds_d.index_select(0, torch.arange(b, device=dev))
         tb, _, _ = time_engine(engine, adj_d, sb, e, args.k, reps=args.reps)
         tput[b] = b / tb
-    # igraph on a sample
-    n_sample = args.sample if name != "hotpot10x" else max(4, args.sample // 8)
-    sample = list(range(min(n_sample, args.queries)))
-    dense_s = seeds.index_select(0, torch.tensor(sample)).to_dense()  # [S, N]
-    g = igraph_graph(adj)
-    ref, t_ig = igraph_ppr(g, dense_s, restart, sample)
-    _, ref_idx = topk_atoms(ref.float(), e, args.k)
-    agree = agreement(idx_all[: len(sample)].cpu(), ref_idx)
-    agree_ord = agreement(idx_all[: len(sample)].cpu(), ref_idx, ordered=True)
-    ratio = (t_ig * 1e3) / ms_q
-    print(f"igraph prpack: {t_ig * 1e3:.1f} ms/query ({1 / t_ig:.1f} q/s, {len(sample)} sampled)  "
-          f"ratio {ratio:.1f}x  top-{args.k} agreement {agree:.4f} (same rank: {agree_ord:.4f})", flush=True)
     exact = {}
     if not args.quick:
-        s_cpu = seeds.index_select(0, torch.tensor(sample))
-        for solver, mx in (("power", 100), ("chebyshev", 50)):
+        s_cpu = seeds.index_select(0, sample)
+        for solver, mx in (("power", 100), ("chebyshev", 50), ("cg", 50)):
             exact[solver] = steps_for_exact(adj, s_cpu, ref_idx, e, args.k, restart, solver, mx)
         print(f"steps for igraph's exact top-{args.k} on all {len(sample)} sampled queries (as a set, in order): "
-              f"power {exact['power']}, chebyshev {exact['chebyshev']}", flush=True)
-    return {"name": name, "ratio": ratio, "agree": agree, "agree_ord": agree_ord, "ms_q": ms_q, "tput": tput, "t_ig": t_ig,
-            "peak": peak, "exact": exact}
+              f"power {exact['power']}, chebyshev {exact['chebyshev']}, cg {exact['cg']}", flush=True)
+    return {"name": name, "ratio": ratio, "cpu_ratio": cpu_ig * 1e3 / cpu_q, "agree": agree,
+            "agree_ord": agree_ord, "ms_q": ms_q, "tput": tput, "t_ig": t_ig, "peak": peak, "exact": exact}
 
 
 def main() -> None:
@@ -340,7 +374,8 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=20, help="power-iteration steps whose accuracy is wanted")
     ap.add_argument("--restart", type=float, default=0.3,
                     help="restart probability (0.3: paper Eq. 7; 0.7: released code's igraph damping 0.3)")
-    ap.add_argument("--solver", default="chebyshev", choices=["chebyshev", "power"])
+    ap.add_argument("--solver", default=None, choices=["chebyshev", "cg", "power"],
+                    help="default: the engine's own default")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--sample", type=int, default=64, help="queries timed with igraph (1/8 of it at 10x)")
     ap.add_argument("--batches", default="64,256,1024")
@@ -358,14 +393,15 @@ def main() -> None:
         args.sample = min(args.sample, 16)
     torch.set_num_threads(args.threads)
     results = [run_scale(s, args, args.restart) for s in args.scales.split(",")]
-    print(f"\nrestart={args.restart} max_iter={args.iters} solver={args.solver} device={args.device} "
+    print(f"\nrestart={args.restart} max_iter={args.iters} solver={args.solver or 'default'} device={args.device} "
           f"threads={args.threads}")
-    head = "scale       igraph ms/q  engine ms/q  ratio  top25   ranked  " + "  ".join(
+    head = "scale       igraph ms/q  engine ms/q  ratio  CPU-ratio  top25   ranked  " + "  ".join(
         f"q/s@B={b:<5d}" for b in args.batches)
     print(head)
     for r in results:
         cols = "  ".join(f"{r['tput'].get(b, float('nan')):>10.0f}" for b in args.batches)
-        print(f"{r['name']:<11s} {r['t_ig'] * 1e3:>11.1f}  {r['ms_q']:>11.2f}  {r['ratio']:>5.1f}  {r['agree']:.4f}  {r['agree_ord']:.4f}  {cols}")
+        print(f"{r['name']:<11s} {r['t_ig'] * 1e3:>11.1f}  {r['ms_q']:>11.2f}  {r['ratio']:>5.1f}  "
+              f"{r['cpu_ratio']:>9.1f}  {r['agree']:.4f}  {r['agree_ord']:.4f}  {cols}")
     for r in results:
         print(f"{r['name']}: {r['peak']}; exact-top25 steps {r['exact'] or 'not measured'}")
     hot = next((r for r in results if r["name"] == "hotpot"), results[-1])

@@ -88,6 +88,9 @@ def main() -> None:
     ap.add_argument("--llm", default="fake", help="conf/llm/<name>.yaml, for the llm / vocabulary atomizers")
     ap.add_argument("--rechunk", action="store_true",
                     help="chunk passages with the dataset's chunker (default: one chunk per corpus row)")
+    ap.add_argument("--batch-size", type=int, default=None, help="embedder batch size override")
+    ap.add_argument("--nlp-processes", type=int, default=None, help="spaCy processes override")
+    ap.add_argument("--noun-chunks", action="store_true", help="add spaCy noun chunks as entities")
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--out", default=None, help="output folder (default results/graph_stats/<dataset>)")
     args = ap.parse_args()
@@ -100,6 +103,12 @@ def main() -> None:
                  embedder=conf_group("embedder", args.embedder, EmbedderConfig),
                  fidelity=conf_group("fidelity", args.fidelity, FidelityConfig), graph=GraphConfig(),
                  paths=PathsConfig(cache_dir=args.cache_dir))
+    if args.batch_size:
+        cfg.embedder.batch_size = args.batch_size
+    if args.nlp_processes:
+        cfg.atomizer.nlp_processes = args.nlp_processes
+    if args.noun_chunks:
+        cfg.atomizer.noun_chunks = True
     chunks, n_passages = load_chunks(dcfg, cfg.paths.resolved_data_dir(ROOT), args.rechunk)
 
     from atomicrag.embed.factory import build_embedder
@@ -119,7 +128,8 @@ def main() -> None:
             llm.close()
     seconds = time.perf_counter() - t0
     st = graph_stats(graph)
-    row = f"{dcfg.name} ({args.atomizer}, {args.embedder}, {args.fidelity})"
+    row = f"{dcfg.name} ({args.atomizer}{'+noun chunks' if cfg.atomizer.noun_chunks else ''}, " \
+          f"{args.embedder}, {args.fidelity})"
     report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
               "atomizer": args.atomizer, "embedder": embedder.name, "fidelity": args.fidelity,
               "stats": st, "index_seconds": round(seconds, 2), "peak_rss_gb": round(peak_rss_gb(), 2),
@@ -127,7 +137,7 @@ def main() -> None:
               "failed_chunks": graph.meta.get("failed_chunks", 0)}
     out = Path(args.out or ROOT / "results" / "graph_stats" / dcfg.name)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.atomizer}_{args.embedder}_{args.fidelity}"
+    stem = f"{args.atomizer}{'_nc' if cfg.atomizer.noun_chunks else ''}_{args.embedder}_{args.fidelity}"
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     md = stats_markdown({row: st})
     (out / f"{stem}.md").write_text(md)

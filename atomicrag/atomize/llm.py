@@ -41,7 +41,8 @@ MODULE = "atomize"  # token/time accounting key of the LLM layer
 @dataclass
 class _State:
     chunk: Chunk
-    calls: int = 0
+    calls: int = 0  # requests sent by the atomizer
+    attempts: int = 0  # generations behind them (the LLM layer retries too); cache hits excluded
     prompt_tokens: int = 0
     completion_tokens: int = 0
     retries: int = 0
@@ -129,6 +130,7 @@ class LLMAtomizer:
             still = []
             for st, res in zip(pending, results):
                 st.calls += 1
+                st.attempts += 0 if res.cached else res.attempts
                 st.retries += attempt > 0
                 st.prompt_tokens += res.prompt_tokens
                 st.completion_tokens += res.completion_tokens
@@ -149,8 +151,9 @@ class LLMAtomizer:
 
     # ----------------------------------------------------------------- records
     def _record(self, st: _State) -> dict[str, Any]:
-        base = {"chunk_id": st.chunk.id, "llm_calls": st.calls, "prompt_tokens": st.prompt_tokens,
-                "completion_tokens": st.completion_tokens, "retries": st.retries}
+        base = {"chunk_id": st.chunk.id, "llm_calls": st.calls, "llm_attempts": st.attempts,
+                "prompt_tokens": st.prompt_tokens, "completion_tokens": st.completion_tokens,
+                "retries": st.retries}
         if st.entities is None or st.extraction is None:
             stage = "ner" if st.entities is None else "extraction"
             return {**base, "status": "failed", "stage": stage, "reason": "; ".join(st.errors[-2:])}
@@ -215,12 +218,13 @@ class LLMAtomizer:
         triples: list[Triple] = []
         failures: list[ChunkFailure] = []
         counts = {"repaired_alignment": 0, "salvaged": 0, "dropped_triples": 0, "retries": 0,
-                  "prompt_tokens": 0, "completion_tokens": 0}
+                  "llm_attempts": 0, "prompt_tokens": 0, "completion_tokens": 0}
         calls = 0
         for c in chunks:
             r = records[c.id]
             calls += r["llm_calls"]
             counts["retries"] += r.get("retries", 0)
+            counts["llm_attempts"] += r.get("llm_attempts", 0)
             counts["prompt_tokens"] += r.get("prompt_tokens", 0)
             counts["completion_tokens"] += r.get("completion_tokens", 0)
             if r["status"] != "ok":

@@ -30,6 +30,8 @@ from .sentence import SentenceAtomizer
 log = logging.getLogger(__name__)
 
 _NOUNS = frozenset({"NOUN", "PROPN"})
+_CONTENT = frozenset({"NOUN", "PROPN", "ADJ", "NUM"})  # words an n-gram term is made of
+_INNER = frozenset({"ADP", "DET"})  # allowed between them: "Hugh of Italy", "Battle of the Somme"
 
 
 def _key(text: str) -> str:
@@ -37,20 +39,26 @@ def _key(text: str) -> str:
 
 
 def ngram_spans(doc: Any, max_n: int) -> list[tuple[int, int]]:
-    """Character spans of the n-gram candidates of a doc (within sentences)."""
+    """Character spans of the n-gram candidates of a doc (within sentences).
+
+    An n-gram is noun-phrase shaped: its words are nouns, proper nouns, adjectives or numbers,
+    with prepositions/determiners allowed only inside ("Hugh of Italy"); it holds a noun and
+    ends on a non-stop word. Conjunctions, verbs and punctuation break it ("Elder and Hucbert"
+    is not a term).
+    """
     out = []
     for sent in doc.sents:
         toks = [t for t in sent]
         for i, first in enumerate(toks):
-            if first.is_stop or first.is_punct or first.is_space:
+            if first.is_stop or first.pos_ not in _CONTENT:
                 continue
             has_noun = False
             for j in range(i, min(len(toks), i + max_n)):
                 t = toks[j]
-                if t.is_punct or t.is_space:
+                if t.pos_ not in _CONTENT and t.pos_ not in _INNER:
                     break
                 has_noun = has_noun or t.pos_ in _NOUNS
-                if has_noun and not t.is_stop and not t.like_num:
+                if has_noun and t.pos_ in _CONTENT and not t.is_stop and not t.like_num:
                     out.append((first.idx, t.idx + len(t.text)))
     return out
 
@@ -82,6 +90,7 @@ class VocabularyAtomizer(SentenceAtomizer):
     # ------------------------------------------------------------------ steps
     def scan(self, chunks: list[Chunk]) -> tuple[list[list[tuple[int, int]]], list[tuple[str, int]]]:
         """Sentence spans per chunk and the frequency-sorted candidate vocabulary (surface, count)."""
+        stop = self.nlp.Defaults.stop_words
         counts: Counter[str] = Counter()
         surfaces: dict[str, Counter[str]] = defaultdict(Counter)
         spans_per_chunk: list[list[tuple[int, int]]] = []
@@ -95,6 +104,8 @@ class VocabularyAtomizer(SentenceAtomizer):
                 surface = chunk.text[a:b].strip()
                 key = _key(surface)
                 if len(key) < 2 or key.replace(" ", "").isdigit() or (key, a) in seen:
+                    continue
+                if all(w in stop for w in key.split()):  # "and", "the other": never terms
                     continue
                 seen.add((key, a))
                 counts[key] += 1

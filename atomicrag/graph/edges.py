@@ -53,7 +53,8 @@ def entity_nodes(atoms: list[Atom], triples: list[Triple], mode: str) -> EntityT
 
 
 def containment_edges(atoms: list[Atom], ents: EntityTable, keys_mode: str) -> tuple[EdgeList, int]:
-    """Atom-entity edges of weight 1, and the number of atom entity mentions that found no node.
+    """Atom-entity edges of weight 1, and the number of atom entity mentions that found no node
+    (under ``canonical`` with all entity nodes, only mentions without any letter or digit).
 
     ``canonical``: a mention links to the node of its canonical key.
     ``raw``: the released code's bug: the mention string itself is looked up among canonical

@@ -193,7 +193,8 @@ def _embed_reusing(texts: list[str], prev_texts: list[str], prev_emb: torch.Tens
     for start in range(0, len(missing), _EMBED_SLICE):
         parts.append(encode(embedder, missing[start:start + _EMBED_SLICE], what))
         if progress is not None:
-            progress(f"embed_{what}s", min(start + _EMBED_SLICE, len(missing)), len(missing))
+            progress("embed_entities" if what == "entity" else "embed_atoms",
+                     min(start + _EMBED_SLICE, len(missing)), len(missing))
     new = torch.cat(parts) if parts else torch.zeros(0, embedder.dim, dtype=torch.float32)
     table = new if prev_emb is None else torch.cat([prev_emb, new])
     offset = 0 if prev_emb is None else prev_emb.shape[0]

@@ -116,7 +116,7 @@ def test_progress_callback_sees_every_stage() -> None:
     rag = AtomicRAG(base_config(), progress=lambda s, d, t: seen.append((s, d, t))).index(DOCS[:4])
     rag.query("Where was Marie Curie born?")
     stages = [s for s, _, _ in seen]
-    for stage in ("atomize", "embed_atoms", "embed_entitys", "synonyms", "query"):
+    for stage in ("atomize", "embed_atoms", "embed_entities", "synonyms", "query"):
         assert stage in stages
     assert all(0 <= d <= t for _, d, t in seen)
     assert seen[stages.index("atomize")][1:] == (4, 4)
@@ -131,3 +131,30 @@ def test_stats_and_export(rag: AtomicRAG, tmp_path: Path) -> None:
     assert len(data["atoms"]) == st["atoms"] and set(data["edges"]) == {"containment", "relevance", "synonym"}
     assert "embedding" not in data["atoms"][0]
     assert len(rag.export(embeddings=True)["entities"][0]["embedding"]) == 64
+
+
+def test_failed_update_leaves_the_index_unchanged() -> None:
+    from atomicrag.embed.fake import FakeEmbedder
+
+    class Flaky(FakeEmbedder):
+        def encode(self, texts: list[str], *, is_query: bool = False) -> Any:
+            if any("Budapest" in t for t in texts):
+                raise RuntimeError("embedding service down")
+            return super().encode(texts, is_query=is_query)
+
+    rag = AtomicRAG(base_config(), embedder=Flaky(64), progress=False).index(DOCS[:6])
+    ids, graph = [d.id for d in rag.documents], rag.graph
+    with pytest.raises(RuntimeError, match="service down"):
+        rag.insert([DOCS[6], DOCS[18]])  # the second mentions Budapest
+    assert [d.id for d in rag.documents] == ids and rag.graph is graph
+    rag.insert(DOCS[6])  # still usable
+    assert len(rag) == 7
+
+
+def test_import_is_cheap() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, atomicrag; heavy = [m for m in ('torch', 'spacy', 'transformers', 'omegaconf') "
+            "if m in sys.modules]; print(heavy); assert not heavy; atomicrag.AtomicRAG; assert 'torch' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

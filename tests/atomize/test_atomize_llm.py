@@ -53,6 +53,7 @@ def test_malformed_reply_is_repaired_or_retried_by_the_llm_layer():
     assert [a.text for a in res.atoms] == good["knowledge_fragments"]
     assert not res.failures
     assert fake.calls == 3  # NER: 1 bad + 1 good attempt; extraction: 1 (repaired, not retried)
+    assert res.llm_calls == 2 and res.stats["llm_attempts"] == 3
 
 
 def test_truncated_reply_keeps_complete_atoms_only():

@@ -88,3 +88,11 @@ def test_vocabulary_without_llm_filter_makes_no_calls():
     cfg = AtomizerConfig(name="vocabulary", vocab_llm_filter=False)
     res = VocabularyAtomizer(cfg, None, progress=False).atomize([chunk(i, t) for i, t in enumerate(CORPUS)])
     assert res.llm_calls == 0 and res.stats["vocabulary"] == res.stats["candidates_after_freq"] > 0
+
+
+def test_vocabulary_never_keeps_stop_words():
+    cfg = AtomizerConfig(name="vocabulary", vocab_llm_filter=False, vocab_min_freq=1)
+    res = VocabularyAtomizer(cfg, None, progress=False).atomize(
+        [chunk(0, "Boso the Elder and Hucbert met. The Elder and Hucbert left.")])
+    ents = {e.lower() for a in res.atoms for e in a.entities}
+    assert "and" not in ents and "the" not in ents and "hucbert" in ents

@@ -36,8 +36,9 @@ import torch
 
 from .base import GraphCache, PreparedGraph, SeedTriplets, block_width, resolve_device, seed_triplets
 from .order import locality_order
+from .solvers import SolveParams, solve_cg, solve_chebyshev, solve_power
 
-SOLVERS = ("cg", "power")
+SOLVERS = {"chebyshev": solve_chebyshev, "cg": solve_cg, "power": solve_power}
 
 
 class PPR:
@@ -74,7 +75,7 @@ class PPR:
         if dangling not in ("seed", "uniform"):
             raise ValueError(f"dangling must be 'seed' or 'uniform', got {dangling!r}")
         if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
         self.restart = float(restart)
         self.c = 1.0 - self.restart
         self.max_iter = int(max_iter)
@@ -93,13 +94,13 @@ class PPR:
     def _operator(self, prep: PreparedGraph) -> dict[str, Any]:
         """The solver's matrix as int32 CSR in the propagation order, plus that order.
 
-        power: ``M = c A D^-1``. cg: ``S = D^-1/2 A D^-1/2`` and ``dh = sqrt(deg)`` (1 where dangling).
+        power, chebyshev: ``M = c A D^-1``. cg: ``S = D^-1/2 A D^-1/2``; ``dh = sqrt(deg)`` (1 where dangling).
         """
         reorder = prep.device.type == "cpu" if self.reorder is None else bool(self.reorder)
         key = ("ppr_op", self.solver, self.c, reorder, self.dtype)
         if key not in prep.extra:
             dh = torch.where(prep.dangling, torch.ones_like(prep.deg), prep.deg.sqrt())  # [N] float64
-            if self.solver == "power":
+            if self.solver != "cg":
                 w = self.c * prep.val.double() * prep.inv_deg[prep.col]  # M[i, j] = c A[i, j] / deg[j]
             else:
                 w = prep.val.double() / (dh[prep.row] * dh[prep.col])  # S[i, j] = A[i, j] / sqrt(d_i d_j)
@@ -142,7 +143,7 @@ class PPR:
             bufs = getattr(local, "bufs", None)
             if bufs is None or bufs[0].shape[1] != q1 - q0:
                 bufs = local.bufs = [torch.empty(n, q1 - q0, device=prep.device, dtype=self.dtype)
-                                     for _ in range(4)]
+                                     for _ in range(5 if self.solver == "chebyshev" else 4)]
             y = self._solve(prep, op, blk, bufs)  # [N, b]
             x = self._finish(y, d_mask, y_u)  # [N, b]
             if op["inv"] is not None:
@@ -175,94 +176,10 @@ class PPR:
         return max(1, min(torch.get_num_threads(), num_blocks))
 
     def _solve(self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor]) -> torch.Tensor:
-        solve = self._solve_cg if self.solver == "cg" else self._solve_power
-        return solve(prep, op, s, bufs)
-
-    def _solve_power(
-        self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor]
-    ) -> torch.Tensor:
-        """``y_(k+1) = M y_k + s`` from ``y_0 = s``; returns one of the buffers ``[N, b]``."""
-        y, y_next = bufs[0], bufs[1]
-        y.zero_()
-        s.add_to_columns(y)  # y_0 = s
-        steps = 0
-        for k in range(self.max_iter):
-            if k == 0:  # y_0 = s is sparse: scatter the seeds' columns of M instead of a full SpMM
-                y_next.zero_()
-                self._sparse_product(prep, op, s, s.value, y_next, self.c)
-            else:
-                torch.mm(op["M"], y, out=y_next)  # [N, N] @ [N, b] -> [N, b]
-            s.add_to_columns(y_next)  # + s, only at the seeded entries
-            steps += 1
-            done = self.tol > 0 and bool(((y_next - y).abs().sum(0) * self.restart < self.tol).all())  # [b]
-            y, y_next = y_next, y
-            if done:
-                break
+        prm = SolveParams(self.c, self.max_iter, self.tol, self.dtype)
+        y, steps = SOLVERS[self.solver](prep, op, s, bufs, prm)
         self.last_steps = max(self.last_steps, steps)
         return y
-
-    def _solve_cg(
-        self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor]
-    ) -> torch.Tensor:
-        """CG on ``(I - c S) z = D^-1/2 s``; returns ``y = D^1/2 z`` in one of the buffers ``[N, b]``."""
-        z, r, p, t = bufs
-        dh = op["dh"]  # [N]
-        z.zero_()
-        r.zero_()
-        b_val = s.value / dh[s.node].double()  # [K]: D^-1/2 s at the seeded entries
-        s.add_values(r, b_val)  # r_0 = b - (I - cS) z_0 = b
-        p.copy_(r)
-        rr = (r * r).sum(0)  # [b]
-        target = self.tol if self.tol > 0 else self.c ** (self.max_iter + 1)
-        active = rr > 0  # zero-seed queries never move
-        steps = 0
-        for k in range(self.max_iter):
-            if not bool(active.any()):
-                break
-            if k == 0:  # p_0 = b is sparse: t = p - c S p by scattering the seeds' columns of S
-                t.copy_(p)
-                self._sparse_product(prep, op, s, b_val, t, -self.c)
-            else:
-                torch.addmm(p, op["M"], p, beta=1.0, alpha=-self.c, out=t)  # t = (I - c S) p: [N, N] @ [N, b]
-            alpha = torch.where(active, rr / (p * t).sum(0), torch.zeros_like(rr))  # [b], 0 = frozen
-            z.addcmul_(p, alpha)  # z += alpha p   ([N, b] * [b])
-            r.addcmul_(t, -alpha)  # r -= alpha t
-            rr_new = (r * r).sum(0)  # [b]
-            steps += 1
-            # guaranteed L1 error of restart * y: restart * ||D^1/2 r||_1 / (1 - c) = ||D^1/2 r||_1
-            bound = dh @ r.abs()  # [N] @ [N, b] -> [b]
-            active &= bound > target
-            beta = torch.where(active, rr_new / rr.clamp_min(torch.finfo(rr.dtype).tiny), torch.zeros_like(rr))
-            p.mul_(beta).add_(r)  # p = r + beta p
-            rr = rr_new
-        self.last_steps = max(self.last_steps, steps)
-        return z.mul_(dh.unsqueeze(1))  # y = D^1/2 z   ([N, b] * [N, 1])
-
-    def _sparse_product(
-        self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, values: torch.Tensor,
-        out: torch.Tensor, scale: float,
-    ) -> None:
-        """``out[N, b] += scale * X @ V`` with V the seeds' pattern holding ``values``, X = M or S.
-
-        Column j of ``M = c A D^-1`` is ``c A[:, j] / deg[j]`` and of S is ``A[:, j] / sqrt(d_i d_j)``:
-        both are row j of the symmetric A, read from the CSR row pointers. Work = sum of the seeds'
-        degrees instead of nnz(A) * b.
-        """
-        node = s.node if op["perm"] is None else op["perm"][s.node]  # original node ids [K]
-        start = prep.crow[node]
-        cnt = prep.crow[node + 1] - start  # [K] stored entries of every seed's row
-        src = torch.repeat_interleave(torch.arange(node.numel(), device=node.device), cnt)  # [T] seed of entry
-        first = torch.cumsum(cnt, 0) - cnt  # [K] offset of each seed's entries
-        e = start[src] + torch.arange(int(cnt.sum()), device=node.device) - first[src]  # [T] CSR entry ids
-        nbr = prep.col[e]  # [T] rows hit (original ids)
-        w = prep.val[e].double() * values[src]  # [T]
-        if self.solver == "power":
-            w = w * (self.c * prep.inv_deg[node])[src]  # M[i, j] = c A[i, j] / deg[j]
-        else:
-            w = w / (prep.deg[nbr] * prep.deg[node][src]).sqrt()  # S[i, j] = A[i, j] / sqrt(d_i d_j)
-        if op["inv"] is not None:
-            nbr = op["inv"][nbr]  # propagation order
-        out.view(-1).index_add_(0, nbr * s.num_queries + s.query[src], (scale * w).to(out.dtype))
 
     def _uniform_solution(self, prep: PreparedGraph, op: dict[str, Any]) -> torch.Tensor:
         """``(I - M)^-1 u`` for the uniform vector u: one extra column shared by every query."""
@@ -274,7 +191,7 @@ class PPR:
                 torch.full((n,), 1.0 / n, device=prep.device, dtype=torch.float64), 1, n,
                 torch.ones(1, dtype=torch.bool, device=prep.device),
             )
-            bufs = [torch.empty(n, 1, device=prep.device, dtype=self.dtype) for _ in range(4)]
+            bufs = [torch.empty(n, 1, device=prep.device, dtype=self.dtype) for _ in range(5)]
             prep.extra[key] = self._solve(prep, op, u, bufs).clone()  # [N, 1]
         return prep.extra[key]
 

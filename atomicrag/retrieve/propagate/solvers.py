@@ -1,0 +1,197 @@
+"""Linear solvers for ``(I - M) y = s`` on a block of queries ``[N, b]`` (used by ``ppr.PPR``).
+
+``M = c A D^-1`` (power, chebyshev) or, for CG, the symmetric form ``I - M = D^1/2 (I - c S) D^-1/2``
+with ``S = D^-1/2 A D^-1/2``. For a symmetric A the spectrum of M lies in ``[-c, c]``.
+
+Accuracy contract: the L1 error of ``restart * y`` after m power steps is exactly ``c^(m+1)``.
+CG and Chebyshev stop each query as soon as a guaranteed bound on that error,
+``restart * ||s - (I - M) y||_1 / (1 - c) = ||s - (I - M) y||_1`` (as ``||M||_1 <= c``), is below
+``target`` = ``c^(max_iter+1)`` or ``tol``: never less accurate than ``max_iter`` power steps. A
+query that has converged is frozen, so its result does not depend on the other queries of its block.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .base import PreparedGraph, SeedTriplets
+
+
+@dataclass
+class SolveParams:
+    c: float  # continuation probability (1 - restart)
+    max_iter: int
+    tol: float
+    dtype: torch.dtype
+
+    @property
+    def target(self) -> float:
+        """L1 error at which a query stops (never below what the dtype can resolve)."""
+        t = self.tol if self.tol > 0 else self.c ** (self.max_iter + 1)
+        return max(t, 8 * torch.finfo(self.dtype).eps)
+
+
+def sparse_product(
+    prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, values: torch.Tensor, out: torch.Tensor,
+    scale: float, kind: str, c: float,
+) -> None:
+    """``out[N, b] += scale * X @ V``, V with the seeds' pattern and ``values``; X = M ("M") or S ("S").
+
+    Column j of ``M = c A D^-1`` is ``c A[:, j] / deg[j]`` and of S is ``A[:, j] / sqrt(d_i d_j)``: both
+    are row j of the symmetric A, read from the CSR row pointers. Work = the seeds' degrees, not
+    nnz(A) * b: the first product of every solve is of the (sparse) seeds.
+    """
+    node = s.node if op["perm"] is None else op["perm"][s.node]  # original node ids [K]
+    start = prep.crow[node]
+    cnt = prep.crow[node + 1] - start  # [K] stored entries of every seed's row
+    src = torch.repeat_interleave(torch.arange(node.numel(), device=node.device), cnt)  # [T] seed of entry
+    first = torch.cumsum(cnt, 0) - cnt  # [K] offset of each seed's entries
+    e = start[src] + torch.arange(int(cnt.sum()), device=node.device) - first[src]  # [T] CSR entry ids
+    nbr = prep.col[e]  # [T] rows hit (original ids)
+    w = prep.val[e].double() * values[src]  # [T]
+    if kind == "M":
+        w = w * (c * prep.inv_deg[node])[src]  # M[i, j] = c A[i, j] / deg[j]
+    else:
+        w = w / (prep.deg[nbr] * prep.deg[node][src]).sqrt()  # S[i, j] = A[i, j] / sqrt(d_i d_j)
+    if op["inv"] is not None:
+        nbr = op["inv"][nbr]  # propagation order
+    out.view(-1).index_add_(0, nbr * s.num_queries + s.query[src], (scale * w).to(out.dtype))
+
+
+def solve_power(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor],
+                prm: SolveParams) -> tuple[torch.Tensor, int]:
+    """``y_(k+1) = M y_k + s`` from ``y_0 = s``, ``max_iter`` steps (a block stops early at ``tol``)."""
+    y, y_next = bufs[0], bufs[1]
+    y.zero_()
+    s.add_to_columns(y)  # y_0 = s
+    steps = 0
+    for k in range(prm.max_iter):
+        if k == 0:  # y_0 = s is sparse: scatter the seeds' columns of M instead of a full SpMM
+            y_next.zero_()
+            sparse_product(prep, op, s, s.value, y_next, 1.0, "M", prm.c)
+        else:
+            torch.addmm(y_next, op["M"], y, beta=0.0, out=y_next)  # [N, N] @ [N, b] -> [N, b]
+        s.add_to_columns(y_next)  # + s, only at the seeded entries
+        steps += 1
+        done = prm.tol > 0 and bool(((y_next - y).abs().sum(0) * (1 - prm.c) < prm.tol).all())  # [b]
+        y, y_next = y_next, y
+        if done:
+            break
+    return y, steps
+
+
+def solve_cg(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor],
+             prm: SolveParams) -> tuple[torch.Tensor, int]:
+    """CG on ``(I - c S) z = D^-1/2 s``, per-query stop; returns ``y = D^1/2 z``.
+
+    The y-space residual is ``D^1/2 r`` (r the z-space residual), so the error bound is
+    ``||D^1/2 r||_1``, one ``[N] @ [N, b]`` product per step.
+    """
+    z, r, p, t = bufs[:4]
+    dh, c = op["dh"], prm.c  # [N] sqrt(degree), 1 where dangling
+    z.zero_()
+    r.zero_()
+    b_val = s.value / dh[s.node].double()  # [K]: D^-1/2 s at the seeded entries
+    s.add_values(r, b_val)  # r_0 = b - (I - cS) z_0 = b
+    p.copy_(r)
+    rr = torch.linalg.vecdot(r, r, dim=0)  # [b]
+    active = rr > 0  # zero-seed queries never move
+    steps = 0
+    for k in range(prm.max_iter):
+        if not bool(active.any()):
+            break
+        if k == 0:  # p_0 = b is sparse: t = p - c S p by scattering the seeds' columns of S
+            t.copy_(p)
+            sparse_product(prep, op, s, b_val, t, -c, "S", c)
+        else:
+            torch.addmm(p, op["M"], p, beta=1.0, alpha=-c, out=t)  # t = (I - cS) p: [N, N] @ [N, b]
+        pt = torch.linalg.vecdot(p, t, dim=0)  # [b]: p^T (I - cS) p
+        active &= pt > 0  # pt = 0 only once r = 0 exactly: converged
+        alpha = torch.where(active, rr / pt, torch.zeros_like(rr))  # [b], 0 = frozen
+        z.addcmul_(p, alpha)  # z += alpha p   ([N, b] * [b])
+        r.addcmul_(t, -alpha)  # r -= alpha t
+        rr_new = torch.linalg.vecdot(r, r, dim=0)  # [b]
+        steps += 1
+        active &= dh @ r.abs() > prm.target  # [N] @ [N, b] -> [b]: L1 error bound
+        beta = torch.where(active, rr_new / rr.clamp_min(torch.finfo(rr.dtype).tiny), torch.zeros_like(rr))
+        p.mul_(beta).add_(r)  # p = r + beta p
+        rr = rr_new
+    return z.mul_(dh.unsqueeze(1)), steps  # y = D^1/2 z   ([N, b] * [N, 1])
+
+
+def chebyshev_first_check(c: float, target: float, max_iter: int) -> int:
+    """Steps before which Chebyshev is not expected to reach the L1 error ``target``.
+
+    Its error after m steps falls like ``1 / T_m(1/c)`` (T the Chebyshev polynomial), so checking the
+    residual earlier is wasted work. The residual check, not this estimate, decides when to stop.
+    """
+    if not 0.0 < c < 1.0:
+        return 1
+    arg = math.acosh(1.0 / c)
+    for m in range(1, max_iter + 1):
+        if m * arg - math.log(2.0) >= -math.log(target):  # log T_m(1/c) ~ m acosh(1/c) - log 2
+            return m
+    return max_iter
+
+
+def chebyshev_weights(c: float, steps: int) -> list[float]:
+    """Golub–Varga weights for a spectrum in ``[-c, c]``: omega_1 = 1, omega_2, omega_3, ..."""
+    out: list[float] = []
+    omega = 1.0
+    for k in range(steps):
+        if k == 1:
+            omega = 1.0 / (1.0 - c * c / 2.0)
+        elif k > 1:
+            omega = 1.0 / (1.0 - c * c * omega / 4.0)
+        out.append(omega)
+    return out
+
+
+def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor],
+                    prm: SolveParams) -> tuple[torch.Tensor, int]:
+    """Chebyshev semi-iteration ``y_(k+1) = w_(k+1) (M y_k + s) + (1 - w_(k+1)) y_(k-1)``, per-query stop.
+
+    Each step is one fused ``addmm`` (no extra pass over the block). From ``chebyshev_first_check``
+    on, the product ``M y_k`` is kept apart to measure the residual ``s + M y_k - y_k`` before the
+    update; converged queries are copied out (frozen) and the block stops once all are.
+    """
+    y, y_prev, t, res, result = bufs[:5]
+    c, m = prm.c, op["M"]
+    y.zero_()
+    s.add_to_columns(y)  # y_1 = s (from y_0 = 0, omega_1 = 1)
+    y_prev.zero_()  # y_0
+    result.zero_()
+    active = s.has_seed.clone()  # [b]
+    first_check = chebyshev_first_check(c, prm.target, prm.max_iter)
+    weights = chebyshev_weights(c, prm.max_iter + 1)
+    steps = 0
+    for k in range(1, prm.max_iter + 1):  # y = y_k -> y_(k+1)
+        omega = weights[k]
+        if k >= first_check:
+            torch.addmm(t, m, y, beta=0.0, out=t)  # t = M y_k: [N, N] @ [N, b] -> [N, b]
+            steps += 1
+            torch.sub(t, y, out=res)
+            s.add_to_columns(res)  # residual s + M y_k - y_k
+            done = active & (torch.linalg.vector_norm(res, ord=1, dim=0) <= prm.target)  # [b]
+            if bool(done.any()):
+                idx = done.nonzero().squeeze(1)
+                result.index_copy_(1, idx, y.index_select(1, idx))  # freeze the converged queries
+                active &= ~done
+            if not bool(active.any()):
+                return result, steps
+            y_prev.lerp_(t, omega)  # omega * M y_k + (1 - omega) * y_(k-1)
+        elif k == 1:  # y_1 = s is sparse and y_0 = 0: scatter the seeds' columns of M
+            y_prev.zero_()
+            sparse_product(prep, op, s, s.value, y_prev, omega, "M", c)
+            steps += 1
+        else:
+            torch.addmm(y_prev, m, y, beta=1.0 - omega, alpha=omega, out=y_prev)  # [N, N] @ [N, b]
+            steps += 1
+        s.add_to_columns(y_prev, omega)  # + omega * s
+        y, y_prev = y_prev, y
+    idx = active.nonzero().squeeze(1)  # out of steps: take what we have
+    result.index_copy_(1, idx, y.index_select(1, idx))
+    return result, steps
