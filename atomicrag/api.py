@@ -87,6 +87,9 @@ class AtomicRAG:
         if self._embedder is None:
             from .embed.factory import build_embedder
 
+            if self.config.embedder.name == "fake":  # the research default; fine for tests, useless for users
+                log.warning("embedder.name=fake is a hashing test embedder: set embedder.name=sentence_transformers "
+                            "(e.g. model=minilm) or pass embedder=...")
             self._embedder = build_embedder(self.config.embedder, self.config.fidelity)
         return self._embedder
 

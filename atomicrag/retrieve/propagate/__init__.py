@@ -42,7 +42,7 @@ def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides
     if name in ("ppr", "power"):
         kw: dict[str, Any] = {
             "restart": restart_probability(cfg, fidelity), "max_iter": cfg.max_iter, "tol": cfg.tol,
-            "dangling": fidelity.dangling, "device": cfg.device, "solver": "cg",
+            "dangling": fidelity.dangling, "device": cfg.device, "solver": "chebyshev",
         }
         if name == "power":  # Table 11's exact variant: plain power iteration, float64, to tolerance
             kw.update(solver="power", max_iter=EXACT_MAX_ITER, tol=EXACT_TOL, dtype="float64")

@@ -25,7 +25,7 @@ class _Blocked:
         trip = seed_triplets(seeds.to(prep.device), prep.num_nodes)
         q, n = trip.num_queries, prep.num_nodes
         out = torch.zeros(q, n, device=prep.device)  # [Q, N]
-        width = self.block_size or block_width(n, q, prep.device, budget_bytes=64e6)
+        width = self.block_size or block_width(n, q, prep.device, buffers=3, budget_bytes=0.5e9)
         for q0 in range(0, q, width):
             q1 = min(q, q0 + width)
             out[q0:q1].copy_(self._block(prep, trip.block(q0, q1)).T)  # [N, b] -> [b, N]
