@@ -288,7 +288,7 @@ def sweep(adj, seeds, e: int, args: argparse.Namespace, restart: float) -> None:
                ("power, one block, rcm", {"solver": "power", "block_size": q, "reorder": True}),
                ("chebyshev, one block", {"solver": "chebyshev", "block_size": q, "reorder": False}),
                ("chebyshev, one block, rcm", {"solver": "chebyshev", "block_size": q, "reorder": True}),
-               ("chebyshev, blocks of 64, rcm", {"solver": "chebyshev", "block_size": 64, "reorder": True}),
+               (f"chebyshev, blocks of {q // 4}, rcm", {"solver": "chebyshev", "block_size": q // 4, "reorder": True}),
                ("cg, one block, rcm", {"solver": "cg", "block_size": q, "reorder": True}),
                (f"chebyshev, 2 blocks of {q // 2} on 2 threads, rcm",
                 {"solver": "chebyshev", "block_size": q // 2, "reorder": True, "parallel_blocks": True})]
@@ -386,7 +386,7 @@ def main() -> None:
     ap.add_argument("--reorder", default="auto", choices=["auto", "on", "off"], help="RCM node order")
     ap.add_argument("--parallel-blocks", action="store_true", help="blocks on threads, single-threaded SpMM")
     ap.add_argument("--sweep", action="store_true", help="compare the engine options at the hotpot scale")
-    ap.add_argument("--sweep-queries", type=int, default=512)
+    ap.add_argument("--sweep-queries", type=int, default=1024)
     args = ap.parse_args()
     args.batches = [int(x) for x in args.batches.split(",")]
     if args.quick:

@@ -199,15 +199,15 @@ class GraphCache:
         return self._prep
 
 
-def block_width(num_nodes: int, num_queries: int, device: torch.device, buffers: int = 5,
-                budget_bytes: float = 1.5e9) -> int:
+def block_width(num_nodes: int, num_queries: int, device: torch.device, buffers: int = 4,
+                budget_bytes: float = 3e9) -> int:
     """Queries per block: as many as fit ``buffers`` float32 ``[N, b]`` buffers in ``budget_bytes``.
 
     Wide blocks are what makes SpMM efficient on CPU: each stored entry reads a contiguous
     ``b * 4``-byte row of the iterate, so b = 256 turns random 4-byte reads into 1 KB streams
     (measured: blocks of 16 or 64 that fit in cache were slower than one wide block). The budget
-    only bounds memory (10x HotpotQA: 1.1M nodes -> 64 queries per block). On CUDA the budget is
-    the same but 16x larger, which in practice puts every query in one block.
+    only bounds memory (HotpotQA: 1024 queries per block; 10x HotpotQA, 1.1M nodes: 128). On CUDA
+    the budget is 16x larger, which in practice puts every query in one block.
     """
     if device.type != "cpu":
         budget_bytes *= 16

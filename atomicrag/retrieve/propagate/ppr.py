@@ -24,8 +24,8 @@ at most that of ``max_iter`` power steps, so they are never less accurate than `
 HotpotQA-like graphs that takes 11-13 products instead of 20 for c = 0.7. Converged queries are
 frozen, so a query's result does not depend on the batch it is in.
 
-CPU layout: the iterate is ``[N, b]``, b queries wide (512 at HotpotQA scale, bounded by memory):
-each stored matrix entry then reads a contiguous 2 KB row of the iterate, which is what makes the
+CPU layout: the iterate is ``[N, b]``, b queries wide (1024 at HotpotQA scale, bounded by memory):
+each stored matrix entry then reads a contiguous 4 KB row of the iterate, which is what makes the
 memory-bound SpMM efficient; nodes are relabelled by reverse Cuthill–McKee so that neighbouring
 rows share cache lines; the first product of every solve scatters the (sparse) seeds' matrix
 columns instead of a full SpMM; buffers are allocated once per call, never per step (a fresh
@@ -56,7 +56,7 @@ class PPR:
         once its L1 error bound is below tol (0 = as described for max_iter).
     dangling: "seed" | "uniform" (see the module docstring).
     solver: "chebyshev" | "cg" | "power".
-    block_size: queries per block (None = as many as 1.5 GB of buffers allow, at most 1024).
+    block_size: queries per block (None = as many as 3 GB of buffers allow, at most 1024).
     reorder: relabel nodes for locality before propagating (None = on CPU only).
     dtype: of the operator and iterate (float64 for the exact variant).
     parallel_blocks: on CPU, run query blocks on ``torch.get_num_threads()`` Python threads, each
@@ -124,7 +124,7 @@ class PPR:
     def block_width(self, prep: PreparedGraph, num_queries: int) -> int:
         if self.block_size is not None:
             return max(1, min(self.block_size, num_queries))
-        return block_width(prep.num_nodes, num_queries, prep.device, buffers=5)
+        return block_width(prep.num_nodes, num_queries, prep.device, buffers=5 if self.solver == "cg" else 4)
 
     # -- propagation -----------------------------------------------------------------------
     def __call__(self, adj: torch.Tensor, seeds: torch.Tensor, **_: Any) -> torch.Tensor:
@@ -150,7 +150,7 @@ class PPR:
             if bufs is None or bufs[0].shape[1] != q1 - q0:
                 # allocated once per worker: a fresh [N, b] tensor costs page faults on first touch
                 bufs = local.bufs = [torch.empty(n, q1 - q0, device=prep.device, dtype=self.dtype)
-                                     for _ in range(5)]
+                                     for _ in range(5 if self.solver == "cg" else 4)]
             y = self._solve(prep, op, blk, bufs)  # [N, b]
             x = self._finish(y, d_mask, y_u)  # [N, b]
             if op["inv"] is not None:  # back in node order: row v = x[inv[v]], into a free buffer

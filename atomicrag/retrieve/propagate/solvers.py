@@ -168,7 +168,7 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
     on, the product ``M y_k`` is kept apart to measure the residual ``s + M y_k - y_k`` before the
     update; converged queries are copied out (frozen) and the block stops once all are.
     """
-    y, y_prev, t, res, result = bufs[:5]
+    y, y_prev, t, result = bufs[:4]
     c, m = prm.c, op["M"]
     ones = torch.ones(y.shape[0], dtype=y.dtype, device=y.device)
     y.zero_()
@@ -184,15 +184,15 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
         if k >= first_check:
             torch.addmm(t, m, y, beta=0.0, out=t)  # t = M y_k: [N, N] @ [N, b] -> [N, b]
             steps += 1
-            torch.sub(t, y, out=res)
-            s.add_to_columns(res)  # residual s + M y_k - y_k
-            done = active & (ones @ res.abs_() <= prm.target)  # [N] @ [N, b] -> [b]: L1 norms
+            y_prev.lerp_(t, omega)  # omega * M y_k + (1 - omega) * y_(k-1); t is free after this
+            t.sub_(y)
+            s.add_to_columns(t)  # residual s + M y_k - y_k
+            done = active & (ones @ t.abs_() <= prm.target)  # [N] @ [N, b] -> [b]: L1 norms
             if bool(done.any()):
                 torch.where(done, y, result, out=result)  # freeze the converged queries ([b] mask on columns)
                 active &= ~done
             if not bool(active.any()):
                 return result, steps
-            y_prev.lerp_(t, omega)  # omega * M y_k + (1 - omega) * y_(k-1)
         elif k == 1:  # y_1 = s is sparse and y_0 = 0: scatter the seeds' columns of M
             y_prev.zero_()
             sparse_product(prep, op, s, s.value, y_prev, omega, "M", c)
