@@ -382,7 +382,10 @@ def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefi
             layers.append(OmegaConf.load(path))
     elif source is not None:
         raise TypeError(f"config source must be Config, dict, path or None, not {type(source).__name__}")
-    env_items = {k[len(env_prefix):]: v for k, v in os.environ.items() if k.startswith(env_prefix)}
+    # only GROUP__FIELD variables are config; others with the prefix (ATOMICRAG_NO_PROGRESS) are flags
+    env_items = {
+        k[len(env_prefix):]: v for k, v in os.environ.items() if k.startswith(env_prefix) and "__" in k
+    }
     if env_items:
         dotlist = [f"{k.lower().replace('__', '.')}={v}" for k, v in sorted(env_items.items())]
         layers.append(OmegaConf.from_dotlist(dotlist))

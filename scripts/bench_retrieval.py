@@ -269,8 +269,7 @@ def time_engine(engine, adj, seeds, e, k, reps: int = 1, cpu: bool = False):
 
 def make_engine(args: argparse.Namespace, restart: float, **over) -> PPR:
     kw = {"restart": restart, "max_iter": args.iters, "device": args.device,
-          "block_size": args.block_size, "reorder": {"auto": None, "on": True, "off": False}[args.reorder],
-          "parallel_blocks": args.parallel_blocks}
+          "block_size": args.block_size, "reorder": {"auto": None, "on": True, "off": False}[args.reorder]}
     if args.solver:
         kw["solver"] = args.solver
     kw.update(over)
@@ -289,9 +288,7 @@ def sweep(adj, seeds, e: int, args: argparse.Namespace, restart: float) -> None:
                ("chebyshev, one block", {"solver": "chebyshev", "block_size": q, "reorder": False}),
                ("chebyshev, one block, rcm", {"solver": "chebyshev", "block_size": q, "reorder": True}),
                (f"chebyshev, blocks of {q // 4}, rcm", {"solver": "chebyshev", "block_size": q // 4, "reorder": True}),
-               ("cg, one block, rcm", {"solver": "cg", "block_size": q, "reorder": True}),
-               (f"chebyshev, 2 blocks of {q // 2} on 2 threads, rcm",
-                {"solver": "chebyshev", "block_size": q // 2, "reorder": True, "parallel_blocks": True})]
+               ("cg, one block, rcm", {"solver": "cg", "block_size": q, "reorder": True})]
     for label, over in configs:
         eng = make_engine(args, restart, **over)
         eng(adj, sb.index_select(0, torch.arange(2, device=dev)))  # prepare (ordering) outside the timer
@@ -364,6 +361,29 @@ def run_scale(name: str, args: argparse.Namespace, restart: float) -> dict:
             "agree_ord": agree_ord, "ms_q": ms_q, "tput": tput, "t_ig": t_ig, "peak": peak, "exact": exact}
 
 
+def time_methods(args: argparse.Namespace) -> None:
+    """Seconds per query of every propagator of Table 11 at the hotpot scale (random embeddings)."""
+    from atomicrag.config import FidelityConfig, RetrieverConfig
+    from atomicrag.retrieve.propagate import METHODS, build_propagator
+
+    e, a, rel, syn = SCALES["hotpot"]
+    adj, info = synthetic_graph(e, a, rel, syn)
+    q = min(args.queries, 64)
+    seeds = synthetic_seeds(adj, info, q)
+    g = torch.Generator().manual_seed(0)
+    kw = {"atom_embeddings": torch.nn.functional.normalize(torch.randn(a, 64, generator=g), dim=1),
+          "query_embeddings": torch.nn.functional.normalize(torch.randn(q, 64, generator=g), dim=1),
+          "num_entities": e}
+    print(f"\nper-method time at the hotpot scale, {q} queries (Table 11 settings):")
+    for name in METHODS:
+        prop = build_propagator(RetrieverConfig(name=name, device=args.device), FidelityConfig())
+        prop(adj, seeds.index_select(0, torch.arange(2)), **{**kw, "query_embeddings": kw["query_embeddings"][:2]})
+        t0 = time.perf_counter()
+        topk_atoms(prop(adj, seeds, **kw), e, args.k)
+        dt = time.perf_counter() - t0
+        print(f"  {name:<10s} {1e3 * dt / q:9.2f} ms/query", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scales", default="medium,hotpot,hotpot10x",
@@ -384,14 +404,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sample, skip the exact-steps search")
     ap.add_argument("--block-size", type=int, default=None, help="queries per block (default: cache-sized)")
     ap.add_argument("--reorder", default="auto", choices=["auto", "on", "off"], help="RCM node order")
-    ap.add_argument("--parallel-blocks", action="store_true", help="blocks on threads, single-threaded SpMM")
     ap.add_argument("--sweep", action="store_true", help="compare the engine options at the hotpot scale")
     ap.add_argument("--sweep-queries", type=int, default=1024)
+    ap.add_argument("--methods", action="store_true", help="also time every propagator (64 queries, hotpot)")
     args = ap.parse_args()
     args.batches = [int(x) for x in args.batches.split(",")]
     if args.quick:
         args.sample = min(args.sample, 16)
     torch.set_num_threads(args.threads)
+    if args.methods:
+        time_methods(args)
     results = [run_scale(s, args, args.restart) for s in args.scales.split(",")]
     print(f"\nrestart={args.restart} max_iter={args.iters} solver={args.solver or 'default'} device={args.device} "
           f"threads={args.threads}")

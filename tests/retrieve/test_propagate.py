@@ -128,13 +128,8 @@ def test_batched_equals_per_query(graph):
     torch.testing.assert_close(batched, single, atol=1e-7, rtol=0)
     torch.testing.assert_close(batched, blocked, atol=1e-7, rtol=0)
     torch.testing.assert_close(batched, ppr(adj, seeds.to_sparse_csr()), atol=1e-7, rtol=0)
-    torch.set_num_threads(2)  # two worker threads, one block each at a time
-    try:
-        pooled = PPR(restart=0.3, max_iter=20, block_size=3, parallel_blocks=True)(adj, seeds)
-    finally:
-        torch.set_num_threads(1)
-    assert torch.get_num_threads() == 1
-    torch.testing.assert_close(batched, pooled, atol=1e-7, rtol=0)
+    again = ppr(adj, seeds[:5])  # cached buffers, narrower block: same values
+    torch.testing.assert_close(batched[:5], again, atol=0, rtol=0)
 
 
 def test_zero_seed_queries_give_zeros(graph):
@@ -240,3 +235,20 @@ def test_directed_adjacency_is_rejected():
     adj = torch.tensor([[0.0, 1.0], [0.0, 0.0]]).to_sparse_csr()
     with pytest.raises(ValueError, match="symmetric"):
         PPR(restart=0.3)(adj, torch.tensor([[1.0, 0.0]]))
+
+
+@pytest.mark.parametrize("solver", ["cg", "chebyshev"])
+def test_queries_converging_at_different_steps(graph, solver):
+    # a query seeded only on an isolated node converges at once, a zero-seed query never moves,
+    # the others need many steps (c = 0.9): each must match its stand-alone result and the exact one
+    adj, _, seeds = graph
+    n = seeds.shape[1]
+    s = torch.cat([seeds[:3], torch.zeros(2, n)])
+    s[3, n - 2] = 1.0
+    ppr = PPR(restart=0.1, max_iter=60, dtype=torch.float64, solver=solver)
+    together = ppr(adj, s)
+    alone = torch.cat([ppr(adj, s[i : i + 1]) for i in range(s.shape[0])])
+    torch.testing.assert_close(together, alone, atol=1e-12, rtol=0)
+    assert together[4].abs().sum() == 0 and together[3, n - 2] == pytest.approx(1.0)
+    exact = torch.from_numpy(dense_ppr(adj, s[:4], 0.1, "seed"))
+    assert ((together[:4] - exact).abs().sum(1) <= 2 * 0.9**61 + 1e-9).all()

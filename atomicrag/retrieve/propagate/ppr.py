@@ -33,8 +33,6 @@ columns instead of a full SpMM; buffers are allocated once per call, never per s
 """
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -59,8 +57,6 @@ class PPR:
     block_size: queries per block (None = as many as 3 GB of buffers allow, at most 1024).
     reorder: relabel nodes for locality before propagating (None = on CPU only).
     dtype: of the operator and iterate (float64 for the exact variant).
-    parallel_blocks: on CPU, run query blocks on ``torch.get_num_threads()`` Python threads, each
-        with single-threaded SpMM (torch's thread count is set to 1 for the duration of the call).
     """
 
     def __init__(
@@ -74,7 +70,6 @@ class PPR:
         device: str = "auto",
         reorder: bool | None = None,
         dtype: str | torch.dtype = torch.float32,
-        parallel_blocks: bool = False,
     ) -> None:
         if not 0.0 < restart <= 1.0:
             raise ValueError(f"restart probability must lie in (0, 1], got {restart}")
@@ -92,8 +87,8 @@ class PPR:
         self.device = resolve_device(device)
         self.reorder = reorder
         self.dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        self.parallel_blocks = parallel_blocks
         self._cache = GraphCache()
+        self._flat: list[torch.Tensor] | None = None
         self.last_steps = 0  # SpMM steps done by the last call (largest over blocks)
 
     # -- operators -------------------------------------------------------------------------
@@ -140,48 +135,31 @@ class PPR:
         y_u = self._uniform_solution(prep, op) if self.dangling == "uniform" and bool(prep.dangling.any()) else None
         d_mask = prep.dangling if op["perm"] is None else prep.dangling[op["perm"]]  # [N] in propagation order
         self.last_steps = 0
-        blocks = [(q0, min(q, q0 + width)) for q0 in range(0, q, width)]
-        local = threading.local()  # per-worker buffers, reused across blocks
-
-        def run(block: tuple[int, int]) -> None:
-            q0, q1 = block
+        for q0 in range(0, q, width):
+            q1 = min(q, q0 + width)
             blk = trip.block(q0, q1)
-            bufs = getattr(local, "bufs", None)
-            if bufs is None or bufs[0].shape[1] != q1 - q0:
-                # allocated once per worker: a fresh [N, b] tensor costs page faults on first touch
-                bufs = local.bufs = [torch.empty(n, q1 - q0, device=prep.device, dtype=self.dtype)
-                                     for _ in range(5 if self.solver == "cg" else 4)]
+            bufs = self._buffers(prep, n, q1 - q0)
             y = self._solve(prep, op, blk, bufs)  # [N, b]
             x = self._finish(y, d_mask, y_u)  # [N, b]
             if op["inv"] is not None:  # back in node order: row v = x[inv[v]], into a free buffer
                 spare = next(buf for buf in bufs if buf.data_ptr() != x.data_ptr())
                 x = torch.index_select(x, 0, op["inv"], out=spare)
-            out[q0:q1].copy_(x.T)  # [b, N]
-
-        workers = self._workers(prep, len(blocks))
-        if workers <= 1:
-            for block in blocks:
-                run(block)
-            return out
-        # one single-threaded SpMM per worker, on different blocks: no per-step thread barrier
-        before = torch.get_num_threads()
-
-        def run_single(block: tuple[int, int]) -> None:
-            torch.set_num_threads(1)
-            run(block)
-
-        torch.set_num_threads(1)
-        try:
-            with ThreadPoolExecutor(workers) as pool:
-                list(pool.map(run_single, blocks))
-        finally:
-            torch.set_num_threads(before)
+            out[q0:q1].copy_(x.T)  # [b, N] (torch's blocked transpose copy)
         return out
 
-    def _workers(self, prep: PreparedGraph, num_blocks: int) -> int:
-        if prep.device.type != "cpu" or not self.parallel_blocks:
-            return 1
-        return max(1, min(torch.get_num_threads(), num_blocks))
+    def _buffers(self, prep: PreparedGraph, n: int, b: int) -> list[torch.Tensor]:
+        """Work buffers ``[N, b]``, kept between calls: a fresh tensor of this size costs page faults
+        on first touch (about as much as one propagation step). ``release()`` frees them."""
+        count = 5 if self.solver == "cg" else 4
+        flat = self._flat
+        if flat is None or flat[0].numel() < n * b or flat[0].device != prep.device or flat[0].dtype != self.dtype:
+            self._flat = flat = [torch.empty(n * b, device=prep.device, dtype=self.dtype) for _ in range(count)]
+        return [f[: n * b].view(n, b) for f in flat]
+
+    def release(self) -> None:
+        """Drop the cached work buffers and prepared graph."""
+        self._flat = None
+        self._cache = GraphCache()
 
     def _solve(self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor]) -> torch.Tensor:
         prm = SolveParams(self.c, self.max_iter, self.tol, self.dtype)

@@ -55,10 +55,11 @@ class Katz(_Blocked):
             prep.extra[key] = prep.transition_t(self.beta)  # [N, N] CSR: beta * A D^-1
         m = prep.extra[key]
         x = s.dense(transposed=True)  # [N, b]
-        acc = torch.zeros_like(x)
+        nxt, acc = torch.empty_like(x), torch.zeros_like(x)  # ping-pong buffers, allocated once
         for _ in range(self.max_iter):
-            x = m @ x  # [N, N] @ [N, b] -> [N, b]: one more hop, one more factor beta
-            acc += x
+            torch.addmm(nxt, m, x, beta=0.0, out=nxt)  # [N, N] @ [N, b] -> [N, b]: one more hop and beta
+            acc += nxt
+            x, nxt = nxt, x
         return acc
 
 
@@ -78,10 +79,13 @@ class LabelPropagation(_Blocked):
             prep.extra["labelprop_op"] = prep.transition(1.0)  # [N, N] CSR: D^-1 A
         p = prep.extra["labelprop_op"]
         y = s.dense(transposed=True)  # [N, b]
+        nxt = torch.empty_like(y)  # ping-pong buffer, allocated once
         flat_idx = s.node * s.num_queries + s.query  # positions of the seeds in y.view(-1)
+        vals = s.value.to(y.dtype)
         for _ in range(self.max_iter):
-            y = p @ y  # [N, N] @ [N, b] -> [N, b]
-            y.view(-1)[flat_idx] = s.value.to(y.dtype)  # clamp the seeds
+            torch.addmm(nxt, p, y, beta=0.0, out=nxt)  # [N, N] @ [N, b] -> [N, b]
+            nxt.view(-1)[flat_idx] = vals  # clamp the seeds
+            y, nxt = nxt, y
         return y
 
 
