@@ -252,3 +252,13 @@ def test_queries_converging_at_different_steps(graph, solver):
     assert together[4].abs().sum() == 0 and together[3, n - 2] == pytest.approx(1.0)
     exact = torch.from_numpy(dense_ppr(adj, s[:4], 0.1, "seed"))
     assert ((together[:4] - exact).abs().sum(1) <= 2 * 0.9**61 + 1e-9).all()
+
+
+@pytest.mark.parametrize("reorder", [False, True])
+def test_fused_topk_equals_scores_topk(graph, reorder):
+    adj, _, seeds = graph
+    ppr = PPR(restart=0.3, max_iter=20, reorder=reorder, block_size=3)
+    v1, i1 = ppr.topk(adj, seeds, 100, 25)
+    v2, i2 = topk_atoms(ppr(adj, seeds), 100, 25)
+    torch.testing.assert_close(v1, v2, atol=0, rtol=0)
+    assert torch.equal(i1, i2)

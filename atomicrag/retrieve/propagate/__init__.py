@@ -4,8 +4,14 @@
     scores = prop(graph.adjacency, seeds)              # [Q, N], node order: entities then atoms
     top_scores, atom_idx = topk_atoms(scores, graph.num_entities, cfg.retriever.top_k)
 
+    # retrieval only needs the top-k: memory-bounded, and for PPR straight from its blocks
+    top_scores, atom_idx = propagate_topk(prop, graph.adjacency, seeds, graph.num_entities, 25)
+
 Methods needing embeddings (``qiter``, ``dense``) also take ``atom_embeddings=[A, d]``,
 ``query_embeddings=[Q, d]`` and ``num_entities=E`` as keywords; the others ignore extra keywords.
+``ppr`` solves to the accuracy of ``max_iter`` power iterations (Chebyshev, certified per query;
+``build_propagator(cfg, fid, solver="power")`` runs literally ``max_iter`` power steps); ``power``
+is Table 11's exact variant. See ``ppr.py`` for the performance notes.
 """
 from __future__ import annotations
 

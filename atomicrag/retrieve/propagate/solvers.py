@@ -160,22 +160,26 @@ def chebyshev_weights(c: float, steps: int) -> list[float]:
     return out
 
 
-def _residual_l1(t: torch.Tensor, y: torch.Tensor, s: SeedTriplets, scratch: torch.Tensor) -> torch.Tensor:
-    """Per-query ``||s + t - y||_1`` [b], reading t and y once, in row chunks that stay in cache.
+def _residual_l1(t: torch.Tensor, y_prev: torch.Tensor, y: torch.Tensor, omega: float, s: SeedTriplets,
+                 scratch: torch.Tensor) -> torch.Tensor:
+    """Per-query ``||s + M y - y||_1`` [b] from ``t = omega M y + (1 - omega) y_prev`` (the fused step).
 
-    ``|t - y|`` is summed chunk by chunk into ``scratch`` (a few MB, reused); the seeded entries
-    are then corrected exactly: ``+ |t - y + s| - |t - y|`` at those few positions.
+    ``M y = (t - (1 - omega) y_prev) / omega`` is formed chunk by chunk in ``scratch`` (a few MB,
+    reused, stays in cache), so t, y_prev and y are each read once; the seeded entries are then
+    corrected exactly: ``+ |d + s| - |d|`` with d = M y - y at those few positions.
     """
     n, b = t.shape
-    rows = scratch.shape[0] // b
-    buf = scratch.view(-1)[: rows * b].view(rows, b)
+    rows = max(1, scratch.numel() // b)
+    buf = scratch[: rows * b].view(rows, b)
     ones = torch.ones(rows, dtype=t.dtype, device=t.device)
     total = torch.zeros(b, dtype=t.dtype, device=t.device)
     for i in range(0, n, rows):
         j = min(n, i + rows)
-        part = torch.sub(t[i:j], y[i:j], out=buf[: j - i]).abs_()  # [rows, b], in cache
+        part = torch.add(t[i:j], y_prev[i:j], alpha=omega - 1.0, out=buf[: j - i])
+        part.div_(omega).sub_(y[i:j]).abs_()  # |M y - y| on rows i..j
         total += ones[: j - i] @ part  # [rows] @ [rows, b] -> [b]
-    d = (t[s.node, s.query] - y[s.node, s.query]).double()  # [K] (t - y) at the seeds
+    idx = (s.node, s.query)
+    d = ((t[idx].double() + (omega - 1.0) * y_prev[idx].double()) / omega - y[idx].double())  # [K]
     fix = (d + s.value).abs() - d.abs()
     return total + torch.zeros(b, dtype=torch.float64, device=t.device).index_add_(0, s.query, fix).to(t.dtype)
 
@@ -184,10 +188,10 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
                     prm: SolveParams) -> tuple[torch.Tensor, int]:
     """Chebyshev semi-iteration ``y_(k+1) = w_(k+1) (M y_k + s) + (1 - w_(k+1)) y_(k-1)``, per-query stop.
 
-    A normal step is one fused ``addmm`` (no extra pass over the block). A check step keeps the
-    product ``t = M y_k`` apart to measure the residual ``s + t - y_k`` while updating; checks start
-    at ``chebyshev_first_check`` and are then spaced by the observed decay of the residual, so a
-    block usually needs one or two. Converged queries are frozen (copied out).
+    Every step is one fused ``addmm``. On a check step it writes into a third buffer instead of
+    over ``y_(k-1)``, so the residual ``s + M y_k - y_k`` can be recovered from the three iterates
+    in one chunked read. Checks start at ``chebyshev_first_check`` and are then spaced by the
+    observed decay of the residual (one or two per block). Converged queries are frozen (copied out).
     """
     y, y_prev, t, result = bufs[:4]
     c, m = prm.c, op["M"]
@@ -205,21 +209,24 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
     steps = 0
     for k in range(1, prm.max_iter + 1):  # y = y_k -> y_(k+1)
         omega = weights[k]
+        steps += 1
         if k == 1:  # y_1 = s is sparse and y_0 = 0: scatter the seeds' columns of M
             y_prev.zero_()
             sparse_product(prep, op, s, s.value, y_prev, omega, "M", c)
-        elif k >= next_check:
-            torch.addmm(t, m, y, beta=0.0, out=t)  # t = M y_k: [N, N] @ [N, b] -> [N, b]
-            norms = _residual_l1(t, y, s, scratch)  # [b]: ||s + M y_k - y_k||_1
+        elif k < next_check:
+            torch.addmm(y_prev, m, y, beta=1.0 - omega, alpha=omega, out=y_prev)  # [N, N] @ [N, b]
+        else:
+            torch.addmm(y_prev, m, y, beta=1.0 - omega, alpha=omega, out=t)  # same step, y_prev kept
+            norms = _residual_l1(t, y_prev, y, omega, s, scratch)  # [b]: ||s + M y_k - y_k||_1
             done = active & (norms <= prm.target)
             if bool(done.any()):
                 if not frozen and bool((done == active).all()):
-                    return y, steps + 1  # everyone converged together: y_k is the answer, no copy
+                    return y, steps  # everyone converged together: y_k is the answer, no copy
                 torch.where(done, y, result if frozen else torch.zeros_like(y[:1]), out=result)
                 frozen = True
                 active &= ~done
             if not bool(active.any()):
-                return result, steps + 1
+                return result, steps
             worst = float(norms[active].max())
             if last_norm is not None and worst < last_norm:
                 rate = max(min(worst / last_norm, 0.95), 1e-3) ** (1.0 / max(k - last_k, 1))
@@ -227,10 +234,7 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
             # next check where the slowest active query is expected to meet the target
             ahead = math.ceil(math.log(prm.target / worst) / math.log(rate)) if worst > prm.target else 1
             next_check = k + max(1, min(ahead, 4))
-            y_prev.lerp_(t, omega)  # omega * M y_k + (1 - omega) * y_(k-1)
-        else:
-            torch.addmm(y_prev, m, y, beta=1.0 - omega, alpha=omega, out=y_prev)  # [N, N] @ [N, b]
-        steps += 1
+            y_prev, t = t, y_prev  # rotate: t holds y_(k+1) (before seeds), old y_(k-1) is free
         s.add_to_columns(y_prev, omega)  # + omega * s
         y, y_prev = y_prev, y
     if not frozen:

@@ -43,7 +43,11 @@ def propagate_topk(
         kw = {key: (v[q0:q1] if key == "query_embeddings" else v) for key, v in kwargs.items()}
         rows = torch.arange(q0, q1, device=seeds.device)
         part = seeds.index_select(0, rows) if seeds.layout == torch.sparse_coo else seeds[q0:q1]  # [b, N]
-        v, i = topk_atoms(propagator(adj, part, num_entities=num_entities, **kw), num_entities, k)
+        fused = getattr(propagator, "topk", None)
+        if callable(fused) and not kw:  # PPR: top-k straight from its [N, b] blocks
+            v, i = fused(adj, part, num_entities, k)
+        else:
+            v, i = topk_atoms(propagator(adj, part, num_entities=num_entities, **kw), num_entities, k)
         vals.append(v.cpu())
         idx.append(i.cpu())
     if not vals:
