@@ -118,7 +118,7 @@ class LLMConfig:
 
 @dataclass
 class EmbedderConfig:
-    name: str = "fake"  # fake | sentence_transformers | transformers
+    name: str = "fake"  # fake | sentence_transformers | transformers | onnx (transformers model on ONNX Runtime, CPU)
     model: str = "minilm"  # 'minilm' = the offline all-MiniLM-L6-v2 package; else an HF id or path
     pooling: str = "auto"  # auto (model's own) | cls | mean
     normalize: bool = True
@@ -131,7 +131,7 @@ class EmbedderConfig:
     dim: int = 64  # fake embedder only
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("fake", "sentence_transformers", "transformers"))
+        _choice(self, "name", ("fake", "sentence_transformers", "transformers", "onnx"))
         _choice(self, "pooling", ("auto", "cls", "mean"))
         _positive(self, "max_length", "batch_size", "dim")
 
@@ -143,7 +143,7 @@ class AtomizerConfig:
     noun_chunks: bool = False  # add spaCy noun chunks as entities (sentence/chunk atomizers)
     min_atom_chars: int = 15  # sentences shorter than this are merged into the previous one
     nlp_batch_size: int = 64
-    nlp_processes: int = 1
+    nlp_processes: int = 0  # spaCy worker processes; 0 = auto: all cores (up to 4) from 1,000 chunks on, else 1
     # vocabulary atomizer
     vocab_min_freq: int = 2
     vocab_max_ngram: int = 3
@@ -155,6 +155,8 @@ class AtomizerConfig:
     def __post_init__(self) -> None:
         _choice(self, "name", ("llm", "sentence", "vocabulary", "chunk"))
         _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call")
+        if self.nlp_processes < 0:
+            raise ValueError("AtomizerConfig.nlp_processes must be >= 0 (0 = auto)")
 
 
 @dataclass

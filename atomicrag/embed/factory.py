@@ -63,7 +63,11 @@ def _build(key: tuple[tuple[str, Any], ...], pooling: str) -> Embedder:
         from .encoders import TransformersEmbedder
 
         return TransformersEmbedder(cfg["model"], **kwargs)
-    raise ValueError(f"unknown embedder {cfg['name']!r}; known: fake, sentence_transformers, transformers")
+    if cfg["name"] == "onnx":
+        from .onnx_encoder import OnnxEmbedder
+
+        return OnnxEmbedder(cfg["model"], **kwargs)
+    raise ValueError(f"unknown embedder {cfg['name']!r}; known: fake, sentence_transformers, transformers, onnx")
 
 
 def clear_embedder_cache() -> None:

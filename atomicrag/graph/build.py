@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..atomize.base import pbar, progress_enabled
 from ..config import FidelityConfig, GraphConfig
 from ..embed.protocol import Embedder
 from ..schemas import AtomizeResult
@@ -26,11 +27,25 @@ log = logging.getLogger(__name__)
 GRAPH_FIDELITY_FIELDS = ("entity_nodes", "containment_keys", "relevance_weight", "synonym_overwrites_relevance")
 
 
+# Texts per embedder call when a progress bar is shown: large enough that the encoder's own
+# length-sorted batching still pads little, small enough that the bar moves every few seconds.
+_PROGRESS_SLICE = 2048
+
+
 def encode(embedder: Embedder, texts: list[str], what: str) -> torch.Tensor:
     """Passage-side embeddings [n, dim] float32, L2-normalised, with a clear dimension check."""
     if not texts:
         return torch.zeros(0, embedder.dim, dtype=torch.float32)
-    emb = embedder.encode(texts, is_query=False)
+    if len(texts) > _PROGRESS_SLICE and progress_enabled(None):
+        parts = []
+        with pbar(total=len(texts), desc=f"embed {what}s", unit=what) as bar:
+            for i in range(0, len(texts), _PROGRESS_SLICE):
+                part = texts[i: i + _PROGRESS_SLICE]
+                parts.append(torch.as_tensor(embedder.encode(part, is_query=False)))
+                bar.update(len(part))
+        emb = torch.cat(parts)
+    else:
+        emb = embedder.encode(texts, is_query=False)
     if not isinstance(emb, torch.Tensor):
         emb = torch.as_tensor(emb)
     if emb.ndim != 2 or emb.shape[0] != len(texts):

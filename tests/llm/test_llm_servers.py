@@ -95,6 +95,47 @@ def test_commands() -> None:
     assert cmd[cmd.index("--tensor-parallel-size") + 1] == "2" and cmd[-1] == "--enforce-eager"
 
 
+def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """conf/llm/vllm_qwen14b.yaml + llm.tensor_parallel_size=2, through build_backend's launch path.
+
+    The server is not started: LocalServer.start is replaced by a recorder, so no GPU or vLLM is needed.
+    """
+    from omegaconf import OmegaConf
+
+    from atomicrag.config import LLMConfig, PathsConfig
+    from atomicrag.llm import servers
+    from atomicrag.llm.factory import build_backend
+    from atomicrag.llm.openai_client import OpenAIClient
+
+    yaml = Path(__file__).resolve().parents[2] / "conf" / "llm" / "vllm_qwen14b.yaml"
+    cfg = OmegaConf.to_object(OmegaConf.merge(
+        OmegaConf.structured(LLMConfig), OmegaConf.load(yaml), {"tensor_parallel_size": 2}))
+    assert isinstance(cfg, LLMConfig) and cfg.name == "vllm" and cfg.base_url is None
+    started: list[LocalServer] = []
+
+    class Recorder(LocalServer):
+        def start(self) -> LocalServer:
+            started.append(self)
+            return self
+
+    monkeypatch.setattr(servers, "LocalServer", Recorder)
+    llm = build_backend(cfg, PathsConfig(cache_dir=str(tmp_path)))
+    [server] = started
+    cmd = server.cmd
+
+    def arg(flag: str) -> str:
+        return cmd[cmd.index(flag) + 1]
+
+    assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert arg("--model") == "Qwen/Qwen2.5-14B-Instruct" == arg("--served-model-name")
+    assert arg("--tensor-parallel-size") == "2"
+    assert arg("--max-model-len") == str(cfg.max_model_len)
+    assert arg("--gpu-memory-utilization") == str(cfg.gpu_memory_utilization)
+    assert int(arg("--port")) == server.port > 0  # port 0 in the config = a free one picked here
+    assert isinstance(llm, OpenAIClient) and llm.server is server and llm.response_format_style == "json_schema"
+    llm.close()
+
+
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
 def test_llamacpp_garbage_model_shows_log_tail(tmp_path: Path) -> None:
     bad = tmp_path / "garbage.gguf"
