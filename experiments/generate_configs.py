@@ -27,9 +27,9 @@ PAPER = {
 }
 PAPER_FIELDS = {"retriever.query_entities": "llm"}  # paper: LLM NER on the query
 # CPU smoke default: everything offline, no judge (EM/F1/recall only)
-SMOKE = {
+SMOKE = {  # ppr_minilm: the paper's seeding thresholds assume bge-large (conf/retriever/ppr_minilm.yaml)
     "dataset": "2wiki_smoke", "llm": "smollm2", "embedder": "minilm", "atomizer": "sentence",
-    "graph": "default", "fidelity": "paper", "retriever": "ppr", "decompose": "llm", "sieve": "llm",
+    "graph": "default", "fidelity": "paper", "retriever": "ppr_minilm", "decompose": "llm", "sieve": "llm",
     "reader": "dataset", "judge": "none",
 }
 # vanilla RAG: dense passage retrieval over the chunks, no atoms, no AQD/AS

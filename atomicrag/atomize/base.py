@@ -7,6 +7,7 @@ mentions (surface forms; the graph canonicalises them) and provenance: ``chunk_i
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -28,6 +29,24 @@ class Atomizer(Protocol):
 def atom_id(chunk_id: str, j: int) -> str:
     """Deterministic atom id: the chunk id plus the atom's position inside the chunk."""
     return f"{chunk_id}#a{j}"
+
+
+_TRAILING_PARENS = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def title_entity(title: str) -> str:
+    """The entity a passage title names: "Theodred II (Bishop of Elmham)" -> "Theodred II"."""
+    t = title.strip()
+    return _TRAILING_PARENS.sub("", t).strip() or t
+
+
+def with_title(text: str, entities: list[str], title: str, enabled: bool) -> tuple[str, list[str]]:
+    """``(text, entities)`` of an atom with its chunk's title as context (see AtomizerConfig.title_context)."""
+    if not enabled or not title.strip():
+        return text, entities
+    name = title_entity(title)
+    ents = entities if any(e.casefold() == name.casefold() for e in entities) else [name, *entities]
+    return f"{title.strip()}: {text}", ents
 
 
 def find_span(chunk_text: str, atom_text: str) -> tuple[int, int] | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from ..schemas import Atom, AtomizeResult, Chunk
-from .base import atom_id, check_chunks, dedupe_keep_order
+from .base import atom_id, check_chunks, dedupe_keep_order, with_title
 from .nlp import mention_spans
 from .sentence import SentenceAtomizer
 
@@ -28,7 +28,8 @@ class ChunkAtomizer(SentenceAtomizer):
                 continue
             ents = dedupe_keep_order(chunk.text[a:b].strip() for a, b in sorted(
                 mention_spans(doc, self.cfg.noun_chunks)))
-            atoms.append(Atom(id=atom_id(chunk.id, 0), text=chunk.text, chunk_id=chunk.id,
+            text, ents = with_title(chunk.text, ents, chunk.title, self.cfg.title_context)
+            atoms.append(Atom(id=atom_id(chunk.id, 0), text=text, chunk_id=chunk.id,
                               passage_id=chunk.passage_id, entities=ents, span=(0, len(chunk.text))))
         return AtomizeResult(atoms=atoms, stats={
             "atomizer": self.name, "chunks": len(chunks), "atoms": len(atoms), "empty_chunks": empty,

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import AtomizerConfig
 from ..schemas import Atom, AtomizeResult, Chunk
-from .base import atom_id, check_chunks, pbar, progress_enabled
+from .base import atom_id, check_chunks, pbar, progress_enabled, with_title
 from .nlp import load_spacy, nlp_processes, sentences
 
 
@@ -51,9 +51,10 @@ class SentenceAtomizer:
             if not sents:
                 empty += 1
             for j, s in enumerate(sents):
+                text, ents = with_title(chunk.text[s.start:s.end], s.entities, chunk.title, self.cfg.title_context)
                 atoms.append(Atom(
-                    id=atom_id(chunk.id, j), text=chunk.text[s.start:s.end], chunk_id=chunk.id,
-                    passage_id=chunk.passage_id, entities=s.entities, span=(s.start, s.end),
+                    id=atom_id(chunk.id, j), text=text, chunk_id=chunk.id,
+                    passage_id=chunk.passage_id, entities=ents, span=(s.start, s.end),
                 ))
         return AtomizeResult(atoms=atoms, stats={
             "atomizer": self.name, "chunks": len(chunks), "atoms": len(atoms), "empty_chunks": empty,

@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 # Atomizer config fields that change the output, per atomizer (batch sizes, process counts and
 # the failure budget do not).
 _ATOMIZER_FIELDS = {
-    "sentence": ("spacy_model", "noun_chunks", "min_atom_chars"),
-    "chunk": ("spacy_model", "noun_chunks"),
+    "sentence": ("spacy_model", "noun_chunks", "min_atom_chars", "title_context"),
+    "chunk": ("spacy_model", "noun_chunks", "title_context"),
     "vocabulary": ("spacy_model", "min_atom_chars", "vocab_min_freq", "vocab_max_ngram",
                    "vocab_terms_per_call", "vocab_llm_filter"),
     "llm": (),

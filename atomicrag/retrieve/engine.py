@@ -15,12 +15,12 @@ import torch
 
 from ..config import Config
 from ..graph.structure import AtomEntityGraph
-from ..schemas import Question, QueryTrace, ScoredAtom
+from ..schemas import QueryTrace, Question, ScoredAtom
 from .context import unique_in_order
 from .decompose import build_decomposer
 from .merge import ContextItem, merge_context, passage_ranking
 from .propagate import build_propagator, propagate_topk
-from .seeds import SeedSet, build_seeds, spacy_query_entities
+from .seeds import SeedSet, build_seeds, merge_names, spacy_query_entities
 from .sieve import build_sieve
 
 log = logging.getLogger("atomicrag")
@@ -47,6 +47,7 @@ class QueryEngine:
         self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
         self._nlp: Any = None
+        self._matcher: Any = None
 
     # -- stages ---------------------------------------------------------------------------
     def _timed(self, module: str) -> Any:
@@ -63,7 +64,23 @@ class QueryEngine:
             from ..atomize.nlp import load_spacy
 
             self._nlp = load_spacy(self.cfg.atomizer.spacy_model, False)
-        return spacy_query_entities(self._nlp, queries)
+        found = spacy_query_entities(self._nlp, queries)
+        if self.cfg.retriever.query_entities == "spacy_match":
+            found = [merge_names(f, m) for f, m in zip(found, self._graph_names(queries))]
+        return found
+
+    def _graph_names(self, queries: list[str]) -> list[list[str]]:
+        """Graph entity names occurring in each query (token-trie match, longest first).
+
+        Small NER models miss names in oddly cased questions ("When did Lothair Ii's mother
+        die?"); the graph's own entity vocabulary finds them on word boundaries, case-folded.
+        """
+        if self._matcher is None:
+            from ..atomize.matcher import TermMatcher
+
+            self._matcher = TermMatcher(self.graph.entity_texts)
+        m = self._matcher
+        return [[m.terms[t] for _, _, t in m.find(q)] for q in queries]
 
     def _llm_entities(self, queries: list[str]) -> list[list[str]]:
         """The paper's query NER: the passage NER prompt applied to the query."""

@@ -12,8 +12,9 @@ All queries' seeds form one sparse personalisation matrix [Q, N] over the graph'
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -49,6 +50,17 @@ def spacy_query_entities(nlp: Any, queries: Sequence[str]) -> list[list[str]]:
         for e in ents:
             seen.setdefault(e.strip(), None)
         out.append([e for e in seen if e])
+    return out
+
+
+def merge_names(first: list[str], second: list[str]) -> list[str]:
+    """``first`` then the names of ``second`` not already in it (case-insensitive), in order."""
+    seen = {x.casefold() for x in first}
+    out = list(first)
+    for x in second:
+        if x.casefold() not in seen:
+            seen.add(x.casefold())
+            out.append(x)
     return out
 
 

@@ -34,6 +34,21 @@ def test_sentence_atoms_are_spans_with_entities():
     assert res.llm_calls == 0
 
 
+def test_title_gives_every_atom_its_subject():
+    titled = chunk(0, TEXT, title="Teutberga (queen)")
+    res = SentenceAtomizer(AtomizerConfig(name="sentence"), progress=False).atomize([titled])
+    second = res.atoms[1]
+    # "She was a daughter of ..." keeps its subject: in the text and as a graph entity
+    assert second.text.startswith("Teutberga (queen): She was a daughter")
+    assert second.entities[0] == "Teutberga" and "Hucbert" in second.entities
+    assert TEXT[second.span[0]:second.span[1]] == second.text.split(": ", 1)[1]  # span: the sentence
+    assert res.atoms[0].entities.count("Teutberga") == 1  # already found by NER: not added twice
+    off = SentenceAtomizer(AtomizerConfig(name="sentence", title_context=False), progress=False).atomize([titled])
+    assert off.atoms[1].text.startswith("She was") and "Teutberga" not in off.atoms[1].entities
+    one = ChunkAtomizer(AtomizerConfig(name="chunk"), progress=False).atomize([titled]).atoms[0]
+    assert one.text == "Teutberga (queen): " + TEXT and one.entities[0] == "Teutberga"
+
+
 def test_noun_chunks_add_entities():
     plain = SentenceAtomizer(AtomizerConfig(name="sentence"), progress=False).atomize([chunk(0, TEXT)])
     rich = SentenceAtomizer(AtomizerConfig(name="sentence", noun_chunks=True), progress=False).atomize(
