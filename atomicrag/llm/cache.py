@@ -38,7 +38,10 @@ CREATE TABLE IF NOT EXISTS llm_cache (
 )
 """
 _BUSY_TIMEOUT_MS = 60_000
-_SELECT_CHUNK = 500  # stays far below SQLite's host-parameter limit
+_SELECT_CHUNK = 500  # keys per lookup statement
+# One constant, fully parameterised statement: the keys travel as a JSON array in one parameter.
+_GET_SQL = ("SELECT key, model, text, parsed, prompt_tokens, completion_tokens FROM llm_cache "
+            "WHERE key IN (SELECT value FROM json_each(?))")
 
 
 def cache_key(model: str, request: ChatRequest) -> str:
@@ -84,8 +87,8 @@ class CachedLLM:
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
+        # timeout= is SQLite's busy timeout: writers from other processes are waited for
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         for attempt in range(20):
             try:  # switching to WAL needs a brief exclusive lock; another process may hold it
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -104,13 +107,7 @@ class CachedLLM:
         conn = self._connect()
         rows: dict[str, tuple[Any, ...]] = {}
         for i in range(0, len(keys), _SELECT_CHUNK):
-            chunk = keys[i:i + _SELECT_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT key, model, text, parsed, prompt_tokens, completion_tokens "
-                f"FROM llm_cache WHERE key IN ({marks})",
-                chunk,
-            ):
+            for row in conn.execute(_GET_SQL, (json.dumps(keys[i:i + _SELECT_CHUNK]),)):
                 rows[row[0]] = row
         return rows
 

@@ -38,6 +38,16 @@ def test_hit_returns_cached_with_zero_new_tokens(tmp_path: Path) -> None:
     assert rerun.cached
 
 
+def test_large_batch_lookup_spans_several_statements(tmp_path: Path) -> None:
+    """More keys than one lookup statement takes (500): every one is found on the re-run."""
+    reqs = [_req(f"fact {i}: O'Brien said \"hi\"") for i in range(1203)]
+    first = CachedLLM(FakeLLM(), tmp_path / "c.sqlite").chat(reqs)
+    fake = FakeLLM()
+    again = CachedLLM(fake, tmp_path / "c.sqlite").chat(reqs)
+    assert fake.calls == 0 and all(r.cached for r in again)
+    assert [r.text for r in again] == [r.text for r in first]
+
+
 def test_key_covers_sampling_params_and_schema() -> None:
     base = _req("q")
     keys = {cache_key("m", base), cache_key("m2", base), cache_key("m", _req("q", max_tokens=5)),
