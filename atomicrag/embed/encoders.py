@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -192,31 +193,46 @@ class TransformersEmbedder(_Encoder):
         self.model = (model.half() if self.half else model.float()).to(self.device).eval()
         if self.pooling == "auto":
             self.pooling = _model_pooling(self.path, self.local_only)
-        limit = getattr(self.tokenizer, "model_max_length", None) or self.max_length
-        self.max_length = min(self.max_length, int(limit)) if limit < 1_000_000 else self.max_length
+        self.max_length = clamp_max_length(self.tokenizer, self.max_length)
         self.dim = int(self.model.config.hidden_size)
 
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
         texts = self._prefixed(texts, is_query)
         out = torch.empty(len(texts), self.dim)
-        # longest first: batches hold similar lengths (little padding), and an out-of-memory
-        # error shows up on the first batch rather than hours in
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start: start + self.batch_size]
+        for idx in length_batches(texts, self.batch_size):
             batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                    max_length=self.max_length, return_tensors="pt").to(self.device)
             with torch.inference_mode():
                 hidden = self.model(**batch).last_hidden_state.float()  # [b, t, d]
-            if self.pooling == "cls":
-                vec = hidden[:, 0]
-            else:
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # [b, t, 1]
-                vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            if self.normalize:
-                vec = F.normalize(vec, dim=-1)
-            out[torch.tensor(idx)] = vec.cpu()
+            out[torch.tensor(idx)] = pool(hidden, batch["attention_mask"], self.pooling, self.normalize).cpu()
         return out
+
+
+def length_batches(texts: list[str], batch_size: int) -> Iterator[list[int]]:
+    """Indices of ``texts`` in batches of similar length, longest first.
+
+    Similar lengths pad little; longest first makes an out-of-memory error show up on the
+    first batch rather than hours in.
+    """
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    for start in range(0, len(order), batch_size):
+        yield order[start: start + batch_size]
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, normalize: bool) -> torch.Tensor:
+    """``[b, t, d]`` hidden states -> ``[b, d]`` by the CLS token or the masked mean."""
+    if mode == "cls":
+        vec = hidden[:, 0]
+    else:
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # [b, t, 1]
+        vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return F.normalize(vec, dim=-1) if normalize else vec
+
+
+def clamp_max_length(tokenizer: Any, max_length: int) -> int:
+    """The configured max length, capped by the tokenizer's own limit when it declares a real one."""
+    limit = getattr(tokenizer, "model_max_length", None) or max_length
+    return min(max_length, int(limit)) if limit < 1_000_000 else max_length
 
 
 def _model_pooling(path: str, local_only: bool) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..artifacts import content_hash
-from .encoders import _Encoder, _model_pooling
+from .encoders import _Encoder, _model_pooling, clamp_max_length, length_batches, pool
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +105,7 @@ class OnnxEmbedder(_Encoder):
         self.dim = int(config.hidden_size)
         if self.pooling == "auto":
             self.pooling = _model_pooling(self.path, self.local_only)
-        limit = getattr(self.tokenizer, "model_max_length", None) or self.max_length
-        self.max_length = min(self.max_length, int(limit)) if limit < 1_000_000 else self.max_length
+        self.max_length = clamp_max_length(self.tokenizer, self.max_length)
         key = content_hash([self.model_id, _weights_fingerprint(self.path), torch.__version__, OPSET], length=16)
         self.onnx_path = onnx_dir() / f"{self.model_id.replace('/', '__')}-{key}.onnx"
         if not self.onnx_path.is_file():
@@ -120,21 +119,11 @@ class OnnxEmbedder(_Encoder):
 
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
         texts = self._prefixed(texts, is_query)
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        # shortest first in similar-length batches: little padding; the order is undone below
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start: start + self.batch_size]
+        out = torch.empty(len(texts), self.dim)
+        for idx in length_batches(texts, self.batch_size):
             batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                    max_length=self.max_length, return_tensors="np")
-            feed = {n: batch[n].astype(np.int64) for n in self.input_names}
-            hidden = self.session.run(None, feed)[0]  # [b, t, d]
-            if self.pooling == "cls":
-                vec = hidden[:, 0]  # [b, d]
-            else:
-                mask = batch["attention_mask"][..., None].astype(np.float32)  # [b, t, 1]
-                vec = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)  # [b, d]
-            if self.normalize:
-                vec = vec / np.clip(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12, None)
-            out[idx] = vec
-        return torch.from_numpy(out)
+            hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [b, t, d]
+            mask = torch.from_numpy(batch["attention_mask"])  # [b, t]
+            out[torch.tensor(idx)] = pool(torch.from_numpy(hidden), mask, self.pooling, self.normalize)
+        return out
