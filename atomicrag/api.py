@@ -268,7 +268,7 @@ class AtomicRAG:
             if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
                 log.warning("answers come from the fake test LLM (llm.name=fake): pass llm=... or set llm.*")
                 self._warned_fake = True
-            reader = build_reader(kind, self.llm, self.config.reader)
+            reader = build_reader(kind, self.llm, self.config.reader, context_style=self.config.fidelity.reader_context)
             with self.accountant.time("answer"):
                 outputs = reader.answer(texts, contexts)
         self._progress("query", len(texts), len(texts))

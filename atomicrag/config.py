@@ -7,7 +7,7 @@ objects) checks the closed sets of choices, which OmegaConf cannot express as ``
 
 Every ablation of the paper is a value of one of these fields, never a code branch:
 w/o ERGR = ``retriever.name=dense``, w/o AQD = ``decompose.name=none``,
-w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.name=chunk``.
+w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer.name=chunk`` offline).
 """
 from __future__ import annotations
 
@@ -155,9 +155,13 @@ class AtomizerConfig:
     vocab_llm_filter: bool = True
     # llm atomizer
     max_chunk_failures_frac: float = 1.0  # abort when more than this fraction of chunks failed
+    # atoms (paper) | chunks (Table 2 "w/o KA": the same LLM entity and triple extraction, but each
+    # chunk is one node linked to all its entities instead of its knowledge atoms)
+    atom_unit: str = "atoms"
 
     def __post_init__(self) -> None:
         _choice(self, "name", ("llm", "sentence", "vocabulary", "chunk"))
+        _choice(self, "atom_unit", ("atoms", "chunks"))
         _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call")
         if self.nlp_processes < 0:
             raise ValueError("AtomizerConfig.nlp_processes must be >= 0 (0 = auto)")
@@ -203,10 +207,20 @@ class FidelityConfig:
     # 9: answer accuracy
     acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
     acc_similarity: str = "cosine"  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
+    judge_failures: str = "excluded"  # a failed judge call: excluded from means | zero (released code); counted both ways
     # 10: pooling for bge-style encoders
     embed_pooling: str = "model"  # model (CLS for bge) | mean (code)
+    # 10: the released code glues its instruction strings onto queries with no separator
+    embed_instruction: str = "model"  # model (embedder.query_prefix) | released (released instructions, no separator)
     # 11: vector index
-    vector_index: str = "exact"  # exact (torch matmul) | faiss
+    vector_index: str = "exact"  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
+    # differences of the released code outside the numbered list (part of reference_code)
+    triple_dedupe: str = "none"  # none | per_chunk (released: a triple repeated within one chunk counts once)
+    synonym_direction: str = "mutual"  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
+    entity_embedding_text: str = "surface"  # surface | canonical (released: embeds the processed entity string)
+    entity_link_fallback: str = "none"  # none | best (released: the best entity when none passes the threshold)
+    reader_context: str = "numbered"  # numbered ("[n] (title / id) text") | wikipedia_title (released)
+    atom_merge: str = "none"  # none | identical_text (released: one node per distinct atom text)
 
     def __post_init__(self) -> None:
         _choice(self, "preset", ("paper", "reference_code", "custom"))
@@ -220,8 +234,16 @@ class FidelityConfig:
         _choice(self, "merge", ("citation_units", "string_dedupe"))
         _choice(self, "decompose_trigger", ("score", "score_and_flag"))
         _choice(self, "acc_similarity", ("cosine", "rescaled"))
+        _choice(self, "judge_failures", ("excluded", "zero"))
         _choice(self, "embed_pooling", ("model", "mean"))
         _choice(self, "vector_index", ("exact", "faiss"))
+        _choice(self, "embed_instruction", ("model", "released"))
+        _choice(self, "triple_dedupe", ("none", "per_chunk"))
+        _choice(self, "synonym_direction", ("mutual", "directed"))
+        _choice(self, "entity_embedding_text", ("surface", "canonical"))
+        _choice(self, "entity_link_fallback", ("none", "best"))
+        _choice(self, "reader_context", ("numbered", "wikipedia_title"))
+        _choice(self, "atom_merge", ("none", "identical_text"))
         _unit(self, "acc_weight")
 
 
@@ -306,13 +328,33 @@ class ReaderConfig:
         _choice(self, "name", ("dataset", "precise", "abstract", "none"))
 
 
+def _released_judge_llm() -> "LLMConfig":
+    # the released evaluation: gpt-4o-mini, temperature 0, seed 42
+    return LLMConfig(name="openai", model="gpt-4o-mini", base_url="https://api.openai.com/v1",
+                     concurrency=32, temperature=0.0, seed=42)
+
+
+def _released_judge_embedder() -> "EmbedderConfig":
+    # the released evaluation embeds with bge-large through LangChain's aembed_query: CLS pooling
+    # and bge's query instruction on both the answer and the reference (judge.embed_as_query)
+    return EmbedderConfig(name="sentence_transformers", model="BAAI/bge-large-en-v1.5", pooling="cls",
+                          query_prefix="Represent this sentence for searching relevant passages: ",
+                          max_length=512, batch_size=64)
+
+
 @dataclass
 class JudgeConfig:
-    name: str = "none"  # none | llm (Graph-Bench answer accuracy with the run's LLM)
-    embedder: str = "run"  # run = the run's embedder for SS
+    name: str = "none"  # none | llm (Graph-Bench answer accuracy: LLM statement F1 + embedding similarity)
+    llm_source: str = "own"  # own (judge.llm: the released judge by default) | run (the run's LLM grades itself)
+    embedder_source: str = "own"  # own (judge.embedder) | run (the run's embedder, e.g. offline smoke runs)
+    llm: LLMConfig = field(default_factory=_released_judge_llm)  # the judge's LLM when llm_source=own
+    embedder: EmbedderConfig = field(default_factory=_released_judge_embedder)  # SS encoder when embedder_source=own
+    embed_as_query: bool = True  # encode answer and reference with the query prefix (LangChain aembed_query)
 
     def __post_init__(self) -> None:
         _choice(self, "name", ("none", "llm"))
+        _choice(self, "llm_source", ("own", "run"))
+        _choice(self, "embedder_source", ("own", "run"))
 
 
 @dataclass
@@ -330,6 +372,7 @@ class LoggerConfig:
 class Config:
     experiment_name: str = "quickstart"  # results/<experiment_name>/... (the group +experiment=... sets it)
     run_name: Optional[str] = None  # default: derived from the config, deterministic
+    row_label: Optional[str] = None  # the paper-table row this run fills (set by experiment files; read by make_tables)
     overwrite: bool = False  # re-run a finished run
     seed: int = 0
     baselines: list[str] = field(default_factory=list)  # extra rows computed in the same run

@@ -117,7 +117,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
         if reader_name != "none" and llm is not None:
             from .answer.readers import build_reader
 
-            reader = build_reader(reader_name, llm, cfg.reader, dataset_reader=data.reader)
+            reader = build_reader(reader_name, llm, cfg.reader, dataset_reader=data.reader,
+                                  context_style=cfg.fidelity.reader_context)
             with accountant.time("answer"):
                 outputs = reader.answer([q.question for q in questions], contexts)
             for t, o in zip(traces, outputs):
@@ -125,13 +126,16 @@ def run_one(cfg: Config) -> dict[str, Any]:
                 if o.failed:
                     t.errors.append(f"reader: {o.error}")
         query_wall = time.perf_counter() - t_query
-        judge = None
-        if cfg.judge.name == "llm" and llm is not None:
-            from .evaluate.judge import build_judge
+        from .evaluate.judge_config import judge_from_config  # its own LLM/embedder (cfg.judge)
 
-            judge = build_judge("llm", llm, embedder, cfg.fidelity)
-        with accountant.time("judge"):
-            metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name)
+        judge = judge_from_config(cfg, llm, embedder, accountant)
+        try:
+            with accountant.time("judge"):
+                metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name)
+        finally:
+            if judge is not None:
+                judge.close()
+                metrics_judge = judge.settings
     finally:
         if llm is not None:
             llm.close()
@@ -141,13 +145,15 @@ def run_one(cfg: Config) -> dict[str, Any]:
             "dataset": data.name,
             "split": cfg.dataset.split,
             "n_questions": len(questions),
-            "row_label": row_label(cfg),
+            "row_label": cfg.row_label or row_label(cfg),
             "graph_stats": graph_stats,
             "cost": cost_summary(accountant, len(questions), query_wall, wall),
             "models": {"llm": cfg.llm.model if llm is not None else None, "embedder": embedder.name},
             "config": summary_fields(cfg),
         }
     )
+    if cfg.judge.name != "none":
+        metrics.setdefault("judge", {})["settings"] = metrics_judge
     predictions = [
         {**t.to_dict(), **pq} for t, pq in zip(traces, per_question)
     ]

@@ -23,7 +23,7 @@ from .artifacts import content_hash, write_json_atomic, write_jsonl_atomic, writ
 from .config import Config
 
 # fields that do not change what a run computes, so they do not enter its name
-_NAME_EXCLUDE = {"run_name", "overwrite", "experiment_name", "baselines", "paths", "logger"}
+_NAME_EXCLUDE = {"run_name", "overwrite", "experiment_name", "row_label", "baselines", "paths", "logger"}
 
 
 def config_hash(cfg: Config) -> str:

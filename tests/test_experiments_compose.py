@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from atomicrag.config import Config, register_configs, to_dataclass
 from atomicrag.report_tables import TABLES, experiment_names
+from atomicrag.report_tables.core import row_matches
 from atomicrag.report_tables.runs import Run, values_equal
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
@@ -32,10 +33,14 @@ def composed() -> dict[str, tuple[Config, dict]]:
 def test_there_is_an_experiment_per_table_point() -> None:
     assert len(NAMES) >= 100
     counts = {t: sum(n.startswith(t + "/") for n in NAMES) for t in ("table1", "table2", "table12", "table13", "fig4")}
-    assert counts == {"table1": 15, "table2": 24, "table12": 9, "table13": 12, "fig4": 6}
+    # Table 2 has 7 rows x 3 datasets: its all-ablated row is Table 1's vanilla RAG run
+    assert counts == {"table1": 15, "table2": 21, "table12": 9, "table13": 12, "fig4": 6}
     for name in NAMES:
         text = (CONF / "experiment" / f"{name}.yaml").read_text()
         assert text.startswith("# @package _global_\n"), name
+        # a row is a delta over a committed preset, a few lines long, carrying its label
+        assert "  - /preset/" in text and "row_label:" in text, name
+        assert len(text.splitlines()) <= 16, name
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -47,9 +52,30 @@ def test_experiment_composes_and_validates(composed: dict, name: str) -> None:
     if folder == "smoke":
         assert (cfg.llm.model_path, cfg.embedder.model, cfg.judge.name) == ("smollm2", "minilm", "none")
         assert cfg.dataset.split == "smoke"
-    else:
-        assert cfg.fidelity.preset == "paper"
+    else:  # every published row runs what produced the published numbers
+        assert cfg.fidelity.preset == "reference_code"
+        assert cfg.fidelity.containment_keys == "raw" and cfg.fidelity.damping_semantics == "continue"
         assert cfg.judge.name == ("none" if folder == "table6" else "llm")
+        assert cfg.row_label
+
+
+def test_paper_text_twin_is_one_override() -> None:
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        ref = to_dataclass(compose("config", overrides=["+experiment=table12/damping_0_7"]))
+        twin = to_dataclass(compose("config", overrides=["+experiment=table12/damping_0_7", "fidelity=paper"]))
+    assert (ref.fidelity.preset, twin.fidelity.preset) == ("reference_code", "paper")
+    assert twin.fidelity.damping_semantics == "restart" and twin.retriever.damping == pytest.approx(0.7)
+    assert twin.row_label == ref.row_label == "0.7"
+
+
+def test_published_rows_grade_with_the_released_judge(composed: dict) -> None:
+    """Table 10's backbones and Table 8's embedders do not grade themselves."""
+    for name in ("table10/qwen7b", "table8/nomic_embed"):
+        cfg = composed[name][0]
+        assert (cfg.judge.llm_source, cfg.judge.embedder_source) == ("own", "own")
+        assert cfg.judge.llm.model == "gpt-4o-mini" and cfg.judge.llm.seed == 42
+        assert cfg.judge.embedder.model == "BAAI/bge-large-en-v1.5" and cfg.judge.embedder.pooling == "cls"
 
 
 def test_ablation_rows_change_exactly_their_fields(composed: dict) -> None:
@@ -62,13 +88,19 @@ def test_ablation_rows_change_exactly_their_fields(composed: dict) -> None:
         assert key(f"table2/{ds}_wo_ergr") == ("dense", "llm", "llm", "llm")
         assert key(f"table2/{ds}_wo_aqd") == ("ppr", "none", "llm", "llm")
         assert key(f"table2/{ds}_wo_as") == ("ppr", "llm", "none", "llm")
-        assert key(f"table2/{ds}_wo_ka") == ("ppr", "llm", "llm", "chunk")
-        assert key(f"table2/{ds}_wo_all") == ("dense", "none", "none", "chunk")
+        # w/o KA keeps the LLM's entity and triple extraction; only the atoms become chunks
+        assert key(f"table2/{ds}_wo_ka") == ("ppr", "llm", "llm", "llm")
+        assert composed[f"table2/{ds}_wo_ka"][0].atomizer.atom_unit == "chunks"
+        assert composed[f"table2/{ds}_full"][0].atomizer.atom_unit == "atoms"
+        # the all-ablated row is Table 1's vanilla RAG: one config
+        assert key(f"table1/{ds}_rag") == ("dense_passage", "none", "none", "chunk")
     assert key("smoke/table2_full") == ("ppr", "llm", "llm", "sentence")
     assert key("smoke/table2_wo_ka") == ("ppr", "llm", "llm", "chunk")
     full, ablated = composed["table2/medical_full"][1], composed["table2/medical_wo_as"][1]
     diff = {s for s in full if full[s] != ablated[s]}
-    assert diff == {"sieve"}
+    assert diff == {"sieve", "row_label"}
+    full, no_ka = composed["table2/medical_full"][1], composed["table2/medical_wo_ka"][1]
+    assert {s for s in full if full[s] != no_ka[s]} == {"atomizer", "row_label"}
 
 
 def test_sweeps_set_their_field(composed: dict) -> None:
@@ -102,13 +134,14 @@ def test_command_line_overrides_beat_the_experiment() -> None:
 def test_every_table_row_has_an_experiment(composed: dict, table: str) -> None:
     """make_tables' row matching agrees with the committed configs: no row is left without a run to fill it."""
     spec = TABLES[table]("acc")
-    runs = []
-    for name, (cfg, plain) in composed.items():
-        if cfg.experiment_name in spec.experiments:
-            runs.append(Run(Path(name), {"experiment": cfg.experiment_name, "dataset": cfg.dataset.name}, plain))
+    runs = [Run(Path(name), {"experiment": cfg.experiment_name, "dataset": cfg.dataset.name}, plain)
+            for name, (cfg, plain) in composed.items()]
     for row in spec.rows:
+        exps = row.experiments or spec.experiments
         datasets = {c.dataset or row.dataset for c in spec.columns if c.measured and (c.extract or row.extract)}
         for ds in datasets:
-            hits = [r for r in runs if (ds is None or r.dataset == ds)
-                    and all(values_equal(r.cfg(k), v) for k, v in row.match.items())]
+            hits = [r for r in runs if r.experiment in exps and (ds is None or r.dataset == ds)
+                    and row_matches(r, row, spec.name)]
             assert len(hits) == 1, f"{table} row {row.label!r} on {ds}: {len(hits)} experiments match"
+            # the field match agrees with the label: a run without its label would land in the same row
+            assert all(values_equal(hits[0].cfg(k), v) for k, v in row.match.items()), (table, row.label)

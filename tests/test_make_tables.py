@@ -30,6 +30,7 @@ needs_paper = pytest.mark.skipif(PAPER is None, reason="../shared/paper_tables.j
 def write_run(
     root: Path, experiment: str, dataset: str, name: str, cfg: dict, *, acc: float | None = None,
     f1: float = 50.0, recall5: float = 60.0, stats: dict | None = None, finished: str = "2025-01-01T00:00:00",
+    fidelity: str = "reference_code", predictions: list[dict] | None = None,
 ) -> Path:
     """A run folder as atomicrag.tracking writes it (metrics.json + config.yaml)."""
     path = root / experiment / dataset / "dev" / name
@@ -38,7 +39,7 @@ def write_run(
         "experiment": experiment,
         "dataset": {"name": dataset, "split": "dev"},
         "llm": {"model": "gpt-4o-mini"}, "embedder": {"model": "BAAI/bge-large-en-v1.5"},
-        "fidelity": {"preset": "paper"},
+        "fidelity": {"preset": fidelity},
         "retriever": {"name": "ppr", "damping": 0.3, "atom_seed_weight": 0.1, "top_k": 25, "reranker": None},
         "atomizer": {"name": "llm"}, "decompose": {"name": "llm"}, "sieve": {"name": "llm", "max_context": 25},
     }
@@ -65,6 +66,8 @@ def write_run(
         metrics["acc_table"] = {"fact": acc + 1, "reason": acc - 1, "summ": acc + 2, "creat": acc - 2, "avg": acc}
     (path / "metrics.json").write_text(json.dumps(metrics))
     (path / "config.yaml").write_text(yaml.safe_dump(full))
+    if predictions is not None:
+        (path / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions))
     return path
 
 
@@ -73,7 +76,7 @@ ABLATIONS = {  # paper row -> config of our run
     "w/o ERGR": {"retriever.name": "dense"},
     "w/o AQD": {"decompose.name": "none"},
     "w/o AS": {"sieve.name": "none"},
-    "w/o KA": {"atomizer.name": "chunk"},
+    "w/o KA": {"atomizer.atom_unit": "chunks"},  # LLM entities and triples kept, chunks as nodes
 }
 
 
@@ -85,10 +88,10 @@ def test_table2_markdown_and_csv_carry_published_numbers_and_differences(tmp_pat
     written = make_tables(results, tables=["table2"], plots=False)
     md = written["table2"]["md"].read_text()
     # AtomicRAG on Medical: measured 70.0 beside the published 73.2 and the difference
-    assert "70.0 (73.2, \u22123.2)" in md
+    assert "70.0 ref (73.2, \u22123.2)" in md
     # w/o ERGR measured 69.0 vs 72.0; its measured drop (1.0) vs the published drop (1.2)
-    assert "69.0 (72.0, \u22123.0)" in md
-    assert "1.0 (1.2, \u22120.2)" in md
+    assert "69.0 ref (72.0, \u22123.0)" in md
+    assert "1.0 ref (1.2, \u22120.2)" in md
     # rows not run yet are marked, with the published number still shown
     assert "\u2014 (54.0)" in md  # w/o {ERGR, AQD, AS, KA} HotpotQA
     assert "ACC (%)" in md and "(9/64 measured cells filled)" in md
@@ -107,10 +110,11 @@ def test_table2_markdown_and_csv_carry_published_numbers_and_differences(tmp_pat
 @needs_paper
 def test_table2_smoke_labels_f1_and_shows_published_acc(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    smoke = {**ABLATIONS, "AtomicRAG": {"atomizer.name": "sentence"}}
+    smoke = {**ABLATIONS, "AtomicRAG": {"atomizer.name": "sentence"}, "w/o KA": {"atomizer.name": "chunk"}}
     for i, (row, cfg) in enumerate(smoke.items()):
         cfg = {"atomizer.name": "sentence", **cfg}
-        write_run(results, "table2_smoke", "2wikimultihopqa", f"run{i}", cfg, f1=40.0 - 2 * i, recall5=80.0 - i)
+        write_run(results, "table2_smoke", "2wikimultihopqa", f"run{i}", cfg, f1=40.0 - 2 * i, recall5=80.0 - i,
+                  fidelity="paper")
     md = make_tables(results, tables=["table2_smoke"], plots=False)["table2_smoke"]["md"].read_text()
     assert "F1" in md.split("\n| Variant")[0]  # the measured metric is named before the table
     header = next(line for line in md.splitlines() if line.startswith("| Variant"))
@@ -118,7 +122,7 @@ def test_table2_smoke_labels_f1_and_shows_published_acc(tmp_path: Path) -> None:
     full = next(line for line in md.splitlines() if line.startswith("| AtomicRAG |"))
     assert "40.0" in full and "70.5" in full  # measured F1 next to the published ACC
     ergr = next(line for line in md.splitlines() if line.startswith("| w/o ERGR |"))
-    assert "| 2.0 |" in ergr and "| 2.1 |" in ergr  # measured F1 drop; published HotpotQA drop
+    assert "| 2.0 paper |" in ergr and "| 2.1 |" in ergr  # measured F1 drop; published HotpotQA drop
 
 
 @needs_paper
@@ -127,7 +131,7 @@ def test_metric_f1_on_a_paper_table_is_not_differenced(tmp_path: Path) -> None:
     write_run(results, "table2", "graphbench_medical", "full", {}, f1=30.0)
     md = make_tables(results, tables=["table2"], metric="f1", plots=False)["table2"]["md"].read_text()
     full = next(line for line in md.splitlines() if line.startswith("| AtomicRAG |"))
-    assert "31.5 (73.2) " in full + " "  # mean F1 over the four types beside the published ACC, no difference
+    assert "31.5 ref (73.2) " in full + " "  # mean F1 over the four types beside the published ACC, no difference
     assert "NOT the paper's ACC" in md
 
 
@@ -141,7 +145,7 @@ def test_table12_sweep_writes_a_plot(tmp_path: Path) -> None:
     png = written["table12"]["png"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     md = written["table12"]["md"].read_text()
-    assert "66.0 (73.1, \u22127.1)" in md  # rho=0.3 measured beside the published default
+    assert "66.0 ref (73.1, \u22127.1)" in md  # rho=0.3 measured beside the published default
     assert "table12.png" in md
     assert written["table13"]["png"].is_file()  # published-only sweep still plots
 
@@ -154,16 +158,16 @@ def test_graph_stats_and_cost_tables(tmp_path: Path) -> None:
     write_run(results, "table6", "graphbench_medical", "g", {"decompose.name": "none"}, stats=stats)
     write_run(results, "table4", "graphbench_medical", "ours", {}, acc=71.0)
     written = make_tables(results, tables=["table3", "table6", "table4", "table7"], plots=False)
-    assert "100 (14,586, \u221214,486)" in written["table3"]["md"].read_text()
+    assert "100 ref (14,586, \u221214,486)" in written["table3"]["md"].read_text()
     t7 = written["table7"]["md"].read_text()
     total = next(line for line in t7.splitlines() if line.startswith("| Total |"))
-    assert "15.00 (2,018.46" in total  # index 1 + decompose 2 + retrieve 3 + sieve 4 + answer 5 s, no judge
-    assert "13,750 (16,171,436" in total  # atomize 1,100 + 2,200 + NER 550 + 4,400 + 5,500 tokens
+    assert "15.00 ref (2,018.46" in total  # index 1 + decompose 2 + retrieve 3 + sieve 4 + answer 5 s, no judge
+    assert "13,750 ref (16,171,436" in total  # atomize 1,100 + 2,200 + NER 550 + 4,400 + 5,500 tokens
     ergr = next(line for line in t7.splitlines() if line.startswith("| Entity-Resonance"))
-    assert "| 550 |" in ergr  # query NER tokens; the paper prints none
+    assert "| 550 ref |" in ergr  # query NER tokens; the paper prints none
     t4 = written["table4"]["md"].read_text()
-    assert "0.01 (2.63" in t4  # QA tokens as the paper counts them: the answer module only, 5,500 = 0.0055 M
-    assert "0.20 (0.79, \u22120.59)" in t4  # retrieval latency from retrieval_ms_per_query
+    assert "0.01 ref (2.63" in t4  # QA tokens as the paper counts them: the answer module only, 5,500 = 0.0055 M
+    assert "0.20 ref (0.79, \u22120.59)" in t4  # retrieval latency from retrieval_ms_per_query
 
 
 @needs_paper
@@ -174,8 +178,8 @@ def test_newest_run_wins_and_where_filters(tmp_path: Path) -> None:
     write_run(results, "table10", "graphbench_medical", "b", {"llm.model": "gpt-4o-mini"}, acc=62.0,
               finished="2025-02-01T00:00:00")
     md = make_tables(results, tables=["table10"], plots=False)["table10"]["md"].read_text()
-    assert "62.0 (73.1" in md and "2 runs match" in md
-    md = make_tables(results, tables=["table10"], plots=False, where={"fidelity.preset": "reference_code"})[
+    assert "62.0 ref (73.1" in md and "2 runs match" in md
+    md = make_tables(results, tables=["table10"], plots=False, where={"fidelity.preset": "paper"})[
         "table10"]["md"].read_text()
     assert "62.0" not in md
 
@@ -217,3 +221,82 @@ def test_every_table_links_an_existing_readme() -> None:
     for name, factory in TABLES.items():
         readme = factory("acc").readme.split("#")[0]
         assert readme and (ROOT / readme).is_file(), name
+
+
+def _preds(values: dict[str, float], metric: str = "acc", qtype: str = "Fact Retrieval") -> list[dict]:
+    return [{"question_id": q, "question_type": qtype, metric: v} for q, v in values.items()]
+
+
+@needs_paper
+def test_paper_fidelity_cells_are_labelled_and_never_differenced(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_run(results, "table12", "graphbench_medical", "ref", {"retriever.damping": 0.3}, acc=66.0)
+    write_run(results, "table12", "graphbench_medical", "txt", {"retriever.damping": 0.5}, acc=60.0,
+              fidelity="paper")
+    md = make_tables(results, tables=["table12"], plots=False)["table12"]["md"].read_text()
+    assert "66.0 ref (73.1, \u22127.1)" in md  # reference_code: compared with the published number
+    row = next(line for line in md.splitlines() if line.startswith("| 0.5 |"))
+    assert "60.0 paper (" in row and "\u2212" not in row.split("paper (")[1].split(")")[0]
+
+
+@needs_paper
+def test_cells_carry_n_bootstrap_interval_and_paired_drop(tmp_path: Path) -> None:
+    """n, a 95% interval from predictions.jsonl, the real n in the header, a paired drop interval."""
+    import random
+
+    rng = random.Random(0)
+    results = tmp_path / "results"
+    qids = [f"q{i}" for i in range(200)]
+    full = {q: rng.random() for q in qids}  # per-question score in [0, 1]
+    ergr = {q: max(0.0, v - 0.05 + 0.02 * rng.random()) for q, v in full.items()}  # every question a bit lower
+    mean_full = 100 * sum(full.values()) / len(full)
+    mean_ergr = 100 * sum(ergr.values()) / len(ergr)
+    write_run(results, "table2", "hotpotqa", "full", {}, acc=mean_full, predictions=_preds(full))
+    write_run(results, "table2", "hotpotqa", "ergr", {"retriever.name": "dense"}, acc=mean_ergr,
+              predictions=_preds(ergr))
+    for r in ("full", "ergr"):  # overall acc as the pipeline writes it for a multi-hop dataset
+        m = results / "table2" / "hotpotqa" / "dev" / r / "metrics.json"
+        d = json.loads(m.read_text())
+        d["overall"]["acc"] = mean_full if r == "full" else mean_ergr
+        m.write_text(json.dumps(d))
+    written = make_tables(results, tables=["table2"], plots=False)
+    md = written["table2"]["md"].read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| Variant"))
+    assert "HotpotQA (n=200)" in header
+    with written["table2"]["csv"].open() as fh:
+        rows = {r["row"]: r for r in csv.DictReader(fh)}
+    lo, hi = float(rows["AtomicRAG"]["hotpotqa.ci_lo"]), float(rows["AtomicRAG"]["hotpotqa.ci_hi"])
+    assert lo < mean_full < hi and 4.0 < hi - lo < 12.0  # sd ~29 / sqrt(200) ~ 2: width ~ 8
+    assert rows["AtomicRAG"]["hotpotqa.n"] == "200" and rows["AtomicRAG"]["hotpotqa.fidelity"] == "reference_code"
+    # the paired drop is far narrower than either cell's interval: the same questions in both runs
+    dlo, dhi = float(rows["w/o ERGR"]["hotpotqa.drop.ci_lo"]), float(rows["w/o ERGR"]["hotpotqa.drop.ci_hi"])
+    drop = mean_full - mean_ergr
+    assert dlo < drop < dhi and dhi - dlo < 1.0 and dlo > 0
+    assert rows["w/o ERGR"]["hotpotqa.drop.n"] == "200"
+    # the published AtomicRAG HotpotQA value (70.5) is outside [~46, ~54]: no mark; drop 1.7 inside? no
+    assert rows["AtomicRAG"]["hotpotqa.published_inside"] == "0"
+
+
+def test_interval_marks_a_published_value_inside() -> None:
+    from atomicrag.report_tables.core import Cell
+
+    assert Cell(measured=50.0, published=51.0, ci=(47.0, 53.0)).inside is True
+    assert Cell(measured=50.0, published=60.0, ci=(47.0, 53.0)).inside is False
+    assert Cell(measured=50.0, published=60.0).inside is None
+
+
+def test_stratified_interval_of_a_type_average(tmp_path: Path) -> None:
+    """Graph-Bench Avg. resamples within each type: a tiny type cannot swing the whole average away."""
+    from atomicrag.report_tables.intervals import bootstrap_ci, strata
+    from atomicrag.report_tables.runs import Run
+
+    recs = ([{"question_id": f"f{i}", "question_type": "Fact Retrieval", "acc": 1.0} for i in range(50)]
+            + [{"question_id": f"r{i}", "question_type": "Complex Reasoning", "acc": float(i % 2)} for i in range(50)])
+    (tmp_path / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    run = Run(tmp_path, {}, {})
+    s = strata(run, ("graphbench", "avg", "acc"))
+    assert {k: len(v) for k, v in s.items()} == {"Fact Retrieval": 50, "Complex Reasoning": 50}
+    lo, hi = bootstrap_ci(s)
+    assert lo < 75.0 < hi and lo > 60.0  # fact is always 100: only reasoning's half varies
+    fact = strata(run, ("graphbench", "fact", "acc"))
+    assert bootstrap_ci(fact) == (100.0, 100.0)

@@ -37,6 +37,7 @@ class ReaderOutput:
     marker_found: bool = False  # False: the reply had no "Answer:" (whole reply used)
     failed: bool = False
     error: str | None = None
+    truncated: bool = False  # the backend stopped at max_tokens (finish_reason "length"): a failure
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -46,7 +47,7 @@ class ReaderOutput:
 
 class LLMReader:
     def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
-                 temperature: float = 0.0, seed: int | None = 0) -> None:
+                 temperature: float = 0.0, seed: int | None = 0, context_style: str = "numbered") -> None:
         if kind not in prompt.KINDS:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
@@ -54,10 +55,13 @@ class LLMReader:
         self.max_tokens = (cfg or ReaderConfig()).max_tokens
         self.temperature = temperature
         self.seed = seed
+        if context_style not in prompt.CONTEXT_STYLES:
+            raise ValueError(f"context_style {context_style!r} is not one of {', '.join(prompt.CONTEXT_STYLES)}")
+        self.context_style = context_style  # fidelity.reader_context
 
     def requests(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ChatRequest]:
         return [
-            ChatRequest(messages=prompt.build_messages(self.name, q, ctx), schema=None,
+            ChatRequest(messages=prompt.build_messages(self.name, q, ctx, self.context_style), schema=None,
                         temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
                         module=MODULE)
             for q, ctx in zip(questions, contexts, strict=True)
@@ -79,6 +83,13 @@ class LLMReader:
             if r.error is not None:
                 outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True,
                                             error=str(r.error), **tokens))
+                continue
+            if getattr(r, "finish_reason", None) == "length":
+                # Cut off at max_tokens: without "Answer:" the parser would return the thought as
+                # the answer, and after it only part of the answer. Either way it is a failure.
+                outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True, truncated=True,
+                                            error=f"reply truncated at max_tokens={self.max_tokens}",
+                                            **tokens))
                 continue
             parsed = parse_answer(r.text or "")
             outputs.append(ReaderOutput(answer=parsed.answer, raw=r.text or "", thought=parsed.thought,
@@ -107,6 +118,7 @@ def summarize(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
     return {
         "n": len(outputs),
         "failed": sum(o.failed for o in outputs),
+        "truncated": sum(o.truncated for o in outputs),
         "missing_answer_marker": sum((not o.failed) and not o.marker_found for o in outputs),
         "empty_answers": sum((not o.failed) and not o.answer for o in outputs),
     }

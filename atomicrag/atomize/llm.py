@@ -233,9 +233,14 @@ class LLMAtomizer:
             counts["repaired_alignment"] += bool(r["repaired_alignment"])
             counts["salvaged"] += bool(r["salvaged"])
             counts["dropped_triples"] += r["dropped_triples"]
-            for j, (text, ents) in enumerate(zip(r["fragments"], r["fragment_entities"])):
-                atoms.append(Atom(id=atom_id(c.id, j), text=text, chunk_id=c.id, passage_id=c.passage_id,
-                                  entities=list(ents), span=find_span(c.text, text)))
+            if self.cfg.atom_unit == "chunks":  # "w/o KA": the chunk is the node, entities kept
+                ents = dedupe_keep_order([e for fe in r["fragment_entities"] for e in fe] + list(r.get("entities") or []))
+                atoms.append(Atom(id=atom_id(c.id, 0), text=c.text, chunk_id=c.id, passage_id=c.passage_id,
+                                  entities=ents, span=(0, len(c.text))))
+            else:
+                for j, (text, ents) in enumerate(zip(r["fragments"], r["fragment_entities"])):
+                    atoms.append(Atom(id=atom_id(c.id, j), text=text, chunk_id=c.id, passage_id=c.passage_id,
+                                      entities=list(ents), span=find_span(c.text, text)))
             triples.extend(Triple(s, p, o, chunk_id=c.id) for s, p, o in r["triples"])
         stats = {"atomizer": self.name, "chunks": len(chunks), "atoms": len(atoms), "triples": len(triples),
                  "failed_chunks": len(failures), **counts}

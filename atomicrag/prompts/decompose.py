@@ -49,7 +49,7 @@ be found before the asked one (two hops).
 - 9-10: three or more reasoning steps, several constraints, or a compound request that mixes \
 different aspects (for example causes and treatments).
 
-Step 2. Set "needs_decomposition" to true when your score is {threshold} or higher, otherwise false.
+{step2}
 
 Step 3. Only when "needs_decomposition" is true, write at most {max_sub_questions} atomic \
 sub-questions. Each sub-question must:
@@ -70,10 +70,30 @@ Reply with one JSON object and nothing else:
 Question: {question}"""
 
 
-def build_messages(question: str, *, max_sub_questions: int, threshold: float) -> list[dict[str, str]]:
+# Step 2 per ``fidelity.decompose_trigger``. Under "score" the flag restates the score (the
+# trigger reads the score alone). Under "score_and_flag" (switch #8) the flag is an independent
+# judgement on criteria of its own, as in the released code's question-analysis prompt, so that
+# "score >= threshold AND flag" is a real conjunction of two opinions; the wording here is ours.
+STEP2_SCORE = ('Step 2. Set "needs_decomposition" to true when your score is {threshold} or higher, '
+               'otherwise false.')
+STEP2_CRITERIA = (
+    'Step 2. Decide "needs_decomposition" on its own, independently of the score:\n'
+    "- true when the question involves several entities or relations, needs multi-hop reasoning, "
+    "asks how/why or for a comparison that spans steps, or is a compound request that one fact "
+    "is unlikely to answer;\n"
+    "- false when one fact answers it (who / what / when / where) or it has a single entity and "
+    "relation with a direct answer."
+)
+STEP2 = {"score": STEP2_SCORE, "score_and_flag": STEP2_CRITERIA}
+
+
+def build_messages(question: str, *, max_sub_questions: int, threshold: float,
+                   trigger: str = "score") -> list[dict[str, str]]:
     """Chat messages for one question (a single user turn: the rubric carries everything)."""
-    content = TEMPLATE.format(question=question.strip(), max_sub_questions=max_sub_questions,
-                              threshold=_fmt_threshold(threshold))
+    if trigger not in STEP2:
+        raise ValueError(f"decompose trigger {trigger!r} is not one of {', '.join(STEP2)}")
+    step2 = STEP2[trigger].format(threshold=_fmt_threshold(threshold))
+    content = TEMPLATE.format(question=question.strip(), max_sub_questions=max_sub_questions, step2=step2)
     return [{"role": "user", "content": content}]
 
 

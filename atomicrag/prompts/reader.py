@@ -56,12 +56,23 @@ _EXAMPLE_ANSWER = {
 }
 
 
-def format_context(items: Sequence[Any]) -> str:
+CONTEXT_STYLES = ("numbered", "wikipedia_title")
+
+
+def format_context(items: Sequence[Any], style: str = "numbered") -> str:
     """Number context items for the prompt.
 
     Items are ``ContextItem`` objects from ``atomicrag.retrieve.merge`` (anything with ``text``
     and optionally ``title`` and ``passage_id``) or plain strings.
+    ``style="wikipedia_title"`` (``fidelity.reader_context`` under ``reference_code``) writes each
+    item as the released code does, ``"Wikipedia Title: {atom}"`` blocks separated by a blank line,
+    with no number and no provenance.
     """
+    if style not in CONTEXT_STYLES:
+        raise ValueError(f"context style {style!r} is not one of {', '.join(CONTEXT_STYLES)}")
+    if style == "wikipedia_title":
+        texts = [(item if isinstance(item, str) else str(item.text)).strip() for item in items]
+        return "\n\n".join(f"Wikipedia Title: {t}" for t in texts)
     lines = []
     for n, item in enumerate(items, start=1):
         if isinstance(item, str):
@@ -74,15 +85,20 @@ def format_context(items: Sequence[Any]) -> str:
     return "\n".join(lines) if lines else "(no evidence was retrieved)"
 
 
-def build_messages(kind: str, question: str, items: Sequence[Any]) -> list[dict[str, str]]:
+def build_messages(kind: str, question: str, items: Sequence[Any],
+                   context_style: str = "numbered") -> list[dict[str, str]]:
     if kind not in TEMPLATE:
         raise ValueError(f"reader kind {kind!r} is not one of {', '.join(KINDS)}")
+    example = _EXAMPLE_CONTEXT
+    if context_style == "wikipedia_title":  # the demonstration in the same layout as the question
+        example = format_context([line.split(") ", 1)[1] for line in _EXAMPLE_CONTEXT.splitlines()],
+                                 context_style)
     return [
         {"role": "system", "content": TEMPLATE[kind]},
-        {"role": "user", "content": USER_TEMPLATE.format(context=_EXAMPLE_CONTEXT,
+        {"role": "user", "content": USER_TEMPLATE.format(context=example,
                                                          question=_EXAMPLE_QUESTION)},
         {"role": "assistant", "content": f"{_EXAMPLE_THOUGHT}\n{ANSWER_MARKER} {_EXAMPLE_ANSWER[kind]}"},
-        {"role": "user", "content": USER_TEMPLATE.format(context=format_context(items),
+        {"role": "user", "content": USER_TEMPLATE.format(context=format_context(items, context_style),
                                                          question=question.strip())},
     ]
 

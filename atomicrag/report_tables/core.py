@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runs import Extractor, Run, select
+from .runs import Extractor, Run, select, values_equal
 
 Derive = Callable[[dict[str, float | None], dict[str, dict[str, float | None]]], float | None]
 Published = Callable[[dict[str, Any], str], float | None]
@@ -39,6 +39,7 @@ class Row:
     published_row: str | None = None
     extract: dict[str, Extractor] = field(default_factory=dict)  # per-row column extractors
     x: float | None = None  # position on a sweep plot
+    experiments: tuple[str, ...] | None = None  # runs of these experiments fill the row (default: the spec's)
 
 
 @dataclass
@@ -59,11 +60,27 @@ class TableSpec:
     row_header: str = "Row"
 
 
+# the published numbers came from the released code (PAPER_NOTES §4): a difference is printed
+# only beside cells measured under the same fidelity preset
+PUBLISHED_FIDELITY = "reference_code"
+
+
 @dataclass
 class Cell:
     measured: float | None = None
     published: float | None = None
-    diff: float | None = None
+    diff: float | None = None  # measured - published, only when fidelity == PUBLISHED_FIDELITY
+    n: int | None = None  # questions behind the measured value (paired ones for a drop)
+    ci: tuple[float, float] | None = None  # 95% bootstrap interval (paired for a drop)
+    fidelity: str | None = None  # fidelity.preset of the run(s) measured: paper | reference_code | mixed
+    strata: Any = None  # per-question values (intervals.Strata), not rendered
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the published value lies inside the interval (None: no interval or no number)."""
+        if self.ci is None or self.published is None:
+            return None
+        return self.ci[0] <= self.published <= self.ci[1]
 
 
 @dataclass
@@ -125,6 +142,8 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
                 run = _pick(spec, runs, row, ds, where, used, notes)
                 if run is not None:
                     cell.measured = extract(run)
+                    if cell.measured is not None:
+                        _attach_interval(cell, run, extract)
             cells[col.key] = cell
         results.append(RowResult(row, cells, used))
     table = {r.row.label: {k: c.measured for k, c in r.cells.items()} for r in results}
@@ -134,12 +153,49 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
                 value = col.derive(table[res.row.label], table)
                 res.cells[col.key].measured = value
                 table[res.row.label][col.key] = value
+    by_label = {r.row.label: r for r in results}
+    for res in results:  # paired intervals of drops (derived ``minus_row`` cells)
+        for col in spec.columns:
+            paired = getattr(col.derive, "paired", None)
+            cell = res.cells[col.key]
+            if paired is None or cell.measured is None:
+                continue
+            key, base_row, sign = paired
+            base = by_label.get(base_row)
+            if base is None:
+                continue
+            mine, theirs = res.cells[key], base.cells[key]
+            cell.fidelity = mine.fidelity if mine.fidelity == theirs.fidelity else "mixed"
+            if mine.strata and theirs.strata:
+                from .intervals import paired_ci
+
+                out = paired_ci(mine.strata, theirs.strata, sign)
+                if out is not None:
+                    cell.ci, cell.n = out
     for res in results:
         for col in spec.columns:
             cell = res.cells[col.key]
-            if col.comparable and cell.measured is not None and cell.published is not None:
+            if cell.fidelity is None and col.derive is not None and cell.measured is not None:
+                fids = {c.fidelity for c in res.cells.values() if c.fidelity is not None}
+                cell.fidelity = fids.pop() if len(fids) == 1 else ("mixed" if fids else None)
+            if (col.comparable and cell.measured is not None and cell.published is not None
+                    and cell.fidelity == PUBLISHED_FIDELITY):
                 cell.diff = cell.measured - cell.published
     return TableResult(spec, results, notes)
+
+
+def _attach_interval(cell: Cell, run: Run, extract: Any) -> None:
+    """n, 95% interval and fidelity of a measured cell from its run's predictions.jsonl."""
+    from .intervals import bootstrap_ci, n_of, source_of, strata
+
+    fid = run.cfg("fidelity.preset")
+    cell.fidelity = str(fid) if fid not in (None, "") else None
+    source = source_of(extract)
+    if source is None:
+        return
+    s = strata(run, source)
+    if s:
+        cell.strata, cell.n, cell.ci = s, n_of(s), bootstrap_ci(s)
 
 
 def _pick(
@@ -149,7 +205,8 @@ def _pick(
     key = dataset or "*"
     if key in used:
         return used[key]
-    hits = select(runs, spec.experiments, dataset, {**row.match, **where})
+    hits = [r for r in select(runs, row.experiments or spec.experiments, dataset, where)
+            if row_matches(r, row, spec.name)]
     if not hits:
         return None
     if len(hits) > 1:
@@ -159,6 +216,16 @@ def _pick(
         )
     used[key] = hits[0]
     return hits[0]
+
+
+def row_matches(run: Run, row: Row, table: str) -> bool:
+    """A run of the table's own experiment that carries a ``row_label`` (every experiment file
+    sets one) fills the row of that label; any other run (another table's, or one made before
+    row labels) is matched on the row's config fields."""
+    label = run.cfg("row_label")
+    if label not in (None, "", "null") and run.experiment == table and row.experiments is None:
+        return str(label) == row.label
+    return all(values_equal(run.cfg(k), v) for k, v in row.match.items())
 
 
 # ------------------------------------------------------------------------------ derivations
@@ -181,6 +248,7 @@ def minus_row(key: str, base_row: str, sign: float = 1.0) -> Derive:
             return None
         return sign * (mine - base)
 
+    get.paired = (key, base_row, sign)  # type: ignore[attr-defined]  # paired bootstrap of the drop
     return get
 
 

@@ -30,6 +30,19 @@ def _series(result: TableResult, key: str, which: str, xs: list[float | None]) -
     return px, py
 
 
+def _yerr(result: TableResult, key: str, xs: list[float | None]) -> Any:
+    """[2, n] distances to the 95% interval of each plotted measured point (0 where none)."""
+    lo, hi = [], []
+    for x, row in zip(xs, result.rows):
+        cell = row.cells[key]
+        if x is None or cell.measured is None:
+            continue
+        ci = cell.ci or (cell.measured, cell.measured)
+        lo.append(max(0.0, cell.measured - ci[0]))
+        hi.append(max(0.0, ci[1] - cell.measured))
+    return [lo, hi]
+
+
 def _finish(fig: Any, ax: Any, result: TableResult, path: Path) -> Path:
     done, total = result.measured_count()
     ax.set_title(f"{result.spec.title}\n(measured cells: {done}/{total})", fontsize=9)
@@ -52,8 +65,9 @@ def sweep_plot(xlabel: str, log_x: bool) -> Callable[[TableResult, Path], Path |
             color, width = f"C{i}", 2.4 if kind == "avg" else 1.2
             mx, my = _series(result, key, "measured", xs)
             px, py = _series(result, key, "published", xs)
-            if my:
-                ax.plot(mx, my, "o-", color=color, lw=width, label=f"{title} measured")
+            if my:  # error bars: 95% bootstrap intervals over questions
+                ax.errorbar(mx, my, yerr=_yerr(result, key, xs), fmt="o-", color=color, lw=width, capsize=3,
+                            label=f"{title} measured (95% CI)")
             if py:
                 ax.plot(px, py, "x--", color=color, lw=width * 0.7, alpha=0.7, label=f"{title} paper")
         if log_x:
@@ -81,7 +95,8 @@ def fig4_plot(result: TableResult, path: Path) -> Path | None:
         mx, my = _series(result, key, "measured", xs)
         px, py = _series(result, key, "published", xs)
         if my:
-            ax.plot(mx, my, "o-", color=f"C{i}", lw=2.4 if kind == "avg" else 1.2, label=f"{title} measured")
+            ax.errorbar(mx, my, yerr=_yerr(result, key, xs), fmt="o-", color=f"C{i}", lw=2.4 if kind == "avg" else 1.2,
+                        capsize=3, label=f"{title} measured (95% CI)")
         if py:
             ax.plot(px, py, "x", color=f"C{i}", ms=9, label=f"{title} paper (k=25)")
     ax.set_xlabel("top-k atoms per query")
@@ -116,12 +131,15 @@ def fig5_plot(result: TableResult, path: Path) -> Path | None:
     xs = [_budget(r) for r in result.rows]
     budgets = any(r.runs and next(iter(r.runs.values())).cfg("sieve.context_budget") for r in result.rows)
     points = sorted(
-        (x, r.cells["medical.avg"].measured, r.row.label) for x, r in zip(xs, result.rows)
+        (x, r.cells["medical.avg"].measured, r.row.label, r.cells["medical.avg"].ci) for x, r in zip(xs, result.rows)
         if x is not None and r.cells["medical.avg"].measured is not None
     )
     if points:
-        ax.plot([p[0] for p in points], [p[1] for p in points], "o-", lw=2.2, label="AtomicRAG measured (Avg.)")
-        for x, y, label in points:
+        err = [[max(0.0, p[1] - (p[3] or (p[1], p[1]))[0]) for p in points],
+               [max(0.0, (p[3] or (p[1], p[1]))[1] - p[1]) for p in points]]
+        ax.errorbar([p[0] for p in points], [p[1] for p in points], yerr=err, fmt="o-", lw=2.2, capsize=3,
+                    label="AtomicRAG measured (Avg., 95% CI)")
+        for x, y, label, _ci in points:
             ax.annotate(label, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.plot([512], [70.8], "x", ms=10, color="C3", label="paper: 70.8 at 512 tokens")
     ax.axhline(73.0, ls="--", color="C3", alpha=0.6, label="paper: 'around 73' beyond 512")

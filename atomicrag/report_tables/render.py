@@ -27,16 +27,46 @@ def fmt_diff(value: float, spec: str) -> str:
     return text.replace("-", MINUS)
 
 
+FIDELITY_TAG = {"reference_code": "ref", "paper": "paper", "custom": "custom", "mixed": "mixed"}
+INSIDE = "✓"  # the published value lies inside the measured 95% interval
+
+
+def measured_text(cell: Cell, col: Column) -> str:
+    """``value [lo, hi] n=N fidelity`` (the parts that are known)."""
+    text = fmt(cell.measured, col.fmt)
+    if cell.measured is None:
+        return text
+    if cell.ci is not None:
+        text += f" [{fmt(cell.ci[0], col.fmt)}, {fmt(cell.ci[1], col.fmt)}]"
+    if cell.n is not None:
+        text += f" n={cell.n}"
+    if cell.fidelity:
+        text += f" {FIDELITY_TAG.get(cell.fidelity, cell.fidelity)}"
+    return text
+
+
 def cell_text(cell: Cell, col: Column) -> str:
-    """``measured (published, measured − published)``; — marks a cell not measured yet."""
+    """``measured [95% CI] n fidelity (published, measured − published ✓)``; — marks a cell not
+    measured yet. The difference is shown only for a cell measured under the published numbers'
+    fidelity (reference_code); ✓ marks a published value inside the interval."""
     if not col.measured:
         return "" if cell.published is None else fmt(cell.published, col.fmt)
     if cell.published is None or col.published is False:
-        return fmt(cell.measured, col.fmt)
+        return measured_text(cell, col)
     inner = fmt(cell.published, col.fmt)
     if cell.diff is not None:
         inner += f", {fmt_diff(cell.diff, col.fmt)}"
-    return f"{fmt(cell.measured, col.fmt)} ({inner})"
+    if cell.measured is not None and cell.inside:
+        inner += f" {INSIDE}"
+    return f"{measured_text(cell, col)} ({inner})"
+
+
+def column_title(result: TableResult, col: Column) -> str:
+    """The column's title, with the number of questions when every measured cell shares it."""
+    ns = {r.cells[col.key].n for r in result.rows if r.cells[col.key].measured is not None}
+    if col.measured and len(ns) == 1 and None not in ns:
+        return f"{col.title} (n={ns.pop()})"
+    return col.title
 
 
 def _rel(path: Path, start: Path) -> str:
@@ -54,14 +84,19 @@ def to_markdown(result: TableResult, out_dir: Path, png: Path | None = None) -> 
     source = f" (`paper_tables.json` → `tables.{spec.paper_key}`)" if spec.paper_key else ""
     lines.append(f"- **Published:** {spec.published_label}{source}")
     paired = any(c.measured and c.published is not False for c in spec.columns)
-    layout = (f"`measured (published, measured {MINUS} published)`" if paired
-              else "measured and published values in separate columns")
+    layout = (f"`measured [95% CI] n=questions fidelity (published, measured {MINUS} published {INSIDE})`"
+              if paired else "measured and published values in separate columns")
     lines.append(f"- **Cells:** {layout}; {MISSING} = not measured yet ({done}/{total} measured cells filled)")
+    lines.append(f"- **Statistics:** 95% percentile bootstrap over questions (2,000 resamples; stratified by "
+                 f"question type for Graph-Bench averages); drops use a paired bootstrap over the questions both "
+                 f"runs scored. `ref` = `fidelity=reference_code` (what produced the published numbers), `paper` = "
+                 f"the paper-text reading: a difference is printed only for `ref` cells; {INSIDE} = the published "
+                 f"value lies inside the interval.")
     lines.append(f"- **Runs from:** experiment(s) {', '.join(f'`{e}`' for e in spec.experiments)}")
     if spec.readme:
         lines.append(f"- **How to regenerate:** `{spec.readme}`")
     lines.append("")
-    header = [spec.row_header] + [c.title for c in spec.columns]
+    header = [spec.row_header] + [column_title(result, c) for c in spec.columns]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * len(spec.columns)) + "|")
     for res in result.rows:
@@ -87,7 +122,8 @@ def write_csv(result: TableResult, path: Path, out_dir: Path) -> None:
     spec = result.spec
     header = ["row"]
     for c in spec.columns:
-        header += [f"{c.key}", f"{c.key}.published", f"{c.key}.diff"]
+        header += [f"{c.key}", f"{c.key}.published", f"{c.key}.diff", f"{c.key}.n", f"{c.key}.ci_lo",
+                   f"{c.key}.ci_hi", f"{c.key}.fidelity", f"{c.key}.published_inside"]
     header.append("runs")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
@@ -97,7 +133,11 @@ def write_csv(result: TableResult, path: Path, out_dir: Path) -> None:
             line: list[object] = [res.row.label]
             for c in spec.columns:
                 cell = res.cells[c.key]
-                line += [_num(cell.measured), _num(cell.published), _num(cell.diff)]
+                ci = cell.ci or (None, None)
+                inside = cell.inside
+                line += [_num(cell.measured), _num(cell.published), _num(cell.diff),
+                         "" if cell.n is None else cell.n, _num(ci[0]), _num(ci[1]), cell.fidelity or "",
+                         "" if inside is None else int(inside)]
             line.append(";".join(_rel(r.path, out_dir) for r in res.runs.values()))
             writer.writerow(line)
 

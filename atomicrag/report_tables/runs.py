@@ -188,12 +188,17 @@ def graphbench(kind: str, metric: str = "acc") -> Extractor:
         vals = [_num((by_type.get(t) or {}).get(metric)) for t in GB_TYPES.values()]
         return sum(vals) / len(vals) if vals and all(v is not None for v in vals) else None
 
+    get.per_question = ("graphbench", kind, metric)  # type: ignore[attr-defined]  # for intervals.py
     return get
 
 
 def overall(metric: str) -> Extractor:
     """A whole-dataset metric (multi-hop columns): ``overall[metric]``."""
-    return lambda run: _num((run.metrics.get("overall") or {}).get(metric))
+    def get(run: Run) -> float | None:
+        return _num((run.metrics.get("overall") or {}).get(metric))
+
+    get.per_question = ("overall", metric)  # type: ignore[attr-defined]  # for intervals.py
+    return get
 
 
 def graph_stat(name: str) -> Extractor:

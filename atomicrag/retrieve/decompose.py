@@ -7,7 +7,8 @@ effective query set is the question itself plus, when the trigger fires, at most
 
 - ``score``: complexity_score >= threshold (paper Eq. 4);
 - ``score_and_flag``: score >= threshold AND the model's needs_decomposition AND at least one
-  sub-question (released code).
+  sub-question (released code). The prompt then asks for the flag on criteria of its own (the
+  released prompt's), not as a restatement of the score, so the conjunction can bite.
 
 A failed call (backend error or an unreadable reply) never aborts the run: the question is
 answered undecomposed and ``Decomposition.failed`` records it, so failure rates are reported.
@@ -95,7 +96,7 @@ class LLMDecomposer:
         return [
             ChatRequest(
                 messages=prompt.build_messages(q, max_sub_questions=self.cfg.max_sub_questions,
-                                               threshold=self.cfg.complexity_threshold),
+                                               threshold=self.cfg.complexity_threshold, trigger=self.rule),
                 schema=prompt.SCHEMA, temperature=self.temperature, max_tokens=self.max_tokens,
                 seed=self.seed, module=MODULE,
             )

@@ -69,8 +69,12 @@ def link_entities(
     graph: AtomEntityGraph,
     encode: Callable[[list[str]], torch.Tensor],
     cfg: RetrieverConfig,
+    fallback: str = "none",
 ) -> list[list[tuple[int, float]]]:
-    """For each query, graph entities whose max cosine to a query entity passes the threshold."""
+    """For each query, graph entities whose max cosine to a query entity passes the threshold.
+
+    ``fallback="best"`` (``fidelity.entity_link_fallback`` under ``reference_code``): when no
+    entity passes, the single best one is kept anyway, as the released code does."""
     if graph.entity_embeddings is None or graph.num_entities == 0:
         return [[] for _ in query_entities]
     flat = [e for ents in query_entities for e in ents]
@@ -90,14 +94,20 @@ def link_entities(
         k = min(cfg.entity_top_k, best.numel())
         vals, idx = best.topk(k)
         keep = vals >= cfg.entity_sim_threshold
+        if fallback == "best" and k > 0 and not bool(keep.any()):
+            keep[0] = True  # topk is sorted: the best entity
         out.append([(int(i), float(v)) for i, v in zip(idx[keep], vals[keep])])
     return out
 
 
 def atom_seed_weights(
-    atom_sim: torch.Tensor, cfg: RetrieverConfig, fidelity: FidelityConfig
+    atom_sim: torch.Tensor, cfg: RetrieverConfig, fidelity: FidelityConfig,
+    ann: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Atom seed (row, col, value) triples from query-atom similarities [Q, A].
+
+    ``ann``: (scores [Q, k], atom ids [Q, k]) of an approximate search, used instead of the exact
+    top-k when ``atom_seeding="topk"`` (``fidelity.vector_index="faiss"``).
 
     Returns (indices [2, M] int64 over (query, atom), values [M] float32).
     """
@@ -114,6 +124,9 @@ def atom_seed_weights(
         return torch.stack([rows, cols]), (alpha * norm).reshape(-1).float()
     k = min(cfg.atom_seed_top_k, a)
     vals, idx = atom_sim.topk(k, dim=1)  # [Q, k]
+    if ann is not None:  # switch #11: the top-k from an HNSW index (approximate)
+        vals, idx = ann
+        vals = vals.masked_fill(torch.isinf(vals), 0.0)  # unfilled slots: weight 0
     rows = torch.arange(q).repeat_interleave(k)
     # negative cosines would subtract mass; a seed weight must be non-negative
     return torch.stack([rows, idx.reshape(-1)]), (alpha * vals.clamp_min(0)).reshape(-1).float()
@@ -130,7 +143,12 @@ def build_seeds(
     """The [Q, N] personalisation matrix of a batch of queries."""
     n_q = query_embeddings.shape[0]
     e_count = graph.num_entities
-    entity_seeds = link_entities(query_entities, graph, encode_entities, cfg)
+    if fidelity.embed_instruction == "released":  # switch #10: the released query-to-node instruction
+        from ..embed.released_instructions import QUERY_TO_NODE, glue
+
+        plain_encode = encode_entities
+        encode_entities = lambda xs: plain_encode(glue(QUERY_TO_NODE, xs))  # noqa: E731
+    entity_seeds = link_entities(query_entities, graph, encode_entities, cfg, fidelity.entity_link_fallback)
     rows: list[torch.Tensor] = []
     cols: list[torch.Tensor] = []
     vals: list[torch.Tensor] = []
@@ -142,7 +160,12 @@ def build_seeds(
     atom_sim = None
     if graph.atom_embeddings is not None and graph.num_atoms:
         atom_sim = query_embeddings @ graph.atom_embeddings.T  # [Q, d] @ [d, A] -> [Q, A]
-        idx, v = atom_seed_weights(atom_sim, cfg, fidelity)
+        ann = None
+        if fidelity.vector_index == "faiss" and fidelity.atom_seeding == "topk":
+            from .ann import ann_topk
+
+            ann = ann_topk(graph.atom_embeddings, query_embeddings, min(cfg.atom_seed_top_k, graph.num_atoms))
+        idx, v = atom_seed_weights(atom_sim, cfg, fidelity, ann)
         rows.append(idx[0])
         cols.append(idx[1] + e_count)  # atom nodes follow the entity nodes
         vals.append(v)

@@ -69,7 +69,7 @@ def test_reader_batches_and_parses():
     assert [o.answer for o in out] == ["Bern", "Paris", ""]
     assert out[0].prompt_tokens == 50 and out[1].marker_found is False
     assert out[2].failed and out[2].error == "boom"
-    assert summarize(out) == {"n": 3, "failed": 1, "missing_answer_marker": 1, "empty_answers": 0}
+    assert summarize(out) == {"n": 3, "failed": 1, "truncated": 0, "missing_answer_marker": 1, "empty_answers": 0}
 
 
 def test_precise_and_abstract_prompts_differ():
@@ -95,3 +95,34 @@ def test_with_fake_llm():
     fake = pytest.importorskip("atomicrag.llm.fake")
     [out] = LLMReader(fake.FakeLLM(), "abstract").answer(["Who?"], [["Alice wrote it."]])
     assert not out.failed and out.answer
+
+
+def test_truncated_reply_is_a_counted_failure_not_the_thought():
+    # cut at max_tokens before "Answer:": the parser would take the thought as the answer
+    llm = ScriptedLLM([
+        ChatResult(text="Thought: The falls are in Switzerland [1], whose capital", finish_reason="length"),
+        ChatResult(text="Thought: x.\nAnswer: Bern", finish_reason="stop"),
+        ChatResult(text="Thought: x.\nAnswer: The Rhine Falls are in Switz", finish_reason="length"),
+    ])
+    out = LLMReader(llm, "abstract", ReaderConfig(max_tokens=12)).answer(["q"] * 3, [[], [], []])
+    assert out[0].failed and out[0].truncated and out[0].answer == "" and "max_tokens=12" in out[0].error
+    assert out[0].raw.startswith("Thought: The falls")  # the reply is kept for the trace
+    assert not out[1].failed and out[1].answer == "Bern"
+    assert out[2].failed and out[2].answer == ""  # a half-written answer is not scored either
+    assert summarize(out)["failed"] == 2 and summarize(out)["truncated"] == 2
+
+
+def test_reference_code_context_is_wikipedia_title_blocks():
+    items = [ContextItem(text="Bern is the capital.", score=1.0, passage_id="p9", title="Switzerland"),
+             "a plain string"]
+    assert format_context(items, "wikipedia_title") == (
+        "Wikipedia Title: Bern is the capital.\n\nWikipedia Title: a plain string")
+    llm = ScriptedLLM([ChatResult(text="Answer: Bern")])
+    LLMReader(llm, "precise", context_style="wikipedia_title").answer(["q"], [items])
+    user = llm.batches[0][0].messages[-1]["content"]
+    assert user.startswith("Wikipedia Title: Bern is the capital.\n\nWikipedia Title: a plain string")
+    assert "[1]" not in user and "(Switzerland" not in user
+    demo = llm.batches[0][0].messages[1]["content"]
+    assert demo.startswith("Wikipedia Title: The Rhine Falls")  # the demonstration in the same layout
+    with pytest.raises(ValueError):
+        LLMReader(llm, "precise", context_style="markdown")

@@ -149,3 +149,71 @@ def test_with_fake_llm():
     assert v.status in ("scored", "empty_answer", "skipped_both_empty", "skipped_empty_reference")
     if v.status == "scored":
         assert 0.0 <= v.acc <= 1.0
+
+
+def test_failed_judge_calls_score_zero_under_the_released_code():
+    zero = FidelityConfig(preset="reference_code", acc_weight=0.75, acc_similarity="rescaled", judge_failures="zero")
+    answers, refs = ["ANSWER", "BROKEN"], ["REFERENCE", "REFERENCE"]
+    excluded = AnswerAccuracyJudge(ScriptedLLM(responder), EMB, CODE).judge(["q", "q"], answers, refs)
+    zeroed = AnswerAccuracyJudge(ScriptedLLM(responder), EMB, zero).judge(["q", "q"], answers, refs)
+    assert excluded[1].acc is None and zeroed[1].acc == 0.0
+    assert excluded[1].status == zeroed[1].status == "failed"  # counted both ways
+    assert summarize(excluded)["acc"] == pytest.approx(excluded[0].acc)
+    assert summarize(zeroed)["acc"] == pytest.approx(zeroed[0].acc / 2)
+    assert summarize(zeroed)["failed"] == summarize(excluded)["failed"] == 1
+
+
+def test_judge_has_its_own_llm_and_embedder(monkeypatch):
+    """The judge is built from cfg.judge: the run's models only when the config says so."""
+    from atomicrag.config import Config, JudgeConfig
+    from atomicrag.evaluate import judge_config
+
+    built = {}
+
+    class Closable(ScriptedLLM):
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    def fake_build_llm(cfg, paths, accountant=None):
+        built["llm"] = cfg
+        return Closable(responder)
+
+    def fake_build_embedder(cfg, fidelity=None):
+        built["embedder"], built["fidelity"] = cfg, fidelity
+        return TableEmbedder(EMB.table)
+
+    monkeypatch.setattr("atomicrag.llm.factory.build_llm", fake_build_llm)
+    monkeypatch.setattr("atomicrag.embed.factory.build_embedder", fake_build_embedder)
+    run_llm, run_emb = ScriptedLLM(responder), TableEmbedder(EMB.table)
+    cfg = Config(judge=JudgeConfig(name="llm"), fidelity=CODE)
+    j = judge_config.judge_from_config(cfg, run_llm, run_emb)
+    assert built["llm"].model == "gpt-4o-mini" and built["llm"].seed == 42 and j.llm is not run_llm
+    assert built["embedder"].model == "BAAI/bge-large-en-v1.5" and built["embedder"].pooling == "cls"
+    assert built["fidelity"] is None  # the retrieval switches (mean pooling) do not reach the judge
+    [v] = j.judge(["q"], ["ANSWER"], ["REFERENCE"])
+    assert v.status == "scored" and j.settings["llm"] == "gpt-4o-mini"
+    owned = j.llm
+    j.close()
+    assert owned.closed
+    # the run's models, when asked for
+    cfg = Config(judge=JudgeConfig(name="llm", llm_source="run", embedder_source="run", embed_as_query=False),
+                 fidelity=CODE)
+    j = judge_config.judge_from_config(cfg, run_llm, run_emb)
+    assert j.llm is run_llm and j.judge_impl.embedder is run_emb
+    j.close()  # does not close the run's LLM
+    assert judge_config.judge_from_config(Config(), run_llm, run_emb) is None
+
+
+def test_judge_embeds_answer_and_reference_as_queries():
+    from atomicrag.evaluate.judge_config import _QueryEncoder
+
+    class Recording(TableEmbedder):
+        def encode(self, texts, *, is_query=False):
+            self.is_query = is_query
+            return super().encode(texts)
+
+    inner = Recording(EMB.table)
+    AnswerAccuracyJudge(ScriptedLLM(responder), _QueryEncoder(inner), CODE).judge(["q"], ["ANSWER"], ["REFERENCE"])
+    assert inner.is_query is True  # LangChain's aembed_query: bge's query instruction on both texts

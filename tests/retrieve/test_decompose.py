@@ -114,3 +114,21 @@ def test_with_fake_llm():
     out = LLMDecomposer(fake.FakeLLM(), CFG, PAPER).decompose(["Who founded the company that bought X?"])
     assert out[0].queries[0] == "Who founded the company that bought X?"
     assert len(out[0].queries) <= 1 + CFG.max_sub_questions
+
+
+def test_released_trigger_asks_for_an_independent_flag():
+    """Switch #8: under score_and_flag the prompt no longer ties the flag to the score."""
+    [paper] = prompt.build_messages("Who?", max_sub_questions=3, threshold=6.5, trigger="score")
+    [code] = prompt.build_messages("Who?", max_sub_questions=3, threshold=6.5, trigger="score_and_flag")
+    assert "when your score is 6.5 or higher" in paper["content"]
+    assert "6.5" not in code["content"] and "independently of the score" in code["content"]
+    assert "multi-hop" in code["content"] and "one fact answers it" in code["content"]
+    # the decomposer sends the prompt of its fidelity; the reply's flag then decides under the code
+    llm = ScriptedLLM({"Who?": reply(8.0, False, 2)})
+    out_code = LLMDecomposer(llm, CFG, CODE).decompose(["Who?"])[0]
+    assert "independently of the score" in llm.batches[-1][0].messages[-1]["content"]
+    out_paper = LLMDecomposer(llm, CFG, PAPER).decompose(["Who?"])[0]
+    assert "when your score is 6.5" in llm.batches[-1][0].messages[-1]["content"]
+    assert (out_code.decomposed, out_paper.decomposed) == (False, True)
+    with pytest.raises(ValueError):
+        prompt.build_messages("Who?", max_sub_questions=3, threshold=6.5, trigger="always")

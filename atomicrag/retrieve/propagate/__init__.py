@@ -71,7 +71,8 @@ def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides
                         "anchor_top_k": cfg.anchor_top_k, "query_update_weight": cfg.query_update_weight,
                         "device": cfg.device, **overrides})
     if name == "dense":
-        return DenseSimilarity(**{"device": cfg.device, **overrides})
+        ann_k = cfg.top_k if fidelity.vector_index == "faiss" else None  # switch #11
+        return DenseSimilarity(**{"device": cfg.device, "ann_k": ann_k, **overrides})
     raise ValueError(f"retriever {name!r} is not a graph propagator; known: {', '.join(METHODS)}")
 
 

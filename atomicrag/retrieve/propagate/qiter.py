@@ -108,7 +108,10 @@ class QIter:
             beam = torch.zeros(b, a, dtype=torch.bool, device=qv.device)
             beam.scatter_(1, top.indices, valid)
             retrieved |= beam
-            scores.scatter_(1, top.indices, torch.where(valid, top.values.clamp_min(_EPS_SCORE), 0.0))
+            # Slots without a candidate (-inf) point at arbitrary atoms, possibly ones retrieved in
+            # an earlier hop: they must leave those scores as they are, not write 0 over them.
+            kept = scores.gather(1, top.indices)  # [b, beam]
+            scores.scatter_(1, top.indices, torch.where(valid, top.values.clamp_min(_EPS_SCORE), kept))
             # move the query away from what was just retrieved (diversity)
             if self.update_w > 0:
                 cnt = valid.sum(1, keepdim=True).clamp_min(1)  # [b, 1]

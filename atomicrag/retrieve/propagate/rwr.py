@@ -1,11 +1,19 @@
 """Random walks with restart by Monte-Carlo simulation, every walk of every query at once.
 
-Each query starts ``num_walks`` walks at nodes drawn from its seed distribution. At every step a
-walk restarts (jumps to a fresh draw from the seeds) with probability ``restart``, otherwise it
-moves to a neighbour drawn in proportion to the edge weight. A walk on a dangling node restarts
-("seed") or jumps to a uniform node ("uniform"). The score of a node is the fraction of all
-visited positions (the start included) that sit on it: for long walks this time average is the
-personalised PageRank vector (the walk with restart is a Markov chain whose stationary law is PPR).
+Each query starts ``num_walks`` walks at nodes drawn from its seed distribution. A walk moves to a
+neighbour drawn in proportion to the edge weight; on a dangling node it jumps to a fresh seed draw
+("seed", the released code) or to a uniform node ("uniform"). That is the Markov chain P' of the
+exact solve (``ppr.py``), whose PPR vector is the series ``pi = sum_t c (1-c)^t s P'^t``.
+
+The estimator is unbiased for that series. The position at step t of a walk is distributed as
+``s P'^t``, so a visit at step t is counted with weight ``c (1-c)^t`` for t = 0..walk_length
+(deterministic weights instead of random restarts: less variance than killing walks). The
+remaining tail, ``(1-c)^(L+1)`` of the mass, is sampled by Russian roulette: surviving walks keep
+moving, stop with probability c before each further step and count each visit with weight
+``c (1-c)^L`` (a walk reaches step L+j with probability (1-c)^j); its expectation is exactly the tail ``sum_{t>L} c (1-c)^t s P'^t``. Scores are
+the weighted visits divided by the number of walks (not by their sum, which would make a biased
+ratio estimator): each row sums to 1 in expectation. The earlier version counted positions of
+walks that restart in place, step 0 included, which over-weights the seeds at short walk lengths.
 
 Weighted neighbour draws use the CSR row pointers and one global cumulative sum of the weights:
 a draw in row u is ``searchsorted(cum, cum[start_u - 1] + U * rowsum_u)``, vectorised over all
@@ -18,6 +26,8 @@ from typing import Any
 import torch
 
 from .base import GraphCache, resolve_device, seed_triplets
+
+_ROULETTE_CAP = 1000  # steps of the tail phase at most
 
 
 def _draw(starts: torch.Tensor, ends: torch.Tensor, cum: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -66,15 +76,13 @@ class RandomWalkRestart:
         seed_end = torch.searchsorted(trip.query, torch.arange(q, device=dev), right=True)  # [Q]
         gen = torch.Generator(device=dev)
         gen.manual_seed(self.rng_seed)
-        counts = torch.zeros(q * n, device=dev)  # [Q*N] visit counts (exact in float32 below 2^24)
+        counts = torch.zeros(q * n, device=dev, dtype=torch.float64)  # [Q*N] weighted visits
         walkers_q = trip.has_seed.nonzero().squeeze(1).repeat_interleave(self.num_walks)  # [W] query of each walk
         per = max(1, self.max_walkers)
         for w0 in range(0, walkers_q.numel(), per):
             self._simulate(walkers_q[w0:w0 + per], prep, trip.node, seed_cum, seed_start, seed_end,
                            edge_cum, counts, gen)
-        counts = counts.view(q, n)  # [Q, N]
-        total = counts.sum(1, keepdim=True)  # [Q, 1]
-        return counts / total.clamp_min(1.0)  # zero-seed queries: no walks, all zeros
+        return (counts.view(q, n) / float(self.num_walks)).float()  # [Q, N]; zero-seed queries: zeros
 
     def _simulate(
         self,
@@ -90,28 +98,43 @@ class RandomWalkRestart:
     ) -> None:
         """Advance the walks of queries ``wq`` [W] and add their visits to ``counts`` [Q*N]."""
         n = prep.num_nodes
-        ones = torch.ones(wq.shape, device=wq.device, dtype=counts.dtype)
+        c = self.restart
 
         def from_seeds(qs: torch.Tensor) -> torch.Tensor:  # [w] query ids -> [w] start nodes
             return seed_node[_draw(seed_start[qs], seed_end[qs], seed_cum, gen)]
 
-        cur = from_seeds(wq)  # [W]
-        counts.index_add_(0, wq * n + cur, ones)
-        for _ in range(self.walk_length):
-            rs = prep.crow[cur]  # [W] row start of the current node
-            re = prep.crow[cur + 1]
-            jump = torch.rand(wq.shape, generator=gen, device=wq.device) < self.restart  # [W]
+        def step(wq_: torch.Tensor, cur_: torch.Tensor) -> torch.Tensor:  # one move of P' per walk
+            rs = prep.crow[cur_]  # [w] row start of the current node
+            re = prep.crow[cur_ + 1]
             stuck = re == rs  # dangling node: no neighbour to move to
-            move = ~jump & ~stuck
-            nxt = cur.clone()
+            nxt = cur_.clone()
+            move = ~stuck
             if bool(move.any()):
                 nxt[move] = prep.col[_draw(rs[move], re[move], edge_cum, gen)]
-            reset = jump | (stuck if self.dangling == "seed" else torch.zeros_like(stuck))
-            if bool(reset.any()):
-                nxt[reset] = from_seeds(wq[reset])
-            if self.dangling == "uniform":
-                teleport = stuck & ~jump
-                if bool(teleport.any()):
-                    nxt[teleport] = torch.randint(0, n, (int(teleport.sum()),), generator=gen, device=wq.device)
-            cur = nxt
-            counts.index_add_(0, wq * n + cur, ones)
+            if bool(stuck.any()):
+                if self.dangling == "seed":
+                    nxt[stuck] = from_seeds(wq_[stuck])
+                else:
+                    nxt[stuck] = torch.randint(0, n, (int(stuck.sum()),), generator=gen, device=wq_.device)
+            return nxt
+
+        cur = from_seeds(wq)  # [W]
+        weight = c  # c (1-c)^t at step t
+        counts.index_add_(0, wq * n + cur, torch.full(wq.shape, weight, dtype=counts.dtype, device=wq.device))
+        for _ in range(self.walk_length):
+            cur = step(wq, cur)
+            weight *= 1.0 - c
+            counts.index_add_(0, wq * n + cur, torch.full(wq.shape, weight, dtype=counts.dtype, device=wq.device))
+        # Russian roulette for the tail: a walk goes on with probability 1-c, so it reaches step
+        # L+j with probability (1-c)^j; a visit there carries c (1-c)^L, making its expected
+        # weight c (1-c)^(L+j), the series term. The cap only guards against an endless loop.
+        tail = c * (1.0 - c) ** self.walk_length
+        alive_q, alive = wq, cur
+        for _ in range(_ROULETTE_CAP):
+            go = torch.rand(alive_q.shape, generator=gen, device=wq.device) >= c  # [w] survivors
+            alive_q, alive = alive_q[go], alive[go]
+            if alive_q.numel() == 0 or tail == 0.0:
+                break
+            alive = step(alive_q, alive)
+            counts.index_add_(0, alive_q * n + alive,
+                              torch.full(alive_q.shape, tail, dtype=counts.dtype, device=wq.device))

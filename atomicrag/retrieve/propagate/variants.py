@@ -143,11 +143,14 @@ class DenseSimilarity:
     """Atoms ranked by embedding similarity alone (the paper's "w/o ERGR" ablation).
 
     scores[:, E:] = query_embeddings @ atom_embeddings.T; entity columns are 0. The adjacency and
-    seeds only fix the output shape.
+    seeds only fix the output shape. ``ann_k`` (``fidelity.vector_index="faiss"``): only the
+    ``ann_k`` atoms an HNSW search returns get their cosine; every other atom scores -2 (below
+    any cosine), so the ranking is the approximate search's.
     """
 
-    def __init__(self, device: str = "auto") -> None:
+    def __init__(self, device: str = "auto", ann_k: int | None = None) -> None:
         self.device = resolve_device(device)
+        self.ann_k = ann_k
 
     def __call__(
         self,
@@ -166,5 +169,15 @@ class DenseSimilarity:
         if num_entities + a.shape[0] != n:
             raise ValueError(f"{num_entities} entities + {a.shape[0]} atoms != {n} nodes")
         out = torch.zeros(q.shape[0], n, device=dev)  # [Q, N]
-        out[:, num_entities:] = q @ a.T  # [Q, d] @ [d, A] -> [Q, A]
+        if self.ann_k is None:
+            out[:, num_entities:] = q @ a.T  # [Q, d] @ [d, A] -> [Q, A]
+            return out
+        from ..ann import ann_topk
+
+        vals, ids = ann_topk(atom_embeddings, query_embeddings, self.ann_k)  # [Q, k] each
+        atoms = torch.full((q.shape[0], a.shape[0]), -2.0, device=dev)  # [Q, A]
+        found = torch.isfinite(vals).to(dev)
+        vals = torch.where(found, vals.to(dev), torch.full_like(vals.to(dev), -2.0))
+        atoms.scatter_reduce_(1, ids.to(dev), vals, reduce="amax")  # amax: a padded slot (id 0) can't erase
+        out[:, num_entities:] = atoms
         return out

@@ -1,0 +1,88 @@
+"""The released code's unlisted differences, part of fidelity=reference_code, each on its own field."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from atomicrag.config import FidelityConfig, GraphConfig
+from atomicrag.graph.build import build_graph
+from atomicrag.graph.reference import dedupe_triples_per_chunk, merge_identical_atoms, prepare_for_graph
+from atomicrag.schemas import Atom, AtomizeResult, Triple
+
+from .helpers import VECTORS, TableEmbedder, corpus
+
+P, F, E, EU, US = range(5)  # entity node ids of helpers.corpus()
+
+
+def pairs(edges) -> dict[tuple[int, int], float]:
+    return {(int(s), int(d)): round(float(w), 4) for s, d, w in zip(edges.src, edges.dst, edges.weight)}
+
+
+def build(res: AtomizeResult | None = None, emb: TableEmbedder | None = None, **fid):
+    return build_graph(res or corpus(), emb or TableEmbedder(VECTORS), GraphConfig(), FidelityConfig(**fid))
+
+
+def test_triples_deduplicated_within_a_chunk():
+    res = corpus()
+    res.triples.append(Triple("Paris", "capital of", "France", "c0"))  # the LLM repeated a triple in c0
+    res.triples.append(Triple("Paris", "capital of", "France", "c9"))  # another chunk: a real occurrence
+    as_is = pairs(build(res, relevance_weight="occurrences").edges["relevance"])
+    deduped = pairs(build(res, relevance_weight="occurrences", triple_dedupe="per_chunk").edges["relevance"])
+    assert as_is[(P, F)] == 5.0 and deduped[(P, F)] == 4.0
+    assert dedupe_triples_per_chunk([Triple("a", "r", "b", "c")] * 3) == [Triple("a", "r", "b", "c")]
+
+
+def test_one_way_synonyms_weigh_half_a_mutual_one():
+    mutual = pairs(build().edges["synonym"])
+    directed = pairs(build(synonym_direction="directed").edges["synonym"])
+    # paris <-> eiffel tower find each other (0.9 both ways); "france" finds "us" (too short to
+    # search itself, so the edge is one-way in the released code: half the weight)
+    assert mutual == {(P, E): 0.9}
+    assert directed == {(P, E): 0.9, (F, US): 0.5}
+
+
+def test_entity_embeddings_of_the_processed_string():
+    surface, canonical = TableEmbedder(VECTORS), TableEmbedder(VECTORS)
+    build(emb=surface)
+    build(emb=canonical, entity_embedding_text="canonical")
+    assert ["Paris", "France", "Eiffel Tower", "euro", "US"] in surface.calls
+    assert ["paris", "france", "eiffel tower", "euro", "us"] in canonical.calls
+
+
+def test_identical_atom_texts_are_one_node():
+    res = corpus()
+    dup = Atom(id="c9#a0", text="France uses the euro.", chunk_id="c9", passage_id="p9", entities=["EU", "France"])
+    res = dataclasses.replace(res, atoms=res.atoms + [dup])
+    kept = build(res)
+    merged = build(res, atom_merge="identical_text")
+    assert kept.num_atoms == 5 and merged.num_atoms == 4
+    node = next(a for a in merged.atoms if a.text == "France uses the euro.")
+    assert node.id == "c1#a2" and node.passage_id == "p1"  # the first occurrence's identity
+    assert node.entities == ["France", "euro", "EU"]  # the union, in order
+    assert merge_identical_atoms(res.atoms)[2].entities == ["France", "euro", "EU"]
+    assert res.atoms[2].entities == ["France", "euro"]  # the input is not modified
+
+
+def test_paper_fidelity_leaves_the_extraction_untouched():
+    res = corpus()
+    assert prepare_for_graph(res, FidelityConfig()) is res
+    ref = prepare_for_graph(res, FidelityConfig(triple_dedupe="per_chunk", atom_merge="identical_text"))
+    assert ref.stats["reference_prepare"] == {"triples_dropped": 0, "atoms_merged": 0}
+
+
+def test_reference_code_preset_changes_the_graph_paper_does_not():
+    from omegaconf import OmegaConf
+    from pathlib import Path
+
+    conf = Path(__file__).resolve().parents[2] / "conf" / "fidelity"
+    ref = FidelityConfig(**OmegaConf.to_container(OmegaConf.load(conf / "reference_code.yaml")))
+    paper = FidelityConfig(**OmegaConf.to_container(OmegaConf.load(conf / "paper.yaml")))
+    assert paper == FidelityConfig()  # the paper preset is the dataclass default: behaviour unchanged
+    for field, value in {"triple_dedupe": "per_chunk", "synonym_direction": "directed",
+                         "entity_embedding_text": "canonical", "entity_link_fallback": "best",
+                         "reader_context": "wikipedia_title", "atom_merge": "identical_text",
+                         "embed_instruction": "released", "judge_failures": "zero"}.items():
+        assert getattr(ref, field) == value, field
+    with pytest.raises(ValueError, match="synonym_direction"):
+        FidelityConfig(synonym_direction="both")
