@@ -5,6 +5,8 @@ Builds the graph through the stage caches (or loads it when cached) and prints/w
 statistics as JSON and Markdown.
 
     .venv/bin/python scripts/graph_stats.py --dataset medical_dev --atomizer sentence --embedder minilm
+    # one released-code switch on its own (file name gets the tag):
+    .venv/bin/python scripts/graph_stats.py --dataset 2wiki_dev --rechunk --set fidelity.containment_keys=raw
 """
 from __future__ import annotations
 
@@ -91,6 +93,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=None, help="embedder batch size override")
     ap.add_argument("--nlp-processes", type=int, default=None, help="spaCy processes override")
     ap.add_argument("--noun-chunks", action="store_true", help="add spaCy noun chunks as entities")
+    ap.add_argument("--set", action="append", default=[], metavar="fidelity.FIELD=VALUE",
+                    help="one fidelity field on top of --fidelity (repeatable), e.g. fidelity.containment_keys=raw")
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--out", default=None, help="output folder (default results/graph_stats/<dataset>)")
     args = ap.parse_args()
@@ -103,6 +107,16 @@ def main() -> None:
                  embedder=conf_group("embedder", args.embedder, EmbedderConfig),
                  fidelity=conf_group("fidelity", args.fidelity, FidelityConfig), graph=GraphConfig(),
                  paths=PathsConfig(cache_dir=args.cache_dir))
+    tag = ""
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        section, _, field = key.partition(".")
+        if not sep or section != "fidelity" or not hasattr(cfg.fidelity, field):
+            raise SystemExit(f"--set expects fidelity.FIELD=VALUE with a FidelityConfig field, got {item!r}")
+        kind = type(getattr(cfg.fidelity, field))
+        setattr(cfg.fidelity, field, (value.lower() == "true") if kind is bool else kind(value))
+        cfg.fidelity.__post_init__()  # validate the value
+        tag += f"+{field}={value}"
     if args.batch_size:
         cfg.embedder.batch_size = args.batch_size
     if args.nlp_processes:
@@ -129,15 +143,16 @@ def main() -> None:
     seconds = time.perf_counter() - t0
     st = graph_stats(graph)
     row = f"{dcfg.name} ({args.atomizer}{'+noun chunks' if cfg.atomizer.noun_chunks else ''}, " \
-          f"{args.embedder}, {args.fidelity})"
+          f"{args.embedder}, {args.fidelity}{tag})"
     report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
-              "atomizer": args.atomizer, "embedder": embedder.name, "fidelity": args.fidelity,
+              "atomizer": args.atomizer, "embedder": embedder.name, "fidelity": args.fidelity + tag,
               "stats": st, "index_seconds": round(seconds, 2), "peak_rss_gb": round(peak_rss_gb(), 2),
               "graph_key": graph.meta.get("graph_key"), "timings": graph.meta.get("timings"),
               "failed_chunks": graph.meta.get("failed_chunks", 0)}
     out = Path(args.out or ROOT / "results" / "graph_stats" / dcfg.name)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{args.atomizer}{'_nc' if cfg.atomizer.noun_chunks else ''}_{args.embedder}_{args.fidelity}"
+    stem += tag.replace("+", "__").replace("=", "-")
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     md = stats_markdown({row: st})
     (out / f"{stem}.md").write_text(md)

@@ -164,3 +164,21 @@ def test_fake_llm_end_to_end_produces_schema_shaped_atoms():
     res = make(FakeLLM()).atomize([chunk(0, PASSAGE_A), chunk(1, PASSAGE_B)])
     assert len(res.atoms) + len(res.failures) >= 1
     assert all(isinstance(a.text, str) and a.text and isinstance(a.entities, list) for a in res.atoms)
+
+
+def test_without_ka_the_chunk_is_the_node_with_the_same_entities_and_triples():
+    """Table 2 "w/o KA" (atomizer.atom_unit=chunks): the LLM's extraction is kept, only the atoms go."""
+    chunks = [chunk(0, PASSAGE_A), chunk(1, PASSAGE_B)]
+    full = make(ScriptedLLM(facts_script(KB))).atomize(chunks)
+    llm = ScriptedLLM(facts_script(KB))
+    no_ka = LLMAtomizer(AtomizerConfig(name="llm", atom_unit="chunks"), llm, progress=False).atomize(chunks)
+    assert [a.text for a in no_ka.atoms] == [PASSAGE_A, PASSAGE_B]  # one node per chunk
+    assert [(a.id, a.passage_id) for a in no_ka.atoms] == [("c0#a0", "p0"), ("c1#a0", "p1")]
+    assert no_ka.triples == full.triples  # relevance edges come from the same triples
+    for i, c in enumerate(chunks):  # every entity of the chunk's atoms (and its NER) links the chunk
+        atom_ents = {e for a in full.atoms if a.chunk_id == c.id for e in a.entities}
+        assert atom_ents <= set(no_ka.atoms[i].entities)
+        assert set(KB[c.text]["ner"]) <= set(no_ka.atoms[i].entities)
+    assert llm.chat_calls == 2  # the same two LLM calls per chunk batch
+    with pytest.raises(ValueError, match="atom_unit"):
+        AtomizerConfig(atom_unit="sentences")

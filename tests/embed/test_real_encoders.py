@@ -64,3 +64,19 @@ def test_fidelity_switch_forces_mean_pooling() -> None:
     cfg = EmbedderConfig(name="transformers", model="minilm", pooling="cls", device="cpu")
     assert build_embedder(cfg).pooling == "cls"
     assert build_embedder(cfg, FidelityConfig(embed_pooling="mean")).pooling == "mean"
+
+
+def test_released_pooling_and_instruction_change_the_query_embedding() -> None:
+    """Switch #10: mean pooling and the released instruction glued on with no separator."""
+    from atomicrag.embed.released_instructions import QUERY_TO_PASSAGE
+
+    base = EmbedderConfig(name="transformers", model="minilm", pooling="cls", device="cpu",
+                          query_prefix="query: ")
+    model = build_embedder(base, FidelityConfig())
+    code = build_embedder(base, FidelityConfig(embed_pooling="mean", embed_instruction="released"))
+    assert (model.pooling, model.query_prefix) == ("cls", "query: ")
+    assert (code.pooling, code.query_prefix, code.passage_prefix) == ("mean", QUERY_TO_PASSAGE, "")
+    q_model, q_code = model.encode([QUERY], is_query=True), code.encode([QUERY], is_query=True)
+    assert (q_model @ q_code.T).item() < 0.99  # a different vector for the same question
+    glued = build_embedder(EmbedderConfig(name="transformers", model="minilm", pooling="mean", device="cpu"))
+    torch.testing.assert_close(code.encode([QUERY], is_query=True), glued.encode([QUERY_TO_PASSAGE + QUERY]))

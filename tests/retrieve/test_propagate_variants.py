@@ -240,3 +240,26 @@ def test_qiter_empty_beam_slots_keep_earlier_scores():
     cos = (q @ atoms.T)[0]
     torch.testing.assert_close(out[0, 1:], cos, atol=1e-5, rtol=0)  # all three keep their cosine
     assert out[0, 0] == 0
+
+
+def test_dense_with_faiss_hnsw_ranks_by_the_approximate_search(monkeypatch):
+    """Switch #11 on the w/o ERGR retriever: the top-k comes from an HNSW index."""
+    pytest.importorskip("faiss")
+    from atomicrag.retrieve import ann
+
+    gen = torch.Generator().manual_seed(1)
+    atoms = torch.nn.functional.normalize(torch.randn(3000, 16, generator=gen), dim=1)
+    q = torch.nn.functional.normalize(torch.randn(30, 16, generator=gen), dim=1)
+    n = 1 + atoms.shape[0]
+    adj = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.int64), torch.zeros(0), (n, n)).to_sparse_csr()
+    kw = {"atom_embeddings": atoms, "query_embeddings": q, "num_entities": 1}
+    exact = topk_atoms(build_propagator(RetrieverConfig(name="dense"), FidelityConfig())(adj, torch.zeros(30, n), **kw), 1, 10)[1]
+    monkeypatch.setattr(ann, "EF_SEARCH", 4)
+    monkeypatch.setattr(ann, "_cache", {})
+    prop = build_propagator(RetrieverConfig(name="dense", top_k=10), FidelityConfig(vector_index="faiss"))
+    scores = prop(adj, torch.zeros(30, n), **kw)
+    approx = topk_atoms(scores, 1, 10)[1]
+    overlap = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(exact, approx)) / exact.numel()
+    assert 0.3 < overlap < 1.0
+    found = scores[:, 1:] > -2  # only the atoms the index returned carry a cosine
+    assert int(found.sum(1).max()) <= 10
