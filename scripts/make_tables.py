@@ -8,9 +8,11 @@
     python scripts/make_tables.py --where llm.model=Qwen/Qwen2.5-14B-Instruct --where fidelity.preset=paper
 
 Writes results/tables/<table>.md and .csv (and .png for fig4, fig5, table12, table13) and the
-index results/README.md. A cell reads `measured (published, measured − published)`; — marks a
-cell with no run yet. Rows are matched on the resolved config of runs of the table's own
-experiment (see experiments/<table>/README.md for the command that produces them).
+index results/README.md. A cell reads `measured [95% CI] n=N fidelity (published, measured −
+published ✓)`: the interval is a bootstrap over the run's questions (paired for drops), the
+difference is printed only for cells measured under fidelity=reference_code (what produced the
+published numbers), ✓ marks a published value inside the interval; — marks a cell with no run
+yet. A run fills the row named by its config's row_label (experiments/README.md).
 """
 from __future__ import annotations
 

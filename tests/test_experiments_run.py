@@ -36,7 +36,7 @@ def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_pat
             overrides=[
                 f"+experiment={name}", "llm=fake", "embedder=fake", "dataset.split=smoke",
                 "dataset.limit=1", "retriever.reranker=null", "retriever.query_entities=spacy",
-                # the released judge is gpt-4o-mini + bge-large; offline the fakes grade
+                # the released judge is gpt-4o-mini + bge-large; offline the fakes grade (judge=run)
                 "judge.llm_source=run", "judge.embedder_source=run",
                 f"paths.cache_dir={shared_cache}", f"paths.results_dir={tmp_path}",
                 f"paths.llm_cache={shared_cache / 'llm.sqlite'}",

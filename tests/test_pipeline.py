@@ -31,7 +31,7 @@ def make_cfg(tmp_path: Path, *overrides: str) -> Config:
 
 def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, shared_data) -> None:
     cfg = make_cfg(
-        tmp_path, "llm=fake", "embedder=fake", "decompose=llm", "sieve=llm", "judge=llm",
+        tmp_path, "llm=fake", "embedder=fake", "decompose=llm", "sieve=llm", "judge=run",
         "reader=precise", "dataset.limit=6",
     )
     rows = run_with_baselines(cfg)

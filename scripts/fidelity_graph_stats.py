@@ -1,0 +1,144 @@
+#!/usr/bin/env python
+"""Tables 3/6 graph statistics of one corpus under several fidelity settings, side by side.
+
+Builds (or loads from the stage cache) the graph under ``--fidelity`` first, then rebuilds the
+graph's edges under each variant from the same atomize result. Embeddings are reused by text
+(atoms and entities whose strings the first graph already embedded are not encoded again), so a
+variant costs its structure plus the strings it embeds anew (e.g. canonical entity keys).
+
+    .venv/bin/python scripts/fidelity_graph_stats.py --dataset 2wiki_dev --rechunk \
+        --variant paper --variant paper+containment_keys=raw --variant reference_code+entity_nodes=all
+
+A variant is a preset (``paper`` | ``reference_code``) with ``+field=value`` switches on top.
+Writes ``results/graph_stats/<dataset>/fidelity_<atomizer>_<embedder>.{json,md}``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from graph_stats import conf_group, load_chunks  # noqa: E402  (same folder)
+
+from atomicrag.config import AtomizerConfig, Config, DatasetConfig, EmbedderConfig, FidelityConfig, GraphConfig, PathsConfig  # noqa: E402
+from atomicrag.graph.build import build_graph  # noqa: E402
+from atomicrag.graph.index import atomize_cached, index_corpus  # noqa: E402
+from atomicrag.graph.stats import TABLE3_COLUMNS, TABLE6_COLUMNS, graph_stats  # noqa: E402
+
+COLUMNS = list(dict.fromkeys(TABLE6_COLUMNS + TABLE3_COLUMNS + (
+    "containment_per_atom", "atoms_without_entities", "isolated_entities", "unique_pairs")))
+
+
+class TextCacheEmbedder:
+    """An embedder that answers known strings from a table and encodes only the others."""
+
+    def __init__(self, inner: Any, table: dict[str, torch.Tensor]) -> None:
+        self.inner, self.table = inner, table
+        self.name, self.dim = inner.name, inner.dim
+        self.encoded = 0  # strings that missed the table
+
+    def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
+        if is_query:
+            return self.inner.encode(texts, is_query=True)
+        missing = list(dict.fromkeys(t for t in texts if t not in self.table))
+        if missing:
+            self.encoded += len(missing)
+            for t, v in zip(missing, torch.as_tensor(self.inner.encode(missing))):
+                self.table[t] = v.float()
+        if not texts:
+            return torch.zeros(0, self.dim)
+        return torch.stack([self.table[t] for t in texts])
+
+
+def variant_fidelity(spec: str) -> FidelityConfig:
+    """``reference_code+containment_keys=canonical`` -> a validated FidelityConfig."""
+    preset, *switches = spec.split("+")
+    fid: FidelityConfig = conf_group("fidelity", preset, FidelityConfig)
+    for sw in switches:
+        field, sep, value = sw.partition("=")
+        if not sep or not hasattr(fid, field):
+            raise SystemExit(f"variant {spec!r}: {sw!r} is not FIELD=VALUE with a FidelityConfig field")
+        kind = type(getattr(fid, field))
+        setattr(fid, field, (value.lower() == "true") if kind is bool else kind(value))
+    if switches:
+        fid.preset = "custom"
+    fid.__post_init__()
+    return fid
+
+
+def markdown(rows: dict[str, dict[str, Any]]) -> str:
+    lines = ["| fidelity | " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
+    for name, st in rows.items():
+        cells = [f"{st[c]:,.2f}" if isinstance(st[c], float) else f"{st[c]:,}" for c in COLUMNS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", default="2wiki_dev")
+    ap.add_argument("--atomizer", default="sentence")
+    ap.add_argument("--embedder", default="minilm_onnx")
+    ap.add_argument("--rechunk", action="store_true", help="chunk passages with the dataset's chunker (as runs do)")
+    ap.add_argument("--variant", action="append", default=[], help="preset[+field=value...] (repeatable)")
+    ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # reference_code keeps only triple subjects/objects as entities: a triple-less atomizer (sentence)
+    # then has no entity node at all, so its containment-key drop shows with entity_nodes=all
+    variants = args.variant or ["paper", "paper+containment_keys=raw", "reference_code+entity_nodes=all",
+                                "reference_code"]
+
+    dcfg: DatasetConfig = conf_group("dataset", args.dataset, DatasetConfig)
+    base = Config(dataset=dcfg, atomizer=conf_group("atomizer", args.atomizer, AtomizerConfig),
+                  embedder=conf_group("embedder", args.embedder, EmbedderConfig),
+                  fidelity=variant_fidelity(variants[0]), graph=GraphConfig(),
+                  paths=PathsConfig(cache_dir=args.cache_dir))
+    chunks, n_passages = load_chunks(dcfg, base.paths.resolved_data_dir(ROOT), args.rechunk)
+    from atomicrag.embed.factory import build_embedder
+
+    embedder = build_embedder(base.embedder, base.fidelity)
+    t0 = time.perf_counter()
+    first = index_corpus(chunks, base, None, embedder, base.paths.cache_dir, dcfg.name)  # cached after the first run
+    table: dict[str, torch.Tensor] = {}
+    if first.atom_embeddings is not None:
+        table.update({a.text: v for a, v in zip(first.atoms, first.atom_embeddings)})
+    if first.entity_embeddings is not None:
+        table.update(dict(zip(first.entity_texts, first.entity_embeddings)))
+    cached = TextCacheEmbedder(embedder, table)
+    result, _ = atomize_cached(chunks, base, None, base.paths.cache_dir, dcfg.name)
+    rows: dict[str, dict[str, Any]] = {variants[0]: graph_stats(first)}
+    seconds = {variants[0]: round(time.perf_counter() - t0, 1)}
+    for spec in variants[1:]:
+        t = time.perf_counter()
+        # the variant's own embedder switches (pooling, instruction) would change every vector:
+        # this table varies the graph switches, so vectors come from the first graph's embedder
+        g = build_graph(result, cached, base.graph, variant_fidelity(spec))
+        rows[spec] = graph_stats(g)
+        seconds[spec] = round(time.perf_counter() - t, 1)
+    out = Path(args.out or ROOT / "results" / "graph_stats" / dcfg.name)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"fidelity_{args.atomizer}_{args.embedder}"
+    report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
+              "atomizer": args.atomizer, "embedder": embedder.name, "variants": rows, "seconds": seconds,
+              "strings_embedded_anew": cached.encoded}
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    md = markdown(rows)
+    (out / f"{stem}.md").write_text(md)
+    print(md)
+    print(f"wrote {out / stem}.json/.md ({len(chunks)} chunks; seconds per variant {seconds})")
+
+
+if __name__ == "__main__":
+    main()
