@@ -163,5 +163,6 @@ def with_error_column(spec: Any) -> Any:
         rate = error_rate(run.metrics)
         return None if rate is None else 100.0 * rate
 
-    col = Column(key=ERROR_COLUMN, title="LLM err. %", extract=extract, published=False, comparable=False)
+    col = Column(key=ERROR_COLUMN, title="LLM err. %", extract=extract, published=False, comparable=False,
+                 counted=False)
     return dataclasses.replace(spec, columns=[*spec.columns, col])
