@@ -221,6 +221,12 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
     if not info:
         raise ValueError(f"PostgreSQL schema {schema!r} holds a graph that was not saved by AtomicRAG.save")
     check_manifest(info, f"PostgreSQL schema {schema!r}")
+    from .graph.verify import check_count, check_graph
+
+    where = Path(f"PostgreSQL schema {schema}")
+    check_graph(graph, where)  # shapes and node-id ranges, as for a directory
+    for what, found in (("documents", len(raw_docs)), ("atoms", graph.num_atoms), ("entities", graph.num_entities)):
+        check_count(where, what, found, info.get(what))
     docs: dict[str, Document] = {}
     records: dict[str, dict[str, Any]] = {}
     for d in raw_docs:

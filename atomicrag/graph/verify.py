@@ -95,3 +95,17 @@ def check_synonym_rows(file: Path, t: dict[str, torch.Tensor], num_entities: int
 def check_count(file: Path, what: str, found: int, expected: Any) -> None:
     if isinstance(expected, int) and found != expected:
         raise damaged(file, f"manifest.json lists {expected} {what}, but {found} are on disk")
+
+
+def check_graph(graph: Any, where: str | Path) -> None:
+    """``check_graph_tensors`` for a graph already in memory (e.g. read from PostgreSQL)."""
+    adj = graph.adjacency if graph.adjacency.layout == torch.sparse_csr else graph.adjacency.to_sparse_csr()
+    t = {"adj_crow": adj.crow_indices(), "adj_col": adj.col_indices(), "adj_val": adj.values()}
+    for name, e in graph.edges.items():
+        t.update({f"{name}_src": e.src, f"{name}_dst": e.dst, f"{name}_weight": e.weight})
+    for key in ("atom_embeddings", "entity_embeddings"):
+        if getattr(graph, key) is not None:
+            t[key] = getattr(graph, key)
+    dim = graph.atom_embeddings.shape[1] if graph.atom_embeddings is not None and graph.atom_embeddings.dim() == 2 \
+        else None
+    check_graph_tensors(Path(str(where)), t, graph.num_entities, graph.num_atoms, list(graph.edges), dim)
