@@ -19,10 +19,22 @@ from typing import Any, Optional
 
 from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
 
-
-from .config_checks import (  # noqa: F401  (CHECKED, looks_like_secret: used by tests and callers)
-    CHECKED, _choice, _device, _env_name, _mark, _path_name, _positive, _range, _text, _text_list, _unit,
-    looks_like_secret, read_config_file, warn_if_key_missing,
+# CHECKED, looks_like_secret, read_config_file and warn_if_key_missing are re-exported for callers
+from .config_checks import (
+    CHECKED,
+    _choice,
+    _device,
+    _env_name,
+    _mark,
+    _path_name,
+    _positive,
+    _range,
+    _text,
+    _text_list,
+    _unit,
+    looks_like_secret,
+    read_config_file,
+    warn_if_key_missing,
 )
 
 

@@ -33,10 +33,9 @@ def main(dcfg: DictConfig) -> float:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from .failures import format_failures, raise_if_failed
     from .pipeline import run_with_baselines
     from .report import format_comparison
-
-    from .failures import format_failures, raise_if_failed
 
     cfg = to_dataclass(dcfg)
     rows = run_with_baselines(cfg)

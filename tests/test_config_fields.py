@@ -129,8 +129,8 @@ def test_non_utf8_corpus_line_is_reported_as_file_and_line(tmp_path: Path) -> No
 
 
 def test_cli_documents_that_are_not_utf8_name_file_and_line(tmp_path: Path) -> None:
-    from atomicrag.data.validate import DataError
     from atomicrag.cli import read_documents
+    from atomicrag.data.validate import DataError
 
     (tmp_path / "docs.jsonl").write_bytes(b'{"text": "ok"}\n\n{"text": "caf\xe9"}\n')
     with pytest.raises(DataError, match=r"docs.jsonl:3: not UTF-8"):

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_pipeline import make_cfg  # tests/ is on sys.path (rootdir conftest)
 
 from atomicrag.llm.fake import FakeLLM, prompt_text
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.pipeline import run_with_baselines
 from atomicrag.report import format_comparison
 from atomicrag.tracking import is_finished, run_dir
-
-from test_pipeline import make_cfg  # tests/ is on sys.path (rootdir conftest)
 
 
 class FlakyServer:
@@ -123,10 +122,10 @@ def test_runs_written_before_the_status_field() -> None:
 
 
 def test_tables_carry_an_error_rate_column(tmp_path) -> None:
+    from atomicrag.failures import with_error_column
     from atomicrag.report_tables import TABLES
     from atomicrag.report_tables.core import build
     from atomicrag.report_tables.runs import Run
-    from atomicrag.failures import with_error_column
 
     spec = with_error_column(TABLES["table2_smoke"]("f1"))
     col = spec.columns[-1]
