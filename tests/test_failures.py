@@ -92,9 +92,10 @@ def test_every_answer_failing_keeps_em_f1_and_exits_nonzero(tmp_path, shared_dat
     ])
     with pytest.raises(SystemExit) as info:
         run_mod.main()
-    assert info.value.code not in (0, None)
-    out = capsys.readouterr().out
+    assert info.value.code == 1
+    out, err = capsys.readouterr()
     assert "answer 3/3" in out and "FAILED" in out and "re-run" in out
+    assert "atomicrag: error:" in err and "Traceback" not in err
     metrics = json.loads(next((tmp_path / "results").glob("**/metrics.json")).read_text())
     assert metrics["status"] == "failed" and metrics["overall"]["em"] == 0.0 and metrics["error_rate"] == 1.0
 
