@@ -36,9 +36,13 @@ def main(dcfg: DictConfig) -> float:
     from .pipeline import run_with_baselines
     from .report import format_comparison
 
+    from .failures import format_failures, raise_if_failed
+
     cfg = to_dataclass(dcfg)
     rows = run_with_baselines(cfg)
     print(format_comparison(rows))
+    print("\n".join(format_failures(label, m) for label, m in rows))
+    raise_if_failed(rows)  # a run past cfg.max_failure_rate exits non-zero (and is not marked finished)
     headline = rows[0][1].get("headline", {})
     return float(headline.get("value", 0.0) or 0.0)
 
