@@ -137,11 +137,13 @@ class EmbedderConfig:
     max_length: int = 256
     batch_size: int = 64
     fp16: bool = True  # only applied on CUDA
+    precision: str = "auto"  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
     device: str = "auto"  # auto | cpu | cuda
     dim: int = 64  # fake embedder only
 
     def __post_init__(self) -> None:
         _choice(self, "name", ("fake", "sentence_transformers", "transformers", "onnx"))
+        _choice(self, "precision", ("auto", "fp32", "bf16", "fp16"))
         _choice(self, "pooling", ("auto", "cls", "mean"))
         _positive(self, "max_length", "batch_size", "dim")
         _text(self, "model", nonempty=True)
@@ -254,6 +256,9 @@ class RetrieverConfig:
     damping: float = 0.3  # rho; its meaning is fidelity.damping_semantics
     max_iter: int = 20  # propagation iterations (ppr/katz/labelprop)
     tol: float = 0.0  # stop early when the L1 change of every column is below this (0 = fixed iterations)
+    # ppr: topk = stop a query once its top-k atom set is certified exact (residual bound), else at
+    # the accuracy of max_iter power steps; accuracy = only the latter; fixed = exactly max_iter power steps
+    ppr_stop: str = "topk"
     device: str = "auto"  # auto | cpu | cuda
     query_batch: int = 1024  # queries propagated together
     # seeding
@@ -286,6 +291,7 @@ class RetrieverConfig:
             ("ppr", "rwr", "power", "katz", "labelprop", "bfs", "qiter", "dense", "dense_passage"),
         )
         _choice(self, "query_entities", ("spacy", "llm", "spacy_match"))
+        _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
         _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
         _positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
