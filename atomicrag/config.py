@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
 
+from . import registry  # allowed stage names are the registry keys
+
 
 def _choice(obj: Any, name: str, allowed: tuple[str, ...]) -> None:
     value = getattr(obj, name)
@@ -74,7 +76,7 @@ class DatasetConfig:
     reader: str = "precise"  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
 
     def __post_init__(self) -> None:
-        _choice(self, "format", ("normalized", "graphrag_bench", "hipporag", "hf"))
+        _choice(self, "format", registry.DATASETS.names())
         _choice(self, "reader", ("precise", "abstract"))
         _positive(self, "chunk_tokens", "limit")
         if not 0 <= self.chunk_overlap < self.chunk_tokens:
@@ -102,7 +104,6 @@ class LLMConfig:
     startup_timeout_s: float = 600.0
     n_ctx: int = 4096  # llama.cpp context
     n_threads: int = 2  # llama.cpp threads (set explicitly: llama.cpp's guess oversubscribes small VMs)
-    n_parallel: int = 1  # llama.cpp parallel slots
     tensor_parallel_size: int = 1  # vLLM
     gpu_memory_utilization: float = 0.9  # vLLM
     max_model_len: int = 8192  # vLLM
@@ -110,7 +111,7 @@ class LLMConfig:
     device: str = "auto"  # transformers backend: auto | cpu | cuda
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("fake", "openai", "llamacpp", "vllm", "transformers"))
+        _choice(self, "name", registry.LLMS.names())
         _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads")
         if self.max_retries < 0:
             raise ValueError("LLMConfig.max_retries must be >= 0")
@@ -131,7 +132,7 @@ class EmbedderConfig:
     dim: int = 64  # fake embedder only
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("fake", "sentence_transformers", "transformers", "onnx"))
+        _choice(self, "name", registry.EMBEDDERS.names())
         _choice(self, "pooling", ("auto", "cls", "mean"))
         _positive(self, "max_length", "batch_size", "dim")
 
@@ -157,7 +158,7 @@ class AtomizerConfig:
     max_chunk_failures_frac: float = 1.0  # abort when more than this fraction of chunks failed
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("llm", "sentence", "vocabulary", "chunk"))
+        _choice(self, "name", registry.ATOMIZERS.names())
         _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call")
         if self.nlp_processes < 0:
             raise ValueError("AtomizerConfig.nlp_processes must be >= 0 (0 = auto)")
@@ -261,11 +262,7 @@ class RetrieverConfig:
     query_update_weight: float = 0.3
 
     def __post_init__(self) -> None:
-        _choice(
-            self,
-            "name",
-            ("ppr", "rwr", "power", "katz", "labelprop", "bfs", "qiter", "dense", "dense_passage"),
-        )
+        _choice(self, "name", registry.RETRIEVERS.names())
         _choice(self, "query_entities", ("spacy", "llm", "spacy_match"))
         _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
         _positive(
@@ -283,7 +280,7 @@ class DecomposeConfig:
     max_sub_questions: int = 3
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("llm", "none"))
+        _choice(self, "name", registry.DECOMPOSERS.names())
         _positive(self, "max_sub_questions")
 
 
@@ -293,7 +290,7 @@ class SieveConfig:
     max_context: int = 25  # atoms in the merged context
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("llm", "none"))
+        _choice(self, "name", registry.SIEVES.names())
         _positive(self, "max_context")
 
 
@@ -303,7 +300,7 @@ class ReaderConfig:
     max_tokens: int = 512
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("dataset", "precise", "abstract", "none"))
+        _choice(self, "name", registry.READERS.names())
 
 
 @dataclass
@@ -312,7 +309,7 @@ class JudgeConfig:
     embedder: str = "run"  # run = the run's embedder for SS
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("none", "llm"))
+        _choice(self, "name", registry.JUDGES.names())
 
 
 @dataclass
@@ -363,6 +360,19 @@ def to_dataclass(cfg: Any) -> Config:
     return obj
 
 
+# Fields that were deleted because no code read them: configs saved before (index manifests,
+# run folders) still load; the value is ignored.
+REMOVED_FIELDS = {("llm", "n_parallel")}
+
+
+def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
+    out = dict(d)
+    for section, name in REMOVED_FIELDS:
+        if isinstance(out.get(section), dict) and name in out[section]:
+            out[section] = {k: v for k, v in out[section].items() if k != name}
+    return out
+
+
 def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str = "ATOMICRAG_") -> Config:
     """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
 
@@ -375,7 +385,7 @@ def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefi
     if isinstance(source, Config):
         layers.append(OmegaConf.structured(source))
     elif isinstance(source, dict):
-        layers.append(OmegaConf.create(source))
+        layers.append(OmegaConf.create(_drop_removed(source)))
     elif isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_file():
