@@ -69,7 +69,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
     engine = Engine(cfg, models, accountant, cache_dir=cfg.paths.cache_dir, dataset_name=data.name)
     reader_name = data.reader if cfg.reader.name == "dataset" else cfg.reader.name
     try:
-        index = engine.index_passages(data.passages)
+        index = engine.index_passages(data.passages, questions=questions)
         t_query = time.perf_counter()
         batch = engine.retrieve(index, questions)
         if reader_name != "none":

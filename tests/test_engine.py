@@ -78,6 +78,11 @@ def test_each_question_is_answered_from_its_own_corpus(tmp_path: Path) -> None:
     assert metrics["overall"]["recall@2"] == 100.0
 
 
+def test_only_the_corpora_asked_about_are_indexed(tmp_path: Path) -> None:
+    cfg = config(tmp_path, dataset={"limit": 1})  # one question, from book-a
+    assert set(run_one(cfg)["indexes"]) == {"book-a"}
+
+
 def test_dense_baseline_ranks_only_the_questions_corpus(tmp_path: Path) -> None:
     cfg = config(tmp_path, retriever={"name": "dense_passage", "passage_top_k": 5})
     metrics = run_one(cfg)

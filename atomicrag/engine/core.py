@@ -162,8 +162,12 @@ class Engine:
         meta = {"failed_chunks": len(res.failures), "atomize_llm_calls": res.llm_calls, "corpus": corpus}
         return self.update(None, res.atoms, res.triples, meta)
 
-    def index_passages(self, passages: list[Passage], chunks: list[Chunk] | None = None) -> CorpusIndex:
-        """Chunk ``passages`` (unless ``chunks`` are given) and index each corpus on its own."""
+    def index_passages(self, passages: list[Passage], chunks: list[Chunk] | None = None,
+                       questions: list[Question] | None = None) -> CorpusIndex:
+        """Chunk ``passages`` (unless ``chunks`` are given) and index each corpus on its own.
+
+        With ``questions`` and several corpora, only the corpora they ask about are indexed (a
+        ``dataset.limit`` run over Graph-Bench Novel builds the novels it needs, not all 20)."""
         if chunks is None:
             from ..data.chunker import chunk_passages
 
@@ -172,6 +176,10 @@ class Engine:
         groups = group_chunks(chunks, passages)
         if not groups:
             raise ValueError(f"cannot index dataset {self.dataset_name!r}: the corpus has no chunks")
+        if questions is not None and len(groups) > 1:
+            CorpusIndex(chunks=groups).route(questions)  # every question names a known corpus
+            asked = {q.corpus for q in questions}
+            groups = {name: part for name, part in groups.items() if name in asked}
         index = CorpusIndex(chunks=groups)
         if self.uses_graph:
             for i, (name, part) in enumerate(groups.items()):
