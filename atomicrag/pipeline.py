@@ -13,6 +13,7 @@ from typing import Any
 
 from .config import Config
 from .engine.baselines import BASELINES, baseline_config, run_baseline, with_overrides
+from .failures import format_failures, summarize_run
 from .schemas import QueryTrace
 from .tracking import WandbSink, is_finished, read_metrics, run_dir, write_run
 
@@ -82,7 +83,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
 
             judge = build_judge("llm", models.llm, models.embedder, cfg.fidelity)
         with accountant.time("judge"):
-            metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name)
+            metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name,
+                                              answered=reader_name != "none")
     finally:
         models.close()
     wall = time.perf_counter() - t_start
@@ -105,6 +107,10 @@ def run_one(cfg: Config) -> dict[str, Any]:
     predictions = [
         {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)
     ]
+    metrics.update(summarize_run(cfg.max_failure_rate, metrics["cost"]["modules"], predictions,
+                                index.atomize_stats()))
+    if metrics["status"] != "finished":
+        log.error("%s", format_failures(str(out_dir), metrics))
     write_run(out_dir, cfg, metrics, predictions)
     if cfg.logger.name == "wandb":
         sink = WandbSink(cfg)

@@ -10,7 +10,8 @@ from typing import Any
 
 from .protocol import Embedder
 
-_ENCODER_FIELDS = ("normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device")
+_ENCODER_FIELDS = ("normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device",
+                   "precision")
 
 
 def _kwargs(cfg: dict[str, Any], pooling: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
     max_length: 512
     batch_size: 256
     fp16: true
+    precision: auto            # fp16 on CUDA (bf16 on CPUs that have it)
     device: auto
 
 The released AtomicRAG code mean-pools bge instead (PAPER_NOTES.md §4, switch #10):

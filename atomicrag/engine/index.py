@@ -74,6 +74,16 @@ class CorpusIndex:
             out[name] = row
         return out
 
+    def atomize_stats(self) -> dict[str, Any]:
+        """This run's atomization counts (``chunks``, ``failed_chunks``, ...) summed over the corpora
+        (``failures.summarize_run``); empty when nothing was atomized."""
+        out: dict[str, Any] = {}
+        for g in self.graphs.values():
+            for k, v in g.graph.meta.get("atomize_stats", {}).items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    out[k] = out.get(k, 0) + v
+        return out
+
 
 def combined_stats(per_corpus: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Graph statistics of the disjoint union of the per-corpus graphs (exact: counts add up,

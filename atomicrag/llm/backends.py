@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.config import LLMConfig, PathsConfig, warn_if_key_missing
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import LLMBackend
@@ -38,6 +38,7 @@ def fake(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
 def openai(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     if not cfg.base_url:
         raise ValueError("llm.name=openai needs llm.base_url (e.g. https://api.openai.com/v1)")
+    warn_if_key_missing(cfg)
     return _client(cfg, cfg.base_url, "json_schema")
 
 

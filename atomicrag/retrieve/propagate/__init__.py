@@ -15,9 +15,8 @@ is Table 11's exact variant. See ``ppr.py`` for the performance notes.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...config import FidelityConfig, RetrieverConfig
 from .base import Propagator, seed_triplets
 from .builders import EXACT_MAX_ITER, EXACT_TOL, restart_probability
 from .ppr import PPR
@@ -25,6 +24,9 @@ from .qiter import QIter
 from .rwr import RandomWalkRestart
 from .topk import propagate_topk, topk_atoms
 from .variants import DenseSimilarity, Katz, LabelPropagation, WeightedBFS
+
+if TYPE_CHECKING:  # only torch at import time: the GPU check runs this package on a bare machine
+    from ...config import FidelityConfig, RetrieverConfig
 
 
 def _graph_methods() -> tuple[str, ...]:

@@ -5,10 +5,12 @@ Signature ``(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides) -> Pro
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...config import FidelityConfig, RetrieverConfig
 from .base import Propagator
+
+if TYPE_CHECKING:  # only torch at import time (the GPU check runs this package on a bare machine)
+    from ...config import FidelityConfig, RetrieverConfig
 
 EXACT_TOL = 1e-10  # L1 change per query at which the "power" (exact) variant stops
 EXACT_MAX_ITER = 1000
@@ -32,7 +34,10 @@ def ppr(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Pro
     kw: dict[str, Any] = {
         "restart": restart_probability(cfg, fidelity), "max_iter": cfg.max_iter, "tol": cfg.tol,
         "dangling": fidelity.dangling, "device": cfg.device, "solver": "chebyshev",
+        "stop": "accuracy" if cfg.ppr_stop == "fixed" else cfg.ppr_stop,
     }
+    if cfg.ppr_stop == "fixed":  # exactly max_iter plain power steps: reproduces fixed-step code
+        kw["solver"] = "power"
     return PPR(**{**kw, **overrides})
 
 
