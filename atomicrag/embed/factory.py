@@ -11,6 +11,7 @@ Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
     max_length: 512
     batch_size: 256
     fp16: true
+    precision: auto            # fp16 on CUDA (bf16 on CPUs that have it)
     device: auto
 
 The released AtomicRAG code mean-pools bge instead (PAPER_NOTES.md §4, switch #10):
@@ -55,26 +56,10 @@ def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) 
 def _build(key: tuple[tuple[str, Any], ...], pooling: str) -> Embedder:
     # Loading a model costs seconds (bge-large: ~1.3 GB); graph building, seeding and the
     # judge all ask for the run's embedder, so one instance is shared. encode() keeps no state.
+    from ..registry import EMBEDDERS
+
     cfg = dict(key)
-    if cfg["name"] == "fake":
-        from .fake import FakeEmbedder
-
-        return FakeEmbedder(cfg["dim"])
-    kwargs = {"pooling": pooling, **{k: cfg[k] for k in (
-        "normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device")}}
-    if cfg["name"] == "sentence_transformers":
-        from .encoders import SentenceTransformerEmbedder
-
-        return SentenceTransformerEmbedder(cfg["model"], **kwargs)
-    if cfg["name"] == "transformers":
-        from .encoders import TransformersEmbedder
-
-        return TransformersEmbedder(cfg["model"], **kwargs)
-    if cfg["name"] == "onnx":
-        from .onnx_encoder import OnnxEmbedder
-
-        return OnnxEmbedder(cfg["model"], **kwargs)
-    raise ValueError(f"unknown embedder {cfg['name']!r}; known: fake, sentence_transformers, transformers, onnx")
+    return EMBEDDERS.get(cfg["name"])(cfg, pooling)
 
 
 def clear_embedder_cache() -> None:

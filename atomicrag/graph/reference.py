@@ -20,8 +20,16 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import TYPE_CHECKING
+
+import torch
+
 from ..config import FidelityConfig
 from ..schemas import Atom, AtomizeResult, Triple
+from .structure import EdgeList
+
+if TYPE_CHECKING:
+    from .incremental import SynonymRows
 
 
 def dedupe_triples_per_chunk(triples: list[Triple]) -> list[Triple]:
@@ -67,6 +75,26 @@ def prepare_for_graph(result: AtomizeResult, fidelity: FidelityConfig) -> Atomiz
     stats["reference_prepare"] = {"triples_dropped": len(result.triples) - len(triples),
                                   "atoms_merged": len(result.atoms) - len(atoms)}
     return dataclasses.replace(result, atoms=atoms, triples=triples, stats=stats)
+
+
+def prepare_atoms_triples(atoms: list[Atom], triples: list[Triple],
+                          fidelity: FidelityConfig) -> tuple[list[Atom], list[Triple]]:
+    """``prepare_for_graph`` on bare atom and triple lists (the incremental build's inputs)."""
+    res = prepare_for_graph(AtomizeResult(atoms=atoms, triples=triples), fidelity)
+    return res.atoms, res.triples
+
+
+def directed_rows_to_edges(rows: "SynonymRows", num_entities: int) -> EdgeList:
+    """``synonym_direction="directed"``: each direction found adds half its cosine (a mutual pair
+    keeps its cosine, a one-way pair gets half), as the released code's two igraph entries do.
+    Residual difference: the rows exclude short entities as neighbours; the released code only
+    skips them as the searching side."""
+    if len(rows) == 0:
+        return EdgeList.empty()
+    lo, hi = torch.minimum(rows.src, rows.dst), torch.maximum(rows.src, rows.dst)
+    uniq, inv = torch.unique(lo * num_entities + hi, return_inverse=True)
+    weight = torch.zeros(uniq.numel(), dtype=torch.float32).index_add_(0, inv, 0.5 * rows.weight.float())
+    return EdgeList(uniq // num_entities, uniq % num_entities, weight)
 
 
 def entity_embedding_texts(keys: list[str], texts: list[str], fidelity: FidelityConfig) -> list[str]:

@@ -34,12 +34,17 @@ def test_triples_deduplicated_within_a_chunk():
 
 
 def test_one_way_synonyms_weigh_half_a_mutual_one():
-    mutual = pairs(build().edges["synonym"])
-    directed = pairs(build(synonym_direction="directed").edges["synonym"])
-    # paris <-> eiffel tower find each other (0.9 both ways); "france" finds "us" (too short to
-    # search itself, so the edge is one-way in the released code: half the weight)
-    assert mutual == {(P, E): 0.9}
-    assert directed == {(P, E): 0.9, (F, US): 0.5}
+    import torch
+
+    from atomicrag.graph.incremental import SynonymRows
+    from atomicrag.graph.reference import directed_rows_to_edges
+
+    # paris <-> eiffel tower find each other (0.9 both ways): a mutual pair keeps its cosine
+    assert pairs(build().edges["synonym"]) == pairs(build(synonym_direction="directed").edges["synonym"]) == {
+        (P, E): 0.9}
+    # rows 0->1 and 1->0 (mutual), 2->3 only (one-way): the one-way edge gets half its cosine
+    rows = SynonymRows(torch.tensor([0, 1, 2]), torch.tensor([1, 0, 3]), torch.tensor([0.9, 0.9, 0.8]))
+    assert pairs(directed_rows_to_edges(rows, 4)) == {(0, 1): 0.9, (2, 3): 0.4}
 
 
 def test_entity_embeddings_of_the_processed_string():
