@@ -22,7 +22,10 @@ then fold the dangling term in exactly (a rank-one correction, ``_finish``). Sol
 chebyshev and cg stop each query once a *guaranteed* bound on its L1 error (from the residual) is
 at most that of ``max_iter`` power steps, so they are never less accurate than ``power``; on
 HotpotQA-like graphs that takes 11-13 products instead of 20 for c = 0.7. Converged queries are
-frozen, so a query's result does not depend on the batch it is in.
+frozen, so a query's result does not depend on the batch it is in. ``topk()`` with ``stop="topk"``
+(chebyshev) also stops a query once its top-k atom set is certified exact by a residual bound
+(``certify.py``): most queries after 6 products; stopped queries leave the block, which is
+compacted, so the remaining products cost only what still runs.
 
 CPU layout: the iterate is ``[N, b]``, b queries wide (1024 at HotpotQA scale, bounded by memory):
 each stored matrix entry then reads a contiguous 4 KB row of the iterate, which is what makes the
