@@ -85,7 +85,7 @@ def _text_list(obj: Any, *names: str) -> None:
     for name in names:
         value = getattr(obj, name)
         if not all(isinstance(v, str) for v in value):
-            raise ValueError(f"{type(obj).__name__}.{name} must be a list of strings")
+            raise ValueError(f"{type(obj).__name__}.{name} must be a list of strings")  # noqa: TRY004  (config errors are ValueError)
 
 
 def _device(obj: Any, *names: str) -> None:
@@ -117,7 +117,7 @@ def looks_like_secret(value: str) -> bool:
     return len(value) >= 24 and "_" not in value and any(c.isdigit() for c in value)
 
 
-def warn_if_key_missing(cfg: "LLMConfig") -> None:
+def warn_if_key_missing(cfg: LLMConfig) -> None:
     """Warn when an external endpoint's key variable (``llm.api_key_env``) is not set."""
     if cfg.name == "openai" and cfg.api_key_env and not os.environ.get(cfg.api_key_env):
         import logging

@@ -59,7 +59,7 @@ def test_every_numeric_choice_and_text_field_has_a_check() -> None:
     {"retriever": {"anchor_top_k": 0}}, {"retriever": {"query_update_weight": -1.0}},
     {"llm": {"temperature": -0.5}}, {"llm": {"max_tokens": 0}}, {"llm": {"port": 70000}},
     {"llm": {"gpu_memory_utilization": 1.5}}, {"llm": {"device": "tpu"}}, {"llm": {"seed": -1}},
-    {"llm": {"n_parallel": 0}}, {"embedder": {"device": "cuda0"}}, {"graph": {"device": "fast"}},
+    {"embedder": {"device": "cuda0"}}, {"graph": {"device": "fast"}},
     {"graph": {"synonym_min_alnum": -1}}, {"reader": {"max_tokens": -5}}, {"decompose": {"complexity_threshold": 11}},
     {"atomizer": {"vocab_max_ngram": 0}}, {"atomizer": {"max_chunk_failures_frac": 1.5}},
     {"judge": {"embedder": "bge"}}, {"max_failure_rate": 2.0}, {"baselines": ["dense_everything"]},
@@ -129,8 +129,8 @@ def test_non_utf8_corpus_line_is_reported_as_file_and_line(tmp_path: Path) -> No
 
 
 def test_cli_documents_that_are_not_utf8_name_file_and_line(tmp_path: Path) -> None:
-    from atomicrag.data.validate import DataError
     from atomicrag.cli import read_documents
+    from atomicrag.data.validate import DataError
 
     (tmp_path / "docs.jsonl").write_bytes(b'{"text": "ok"}\n\n{"text": "caf\xe9"}\n')
     with pytest.raises(DataError, match=r"docs.jsonl:3: not UTF-8"):

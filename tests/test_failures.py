@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_pipeline import make_cfg  # tests/ is on sys.path (rootdir conftest)
 
 from atomicrag.llm.fake import FakeLLM, prompt_text
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.pipeline import run_with_baselines
 from atomicrag.report import format_comparison
 from atomicrag.tracking import is_finished, run_dir
-
-from test_pipeline import make_cfg  # tests/ is on sys.path (rootdir conftest)
 
 
 class FlakyServer:
@@ -93,9 +92,10 @@ def test_every_answer_failing_keeps_em_f1_and_exits_nonzero(tmp_path, shared_dat
     ])
     with pytest.raises(SystemExit) as info:
         run_mod.main()
-    assert info.value.code not in (0, None)
-    out = capsys.readouterr().out
+    assert info.value.code == 1
+    out, err = capsys.readouterr()
     assert "answer 3/3" in out and "FAILED" in out and "re-run" in out
+    assert "atomicrag: error:" in err and "Traceback" not in err
     metrics = json.loads(next((tmp_path / "results").glob("**/metrics.json")).read_text())
     assert metrics["status"] == "failed" and metrics["overall"]["em"] == 0.0 and metrics["error_rate"] == 1.0
 
@@ -123,10 +123,10 @@ def test_runs_written_before_the_status_field() -> None:
 
 
 def test_tables_carry_an_error_rate_column(tmp_path) -> None:
+    from atomicrag.failures import with_error_column
     from atomicrag.report_tables import TABLES
     from atomicrag.report_tables.core import build
     from atomicrag.report_tables.runs import Run
-    from atomicrag.failures import with_error_column
 
     spec = with_error_column(TABLES["table2_smoke"]("f1"))
     col = spec.columns[-1]

@@ -32,7 +32,7 @@ def read_file(path: Path, reader: Callable[[Path], T]) -> T:
         return reader(path)
     except IndexDamagedError:
         raise
-    except Exception as exc:  # noqa: BLE001  safetensors/json/unicode errors carry no file name
+    except Exception as exc:
         raise damaged(path, f"unreadable ({type(exc).__name__}: {str(exc)[:200]})") from exc
 
 

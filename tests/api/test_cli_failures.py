@@ -14,7 +14,7 @@ from .conftest import DOCS, base_config
 
 
 def _down(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(request, attempt):  # noqa: ANN001
+    def refuse(request, attempt):
         raise ConnectionError("[Errno 111] connection refused")
 
     monkeypatch.setattr("atomicrag.llm.factory.build_backend",
