@@ -17,8 +17,14 @@ import torch
 from ..config import RetrieverConfig
 from ..graph.structure import AtomEntityGraph
 from .lexical import LexicalScorer
-from .passage_nodes import (PassageLayer, build_passage_layer, dense_passage_scores, passage_seeds, per_passage,
-                            rank_passages)
+from .passage_nodes import (
+    PassageLayer,
+    build_passage_layer,
+    dense_passage_scores,
+    passage_seeds,
+    per_passage,
+    rank_passages,
+)
 from .propagate import topk_atoms
 
 # Built parts per graph: keyed by the identity of the graph's adjacency and atom embeddings, which

@@ -18,11 +18,12 @@ import torch
 
 _TOKEN = re.compile(r"[0-9a-z]+")
 # English function words that carry no lexical evidence (question words included: "who", "when").
-STOPWORDS = frozenset(
+_STOP_TEXT = (
     "a an and are as at be been being but by did do does for from had has have he her his how i if in into "
     "is it its of on or she so that the their them they this those to was were what when where which who "
-    "whom whose why will with".split()
+    "whom whose why will with"
 )
+STOPWORDS = frozenset(_STOP_TEXT.split())
 
 
 def tokenize(text: str) -> list[str]:

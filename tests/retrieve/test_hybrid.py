@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from atomicrag.atomize.selfcontained import chunk_subject, self_contained, strip_markup
 from atomicrag.atomize.nlp import Sentence
-from atomicrag.config import GraphConfig, FidelityConfig, RetrieverConfig, load_config
+from atomicrag.atomize.selfcontained import chunk_subject, self_contained, strip_markup
+from atomicrag.config import FidelityConfig, GraphConfig, RetrieverConfig, load_config
 from atomicrag.graph.build import build_graph
 from atomicrag.retrieve.engine import QueryEngine
 from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize
