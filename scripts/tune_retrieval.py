@@ -41,7 +41,8 @@ PPR_MINILM = yaml.safe_load((ROOT / "conf/retriever/ppr_minilm.yaml").read_text(
 
 
 def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
-    """The README's ablation rows: each lever added on top of the previous row (cumulative)."""
+    """The README's ablation rows: anchors, the chosen preset minus one lever at a time, the preset,
+    and the preset plus each lever the even half rejected."""
     rows: list[tuple[str, dict[str, Any]]] = [("dense atoms (w/o ERGR)", {"name": "dense"}),
                                                ("ppr_minilm", dict(PPR_MINILM))]
     hybrid_file = ROOT / "conf/retriever/hybrid.yaml"
@@ -49,13 +50,18 @@ def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
         best = yaml.safe_load(hybrid_file.read_text())
         # one lever at a time off the chosen preset, then the preset itself
         for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy")):
-            if best.get(field) != off:
+            if field in best and best[field] != off:
                 cfg = dict(best, **{field: off})
                 if field == "passage_nodes":
                     cfg.update(passage_seed_weight=0.0, passage_ranking="atom_sum"
                                if best.get("passage_ranking") == "node" else best.get("passage_ranking"))
                 rows.append((f"hybrid without {field}", cfg))
         rows.append(("hybrid (retriever=hybrid)", best))
+        # levers rejected on the even half, shown on the odd half too (added to the preset)
+        rows.append(("hybrid + passage nodes (node ranking, seed 0.5)",
+                     dict(best, passage_nodes=True, passage_ranking="node", passage_seed_weight=0.5)))
+        rows.append(("hybrid + fusion ranking (dense 0.5, bm25 0.5)",
+                     dict(best, passage_ranking="fusion", fusion_dense_weight=0.5, fusion_lexical_weight=0.5)))
     return rows
 
 
