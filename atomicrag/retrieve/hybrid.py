@@ -64,6 +64,12 @@ class HybridRetrieval:
         self.passage_scores: torch.Tensor | None = None  # [Q, P] of the last propagate() call
 
     @property
+    def needs_scores(self) -> bool:
+        """Whether propagation must return every node's score (passage nodes or passage ranking);
+        BM25 seeding alone changes only the seeds, so the engine keeps PPR's fused top-k path."""
+        return self.cfg.passage_nodes or self.cfg.passage_ranking != "best_atom"
+
+    @property
     def adjacency(self) -> torch.Tensor:
         return self.layer.adjacency if self.layer.adjacency is not None else self.graph.adjacency
 
