@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .api_io import Snapshot, export_data, load_dir, load_pg, save_dir, save_pg
-from .api_types import DocState, Document, Progress, ProgressFn, QueryResult, ResultItem, normalize_documents
+from .api_types import (DocState, Document, Progress, ProgressFn, QueryResult, ResultItem, normalize_documents,
+                        relative_relevance)
 from .config import Config, load_config
 
 if TYPE_CHECKING:
@@ -269,7 +270,9 @@ class AtomicRAG:
         titles = self._indexed.graph.meta.get("passage_titles", {})
         items = [ResultItem(text=a["text"], score=float(a["score"]), atom_id=a["atom_id"],
                             source_doc_ids=[a["passage_id"]], entity_names=list(a.get("entities", [])),
-                            title=titles.get(a["passage_id"], "")) for a in ranked]
+                            title=titles.get(a["passage_id"], ""),
+                            relevance=relative_relevance(float(a["score"]), float(ranked[0]["score"])))
+                 for a in ranked]
         entities = list(dict.fromkeys(e for s in trace.seeds for e in s.get("entities", [])))
         errors = list(trace.errors)  # the engine adds the reader's failure
         stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),

@@ -106,6 +106,11 @@ def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Docum
     return out
 
 
+def relative_relevance(score: float, best: float) -> float:
+    """``score / best`` in [0, 1], rounded (0 when nothing scored)."""
+    return round(max(0.0, score) / best, 4) if best > 0 else 0.0
+
+
 @dataclass
 class ResultItem:
     """One retrieved atom: its text, retrieval score and provenance."""
@@ -116,6 +121,9 @@ class ResultItem:
     source_doc_ids: list[str] = field(default_factory=list)
     entity_names: list[str] = field(default_factory=list)
     title: str = ""
+    # score / the best item's score in this result: 1.0 for the top item, 0.5 for half its evidence.
+    # Raw PPR masses (``score``) shrink with graph size and are not comparable across queries.
+    relevance: float = 0.0
 
     @property
     def content(self) -> str:  # the other library's name for the text

@@ -162,6 +162,9 @@ class AtomizerConfig:
     # every atom and prefixes its text ("Title: sentence"), standing in for the llm atomizer's
     # self-contained atoms ("She was ..." keeps its subject). No effect on untitled chunks.
     title_context: bool = True
+    # sentence atoms: a leading pronoun ("He was ...") is replaced by the passage subject (title, or
+    # the chunk's first entity) in atom text and entities, and markup is stripped (atomize/selfcontained.py)
+    resolve_subject: bool = False
     nlp_batch_size: int = 64
     nlp_processes: int = 0  # spaCy worker processes; 0 = auto: all cores (up to 4) from 1,000 chunks on, else 1
     # vocabulary atomizer
@@ -265,11 +268,22 @@ class RetrieverConfig:
     # seeding
     # spacy | llm (paper: LLM NER on the query) | spacy_match (spaCy NER plus the graph's entity
     # names found in the query by exact token match: robust to oddly cased questions)
+    # spacy_idf: spacy_match without the graph names in more than query_entity_max_df of the atoms
     query_entities: str = "spacy"
+    query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
     entity_top_k: int = 20
     entity_sim_threshold: float = 0.3
     atom_seed_weight: float = 0.1  # alpha
     atom_seed_top_k: int = 25  # atoms seeded per query when fidelity.atom_seeding=topk
+    # hybrid offline retrieval (retrieve/hybrid.py); the defaults leave the paper's PPR unchanged
+    lexical_weight: float = 0.0  # BM25 share (0..1) beside the cosine in entity linking and atom seeds
+    passage_nodes: bool = False  # passage nodes joined to their atoms inside the PPR (HippoRAG 2)
+    passage_edge_weight: float = 1.0  # weight of each passage-atom edge
+    passage_seed_weight: float = 0.0  # passage node seed = this x dense passage score (needs passage_nodes)
+    passage_seed_top_k: int = 25  # passages seeded per query
+    passage_ranking: str = "best_atom"  # best_atom (top-k atoms) | atom_sum | node | fusion (see passage_nodes.py)
+    fusion_dense_weight: float = 0.0  # fusion: weight of the dense passage score beside the graph score
+    fusion_lexical_weight: float = 0.0  # fusion: weight of the passage BM25 score (max-normalised)
     # rwr
     num_walks: int = 1000
     walk_length: int = 10
@@ -287,13 +301,17 @@ class RetrieverConfig:
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.RETRIEVERS.names())
-        _choice(self, "query_entities", ("spacy", "llm", "spacy_match"))
+        _choice(self, "query_entities", ("spacy", "llm", "spacy_match", "spacy_idf"))
         _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
-        _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
+        _unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
         _positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
-            "entity_top_k", "num_walks", "walk_length",
+            "entity_top_k", "num_walks", "walk_length", "passage_edge_weight", "passage_seed_top_k",
         )
+        _choice(self, "passage_ranking", ("best_atom", "atom_sum", "node", "fusion"))
+        _range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight")
+        if self.passage_ranking == "node" and not self.passage_nodes:
+            raise ValueError("RetrieverConfig.passage_ranking='node' needs passage_nodes=true")
         _range(self, 0.0, None, "atom_seed_weight", "tol")
         _positive(self, "atom_seed_top_k", "beam_size", "anchor_top_k", "traversal_depth")
         _range(self, 0, None, "bfs_max_hops", "rng_seed")
