@@ -3,8 +3,10 @@
 Each attempt of a request goes to the live endpoint with the fewest requests in flight (ties:
 the one sent fewer requests so far), so N data-parallel servers share a run's load even when
 their speeds differ. An endpoint whose connection fails (refused, reset, closed mid-reply) is
-marked down for ``revive_after_s``: attempts go to the others meanwhile, then it is tried
-again (a restarted server rejoins). When every endpoint is down the least recently failed
+marked down for ``revive_after_s`` (doubling with each consecutive failure, up to 5 min):
+attempts go to the others meanwhile, then it is tried again (a restarted server rejoins). An
+attempt lost to a dead replica does not use up one of the request's retries while another
+replica is up (``OpenAIClient._run_one``). When every endpoint is down the least recently failed
 one is tried anyway: the request's retries and backoff then decide, as with one server.
 
 Per-endpoint counters (requests sent, replies, errors, tokens from the server's ``usage``)
@@ -29,6 +31,7 @@ class Endpoint:
     kind: str = "unknown"  # vllm | llama.cpp | llama-cpp-python | openai-compatible (after probing)
     outstanding: int = 0
     down_until: float = 0.0  # time.monotonic() before which the endpoint is skipped
+    down_count: int = 0  # consecutive connection failures
     sent: int = 0  # HTTP requests sent
     replies: int = 0  # 2xx replies
     errors: int = 0  # transport errors, timeouts, HTTP errors
@@ -71,14 +74,15 @@ class EndpointPool:
                 ep.replies += 1
                 ep.prompt_tokens += prompt_tokens
                 ep.completion_tokens += completion_tokens
-                ep.down_until = 0.0
+                ep.down_until, ep.down_count = 0.0, 0
             else:
                 ep.errors += 1
 
     def mark_down(self, ep: Endpoint, reason: str) -> None:
         with self._lock:
             was_up = ep.down_until <= time.monotonic()
-            ep.down_until = time.monotonic() + self.revive_after_s
+            ep.down_count += 1
+            ep.down_until = time.monotonic() + min(300.0, self.revive_after_s * 2 ** (ep.down_count - 1))
         if was_up and len(self.endpoints) > 1:
             log.warning("LLM endpoint %s is down (%s); sending to the other %d for %gs",
                         ep.url, reason, len(self.endpoints) - 1, self.revive_after_s)

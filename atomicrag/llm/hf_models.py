@@ -105,7 +105,7 @@ def hf_model(spec: str, server_python: str, cache_dir: str | Path = "cache", *,
     tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"[hf-model] converting {gguf.name} ({gguf.stat().st_size / 1e6:.0f} MB) into {out} "
-          "once (20-60 s) ...", file=sys.stderr, flush=True)
+          "once (about 1-2 min of CPU) ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     try:

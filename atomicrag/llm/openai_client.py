@@ -268,7 +268,10 @@ class OpenAIClient:
         builder = ResultBuilder(self.model)
         parse_failed = failover = False
         retry_after: float | None = None
-        for attempt in range(self.max_retries + 1):
+        # An attempt lost to a dead replica while another one is up does not use up a retry
+        # (its requests must finish elsewhere); ``hops`` bounds that for a flapping pool.
+        attempt = hops = 0
+        while attempt <= self.max_retries:
             # Back off after server trouble, not after bad JSON, nor when another replica takes over.
             if attempt and not parse_failed and not failover:
                 pause = backoff_delay(attempt, self.backoff_base_s, self.backoff_max_s)
@@ -287,6 +290,9 @@ class OpenAIClient:
                 if exc.endpoint_down:
                     self.pool.mark_down(ep, str(exc))
                 failover = exc.endpoint_down and self.pool.any_other_live(ep)
+                hops += failover
+                if not failover or hops > 2 * len(self.pool.endpoints):
+                    attempt += 1
                 continue
             except FatalLLMError as exc:
                 self.pool.release(ep, ok=False)
@@ -298,10 +304,11 @@ class OpenAIClient:
             self.pool.release(ep, ok=True, prompt_tokens=raw.prompt_tokens,
                               completion_tokens=raw.completion_tokens)
             failover = False
+            attempt += 1
             if builder.add_reply(request, raw):
                 break
             parse_failed = True
-            log.debug("attempt %d: unusable reply: %s", attempt + 1, builder.result.error)
+            log.debug("attempt %d: unusable reply: %s", attempt, builder.result.error)
         return builder.finish()
 
     # ------------------------------------------------------------------ lifecycle
