@@ -30,15 +30,18 @@ def read_documents(source: str | Path) -> list[dict[str, Any]]:
     root = Path(source)
     if not root.exists():
         raise FileNotFoundError(f"{root} does not exist")
+    from .data.validate import decode_line, read_text
+
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     docs: list[dict[str, Any]] = []
     for path in files:
         suffix = path.suffix.lower()
         rel = path.name if root.is_file() else path.relative_to(root).as_posix()
         if suffix in TEXT_SUFFIXES:
-            docs.append({"id": rel, "title": path.stem, "text": path.read_text(encoding="utf-8"), "path": rel})
+            docs.append({"id": rel, "title": path.stem, "text": read_text(path), "path": rel})
         elif suffix == ".jsonl":
-            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for n, raw in enumerate(path.read_bytes().splitlines(), 1):
+                line = decode_line(path, n, raw)  # a non-UTF-8 line is reported as file:line
                 if not line.strip():
                     continue
                 try:
@@ -75,13 +78,9 @@ def _config(args: argparse.Namespace) -> dict[str, Any] | None:
 
     base: dict[str, Any] = {}
     if getattr(args, "config", None):
-        import yaml
+        from .config import read_config_file
 
-        path = Path(args.config)
-        if not path.is_file():
-            raise ValueError(f"config file {path} does not exist")
-        text = path.read_text(encoding="utf-8")
-        base = json.loads(text) if path.suffix == ".json" else (yaml.safe_load(text) or {})
+        base = read_config_file(args.config)  # the library's reader: errors name the file and line
     sets = _overrides(getattr(args, "set", None) or [])
     merged = _deep_merge(base, sets)
     return merged or None
@@ -97,6 +96,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     docs = read_documents(args.docs)
     with AtomicRAG(_config(args), progress=_progress(args)) as rag:
         rag.index(docs)
+        st = rag.stats()
+        if st["chunks"] and st["failed_chunks"] == st["chunks"]:  # nothing to save: say why, exit non-zero
+            from .failures import index_failure_error
+
+            reasons = [f.reason for s in rag._states.values() for f in s.failures]
+            raise RuntimeError(index_failure_error(st["failed_chunks"], st["chunks"], reasons))
         rag.save(args.out)
         print(f"indexed {len(rag)} documents -> {args.out} ({rag!r})")
     return 0
@@ -131,19 +136,22 @@ def cmd_query(args: argparse.Namespace) -> int:
     for r in results:
         if args.top is not None:
             r.items = r.items[: args.top]
+    failed = [(r.query, e) for r in results for e in r.errors]
     if args.json:
-        payload: Any = [r.to_dict() for r in results]
+        payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"
         print(json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False, indent=2))
-        return 0
+        return 1 if failed else 0
     for r in results:
         print(f"Q: {r.query}")
         if r.answer is not None:
-            print(f"A: {r.answer}")
+            print(f"A: {r.answer}" if r.answer or not r.errors else "A: (none: a step failed, errors below)")
         for rank, item in enumerate(r.items, 1):
             src = ",".join(item.source_doc_ids)
             print(f"{rank:>3}. {item.score:.4f}  [{src}]  {item.text}")
         print()
-    return 0
+    for q, err in failed:  # a failed reader/sieve/decomposition is an error, not an empty answer
+        print(f"atomicrag: error: {q!r}: {err}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

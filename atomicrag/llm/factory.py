@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.config import LLMConfig, PathsConfig, warn_if_key_missing
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.cache import CachedLLM
 from atomicrag.llm.fake import FakeLLM
@@ -84,6 +84,7 @@ def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     if cfg.name == "openai":
         if not attach:
             raise ValueError("llm.name=openai needs llm.base_url (e.g. https://api.openai.com/v1)")
+        warn_if_key_missing(cfg)
         urls = list(cfg.base_urls) or [str(cfg.base_url)]
         client = _client(cfg, urls[0], "json_schema", base_urls=urls)
         if any(_is_local(u) for u in urls):  # a local vLLM / llama.cpp behind llm=openai: ask it
