@@ -87,16 +87,19 @@ class DatasetConfig:
 
 @dataclass
 class LLMConfig:
-    name: str = "fake"  # fake | openai (any OpenAI-compatible URL) | llamacpp | vllm | transformers
-    model: str = "fake"  # model id sent to the server / loaded in-process
-    model_path: Optional[str] = None  # llamacpp: GGUF file ('smollm2' / 'qwen0.5b' = offline packages)
+    # The defaults are conf/llm/vllm_cpu.yaml: SmolLM2-135M on a local CPU vLLM server.
+    name: str = "vllm"  # fake | openai (any OpenAI-compatible URL) | llamacpp | vllm | transformers
+    model: str = "smollm2-135m-instruct"  # model id sent to the server (vLLM's --served-model-name) / loaded in-process
+    # llamacpp: GGUF file; vllm: Hub id, HF folder or GGUF (converted once); 'smollm2' / 'qwen0.5b' = offline packages
+    model_path: Optional[str] = "smollm2"
     base_url: Optional[str] = None  # attach to a running server instead of launching one
+    base_urls: list[str] = field(default_factory=list)  # several replicas of one model: least-busy dispatch, failover
     api_key_env: str = "OPENAI_API_KEY"  # name of the environment variable holding the key (never the key)
-    concurrency: int = 8  # requests in flight at once
-    timeout_s: float = 120.0  # per request
+    concurrency: int = 32  # requests in flight at once (per endpoint)
+    timeout_s: float = 300.0  # per request
     max_retries: int = 3  # transport errors and unparseable JSON are retried this often
     temperature: float = 0.0
-    max_tokens: int = 1024
+    max_tokens: int = 256
     seed: Optional[int] = 0  # sampled calls are cached only when seeded
     structured_output: bool = True  # send JSON schemas as response_format (guided decoding / grammar)
     cache: bool = True  # SQLite cache in front of the backend (paths.llm_cache)
@@ -105,26 +108,31 @@ class LLMConfig:
     port: int = 0  # 0 = pick a free port
     startup_timeout_s: float = 600.0
     n_ctx: int = 4096  # llama.cpp context
-    n_threads: int = 2  # llama.cpp threads (set explicitly: llama.cpp's guess oversubscribes small VMs)
+    n_threads: int = 2  # llama.cpp threads / CPU vLLM cores (explicit: a guess oversubscribes small VMs)
     tensor_parallel_size: int = 1  # vLLM
     gpu_memory_utilization: float = 0.9  # vLLM
-    max_model_len: int = 8192  # vLLM
+    max_model_len: int = 8192  # vLLM context window (prompts are budgeted to it)
+    server_python: Optional[str] = None  # vLLM's own interpreter; None = $ATOMICRAG_VLLM_PYTHON, ./.venv-vllm, this one
+    enforce_eager: bool = True  # vLLM: no torch.compile / CUDA graphs (CPU start-up ~25 s instead of ~80 s)
+    kv_cache_gb: int = 1  # vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE, whole GiB)
     extra_args: list[str] = field(default_factory=list)  # appended to the server command line
-    device: str = "auto"  # transformers backend: auto | cpu | cuda
+    device: str = "cpu"  # vllm: cpu (vllm-cpu server settings) | cuda | auto; transformers: auto | cpu | cuda
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.LLMS.names())
-        _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads")
+        _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads", "kv_cache_gb")
         _range(self, 0, None, "max_retries", "seed")
         _range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
         _range(self, 0, 65535, "port")
         _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
         _range(self, 0.01, 1.0, "gpu_memory_utilization")
         _text(self, "model", "host", nonempty=True)
-        _text(self, "model_path", "base_url")
-        _text_list(self, "extra_args")
+        _text(self, "model_path", "base_url", "server_python")
+        _text_list(self, "extra_args", "base_urls")
         _device(self, "device")
         _env_name(self, "api_key_env")
+        if self.base_url and self.base_urls:
+            raise ValueError("LLMConfig: set llm.base_url or llm.base_urls, not both")
 
 
 @dataclass
