@@ -110,7 +110,7 @@ class HybridRetrieval:
                     cfg.passage_ranking, self.layer, atom_scores=scores[:, e:e + a].float(),
                     passage_scores=scores[:, n:].float() if self.layer.adjacency is not None else None,
                     dense=self._dense(qe), lexical=lex,
-                    dense_weight=cfg.fusion_dense_weight, lexical_weight=cfg.fusion_lexical_weight,
+                    dense_weight=self.cfg.fusion_dense_weight, lexical_weight=self.cfg.fusion_lexical_weight,
                 ).cpu())
         self.passage_scores = torch.cat(ranked) if ranked else None
         if not vals:
