@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..atomize.base import pbar, progress_enabled
+from .. import progress
 from ..config import FidelityConfig, GraphConfig
 from ..embed.protocol import Embedder
 from ..schemas import AtomizeResult
@@ -27,25 +27,23 @@ log = logging.getLogger(__name__)
 GRAPH_FIDELITY_FIELDS = ("entity_nodes", "containment_keys", "relevance_weight", "synonym_overwrites_relevance")
 
 
-# Texts per embedder call when a progress bar is shown: large enough that the encoder's own
-# length-sorted batching still pads little, small enough that the bar moves every few seconds.
+# Texts per embedder call: large enough that the encoder's own length-sorted batching still
+# pads little; embedders that do not count their batches (progress.advance) move the bar per slice.
 _PROGRESS_SLICE = 2048
+_EMBED_STAGES = {"atom": "embed_atoms", "entity": "embed_entities"}  # the library's progress stage names
 
 
 def encode(embedder: Embedder, texts: list[str], what: str) -> torch.Tensor:
     """Passage-side embeddings [n, dim] float32, L2-normalised, with a clear dimension check."""
     if not texts:
         return torch.zeros(0, embedder.dim, dtype=torch.float32)
-    if len(texts) > _PROGRESS_SLICE and progress_enabled(None):
-        parts = []
-        with pbar(total=len(texts), desc=f"embed {what}s", unit=what) as bar:
-            for i in range(0, len(texts), _PROGRESS_SLICE):
-                part = texts[i: i + _PROGRESS_SLICE]
-                parts.append(torch.as_tensor(embedder.encode(part, is_query=False)))
-                bar.update(len(part))
-        emb = torch.cat(parts)
-    else:
-        emb = embedder.encode(texts, is_query=False)
+    parts = []
+    with progress.task(_EMBED_STAGES.get(what, f"embed_{what}s"), len(texts), unit="text") as bar:
+        for i in range(0, len(texts), _PROGRESS_SLICE):
+            part = texts[i: i + _PROGRESS_SLICE]
+            parts.append(torch.as_tensor(embedder.encode(part, is_query=False)))
+            bar.settle(i + len(part))
+    emb = parts[0] if len(parts) == 1 else torch.cat(parts)
     if not isinstance(emb, torch.Tensor):
         emb = torch.as_tensor(emb)
     if emb.ndim != 2 or emb.shape[0] != len(texts):

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from ..config import FidelityConfig, GraphConfig
+from ..progress import reporting
 from ..schemas import Atom, Triple
 from .build import GRAPH_FIDELITY_FIELDS, encode
 from .canon import alnum_count
@@ -44,7 +46,6 @@ from .structure import AtomEntityGraph, EdgeList
 from .synonyms import _MAX_BLOCK_ELEMENTS, resolve_device
 
 Progress = Callable[[str, int, int], None]
-_EMBED_SLICE = 2048  # texts per encode() call, so progress moves during long embedding runs
 
 
 @dataclass
@@ -189,13 +190,8 @@ def _embed_reusing(texts: list[str], prev_texts: list[str], prev_emb: torch.Tens
                          f"{prev_emb.shape[1]}-dimensional {what} embeddings")
     row = {} if prev_emb is None else {t: i for i, t in enumerate(prev_texts)}
     missing = list(dict.fromkeys(t for t in texts if t not in row))
-    parts = []
-    for start in range(0, len(missing), _EMBED_SLICE):
-        parts.append(encode(embedder, missing[start:start + _EMBED_SLICE], what))
-        if progress is not None:
-            progress("embed_entities" if what == "entity" else "embed_atoms",
-                     min(start + _EMBED_SLICE, len(missing)), len(missing))
-    new = torch.cat(parts) if parts else torch.zeros(0, embedder.dim, dtype=torch.float32)
+    with reporting(progress) if progress is not None else nullcontext():  # bars count encoded batches
+        new = encode(embedder, missing, what)
     table = new if prev_emb is None else torch.cat([prev_emb, new])
     offset = 0 if prev_emb is None else prev_emb.shape[0]
     new_row = {t: offset + i for i, t in enumerate(missing)}
