@@ -345,7 +345,9 @@ class AtomicRAG:
         elif isinstance(config, Config):
             cfg = load_config(config)
         else:
-            cfg = load_config(_deep_merge(dataclasses.asdict(saved), config))
+            from .presets import override
+
+            cfg = load_config(override(dataclasses.asdict(saved), config))  # {"retriever": "dense"} works too
         cls._check_build_settings(saved, cfg, byo_embedder=embedder is not None)
         if embedder is None:  # no model load until texts must be embedded (docs, stats, delete need none)
             from .embed.lazy import lazy_saved_embedder

@@ -149,3 +149,19 @@ def preset_dicts(cfg: dict[str, Any]) -> dict[str, Any]:
     and field overrides from another source merge instead of replacing each other."""
     groups = set(config_groups())
     return {k: ({PRESET_KEY: v} if k in groups and isinstance(v, str) else v) for k, v in cfg.items()}
+
+
+def override(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` deep-merged onto a full config dict (e.g. a saved index's): a group whose
+    override names a preset starts again from that preset instead of keeping ``base``'s fields."""
+    out = dict(base)
+    for key, value in preset_dicts(overrides).items():
+        named = isinstance(value, dict) and _selection(key, value)[0] is not None
+        out[key] = value if named else _deep_merge(out.get(key), value)
+    return out
+
+
+def _deep_merge(base: Any, over: Any) -> Any:
+    if not (isinstance(base, dict) and isinstance(over, dict)):
+        return over
+    return {**base, **{k: _deep_merge(base.get(k), v) for k, v in over.items()}}

@@ -103,3 +103,13 @@ def test_a_full_config_object_round_trips() -> None:
     cfg = load_config({"retriever": "ppr", "llm": "fake"})
     assert load_config(cfg) == cfg and load_config(dataclasses.asdict(cfg)) == cfg
     assert load_config(Config()) == Config()  # a Config object is complete: no default preset leaks in
+
+
+def test_query_time_overrides_on_a_saved_config_can_name_presets() -> None:
+    from atomicrag.presets import override
+
+    saved = dataclasses.asdict(load_config({"retriever": {"top_k": 7}}))
+    cfg = load_config(override(saved, {"retriever": "dense"}))
+    assert (cfg.retriever.name, cfg.retriever.top_k) == ("dense", 25)  # the preset, not the saved fields
+    cfg = load_config(override(saved, {"retriever": {"top_k": 3}, "sieve": {"max_context": 5}}))
+    assert (cfg.retriever.top_k, cfg.retriever.damping, cfg.sieve.max_context) == (3, saved["retriever"]["damping"], 5)

@@ -48,6 +48,11 @@ def test_index_reports_skipped_files_and_refuses_to_overwrite(corpus: tuple[Path
     assert main(["-q", "docs", "--index", str(idx), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     assert [d["id"] for d in listed] == ["curie"] and listed[0]["meta"]["path"] == "curie.txt"
+    # presets by name on the command line: the file's preset, then --set's preset and field
+    assert main(["-q", "index", str(docs / "curie.txt"), "--out", str(idx), "--config", str(cfg), "--force",
+                 "--set", "retriever=dense", "--set", "retriever.top_k=3"]) == 0
+    saved = json.loads((idx / "manifest.json").read_text())["config"]
+    assert (saved["retriever"]["name"], saved["retriever"]["top_k"], saved["embedder"]["name"]) == ("dense", 3, "fake")
     # --force never replaces a folder that is not an index
     assert main(["-q", "index", str(docs / "curie.txt"), "--out", str(docs), "--force"]) == 2
     assert "not an atomicrag index" in capsys.readouterr().err and (docs / "curie.txt").is_file()
