@@ -339,9 +339,11 @@ class AtomicRAG:
         if (path is None) == (uri is None):
             raise ValueError("load() needs exactly one of path=... or uri=...")
         info, snap = load_pg(uri, schema) if uri is not None else load_dir(path)  # type: ignore[arg-type]
-        saved = load_config(info["config"])
+        # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
+        # conflicting one is caught by _check_build_settings instead of silently rewriting the manifest
+        saved = load_config(info["config"], env_prefix=None)
         if config is None:
-            cfg = saved
+            cfg = load_config(dataclasses.asdict(saved))
         elif isinstance(config, Config):
             cfg = load_config(config)
         else:
@@ -374,8 +376,13 @@ class AtomicRAG:
         if not byo_embedder and saved.embedder != cfg.embedder:
             diffs.append("embedder")
         if diffs:
+            import os
+
+            env = sorted(k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k
+                         and any(k[10:].lower().startswith(d.split(".")[0]) for d in diffs))
+            hint = f" (set by the environment: {', '.join(env)})" if env else ""
             raise ValueError(f"these settings decide how the saved index was built and cannot change on load: "
-                             f"{', '.join(diffs)}; build a new index with index(documents) instead")
+                             f"{', '.join(diffs)}{hint}; build a new index with index(documents) instead")
 
     # ------------------------------------------------------------------ reporting
     def stats(self) -> dict[str, Any]:

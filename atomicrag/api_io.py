@@ -18,6 +18,7 @@ rows, so the first update after loading from it recomputes them over all entitie
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 import shutil
@@ -103,6 +104,7 @@ def save_dir(snap: Snapshot, path: str | Path) -> Path:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
+    remove_leftovers(path)  # folders of earlier saves that were killed
     return path
 
 
@@ -116,29 +118,79 @@ def _group_atoms(snap_docs: dict[str, Document], graph: Any) -> dict[str, list[A
 
 
 def load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
-    """(manifest, snapshot) of an index directory; the config is re-validated by the caller."""
+    """(manifest, snapshot) of an index directory; the config is re-validated by the caller.
+
+    Every file is checked against the manifest (document, atom and entity counts; tensor shapes
+    and node-id ranges); a missing, truncated or inconsistent file raises ``IndexDamagedError``
+    naming it, never an empty or partial index that a later save would write back.
+    """
     from safetensors.torch import load_file
 
     from .graph.io import load_graph
+    from .graph.verify import check_count, check_synonym_rows, damaged, read_file, read_json_object
 
     path = Path(path)
     mpath = path / "manifest.json"
     if not mpath.is_file():
         raise FileNotFoundError(f"{path} is not an atomicrag index (no manifest.json)")
-    info = json.loads(mpath.read_text(encoding="utf-8"))
+    info = read_json_object(mpath)
     check_manifest(info, str(path))
-    docs = {d["id"]: Document.from_dict(d) for d in read_jsonl(path / "documents.jsonl")}
-    graph = load_graph(path / "graph") if (path / "graph").is_dir() else None
+    if not isinstance(info.get("config"), dict):
+        raise damaged(mpath, "it holds no 'config' object")
+    docs = read_file(path / "documents.jsonl",
+                     lambda p: {d["id"]: Document.from_dict(d) for d in read_jsonl(p)})
+    check_count(path / "documents.jsonl", "documents", len(docs), info.get("documents"))
+    graph = None
+    if (path / "graph").is_dir():
+        graph = load_graph(path / "graph")
+    elif info.get("atoms") or info.get("entities"):
+        raise damaged(path / "graph", f"the folder is missing, but manifest.json lists {info.get('atoms')} atoms")
+    check_count(path / "graph" / "atoms.jsonl", "atoms", graph.num_atoms if graph else 0, info.get("atoms"))
+    check_count(path / "graph" / "entities.jsonl", "entities", graph.num_entities if graph else 0, info.get("entities"))
+    dim = (info.get("embedder") or {}).get("dim")
+    if graph is not None and graph.atom_embeddings is not None and isinstance(dim, int) \
+            and graph.atom_embeddings.shape[1] != dim:
+        raise damaged(path / "graph" / "tensors.safetensors", f"embeddings have dim {graph.atom_embeddings.shape[1]}, "
+                                                              f"manifest.json says {dim}")
     rows = None
-    if (path / "synonym_rows.safetensors").is_file():
-        rows = SynonymRows.from_tensors(load_file(str(path / "synonym_rows.safetensors")))
+    rpath = path / "synonym_rows.safetensors"
+    if rpath.is_file():
+        t = read_file(rpath, lambda p: load_file(str(p)))
+        check_synonym_rows(rpath, t, graph.num_entities if graph else 0)
+        rows = SynonymRows.from_tensors(t)
     by_doc = _group_atoms(docs, graph)
-    records = {r["id"]: r for r in read_jsonl(path / "doc_state.jsonl")}
+    records = read_file(path / "doc_state.jsonl", lambda p: {r["id"]: r for r in read_jsonl(p)})
     if set(records) != set(docs):
-        raise ValueError(f"{path}: doc_state.jsonl and documents.jsonl list different documents")
-    states = {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs}
+        raise damaged(path, "doc_state.jsonl and documents.jsonl list different documents")
+    states = read_file(path / "doc_state.jsonl",
+                       lambda p: {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs})
     indexed = IndexedGraph(graph, rows) if graph is not None else None
+    remove_leftovers(path)
     return info, Snapshot(Config(), docs, states, indexed, dict(info.get("embedder") or {}))
+
+
+def remove_leftovers(path: Path) -> list[Path]:
+    """Delete ``.NAME.tmp-PID`` / ``.NAME.old-PID`` folders that killed saves left beside ``path``.
+
+    A folder whose process is still alive (a save in progress elsewhere) is kept."""
+    removed = []
+    for kind in ("tmp", "old"):
+        for p in path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"):
+            pid = p.name.rsplit("-", 1)[-1]
+            if p.is_dir() and pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 # ----------------------------------------------------------------------------- PostgreSQL
@@ -169,6 +221,12 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
     if not info:
         raise ValueError(f"PostgreSQL schema {schema!r} holds a graph that was not saved by AtomicRAG.save")
     check_manifest(info, f"PostgreSQL schema {schema!r}")
+    from .graph.verify import check_count, check_graph
+
+    where = Path(f"PostgreSQL schema {schema}")
+    check_graph(graph, where)  # shapes and node-id ranges, as for a directory
+    for what, found in (("documents", len(raw_docs)), ("atoms", graph.num_atoms), ("entities", graph.num_entities)):
+        check_count(where, what, found, info.get(what))
     docs: dict[str, Document] = {}
     records: dict[str, dict[str, Any]] = {}
     for d in raw_docs:

@@ -28,6 +28,15 @@ from pathlib import Path
 from typing import Any
 
 
+def read_documents(source: str | Path) -> list[dict[str, Any]]:
+    """Documents of a file or folder as dicts (``data.ingest.read_path``); skipped files are logged."""
+    from .data.ingest import read_path, report_skipped
+
+    docs, skipped = read_path(source)
+    report_skipped(source, skipped)
+    return docs
+
+
 def _overrides(pairs: list[str]) -> dict[str, Any]:
     """``group.field=value`` pairs -> nested dict (values parsed as YAML scalars: 5, true, null, text)."""
     import yaml
@@ -40,8 +49,13 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
         node = out
         parts = key.split(".")
         for p in parts[:-1]:
+            if isinstance(node.get(p), str):  # "retriever=dense" then "retriever.top_k=3": both apply
+                node[p] = {"preset": node[p]}
             node = node.setdefault(p, {})
-        node[parts[-1]] = yaml.safe_load(value)
+        if len(parts) == 1 and isinstance(node.get(key), dict):  # a preset named after its fields
+            node[key]["preset"] = yaml.safe_load(value)
+        else:
+            node[parts[-1]] = yaml.safe_load(value)
     return out
 
 
@@ -51,13 +65,9 @@ def _config(args: argparse.Namespace) -> dict[str, Any] | None:
 
     base: dict[str, Any] = {}
     if getattr(args, "config", None):
-        import yaml
+        from .config import read_config_file
 
-        path = Path(args.config)
-        if not path.is_file():
-            raise ValueError(f"config file {path} does not exist")
-        text = path.read_text(encoding="utf-8")
-        base = json.loads(text) if path.suffix == ".json" else (yaml.safe_load(text) or {})
+        base = read_config_file(args.config)  # the library's reader: errors name the file and line
     sets = _overrides(getattr(args, "set", None) or [])
     # "retriever: ppr" in the file and --set retriever.top_k=3 both apply (as in Hydra)
     merged = _deep_merge(preset_dicts(base), preset_dicts(sets))
@@ -89,6 +99,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     docs = _paths(args.docs)
     with AtomicRAG(_config(args), progress=_progress(args)) as rag:
         rag.index(docs)
+        st = rag.stats()
+        if st["chunks"] and st["failed_chunks"] == st["chunks"]:  # nothing to save: say why, exit non-zero
+            from .failures import index_failure_error
+
+            reasons = [f.reason for s in rag._states.values() for f in s.failures]
+            raise RuntimeError(index_failure_error(st["failed_chunks"], st["chunks"], reasons))
         rag.save(out)
         print(f"indexed {len(rag)} documents -> {out} ({rag!r})")
     return 0
@@ -123,19 +139,22 @@ def cmd_query(args: argparse.Namespace) -> int:
     for r in results:
         if args.top is not None:
             r.items = r.items[: args.top]
+    failed = [(r.query, e) for r in results for e in r.errors]
     if args.json:
-        payload: Any = [r.to_dict() for r in results]
+        payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"
         print(json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False, indent=2))
-        return 0
+        return 1 if failed else 0
     for r in results:
         print(f"Q: {r.query}")
         if r.answer is not None:
-            print(f"A: {r.answer}")
+            print(f"A: {r.answer}" if r.answer or not r.errors else "A: (none: a step failed, errors below)")
         for rank, item in enumerate(r.items, 1):
             src = ",".join(item.source_doc_ids)
             print(f"{rank:>3}. {item.score:.4f}  [{src}]  {item.text}")
         print()
-    return 0
+    for q, err in failed:  # a failed reader/sieve/decomposition is an error, not an empty answer
+        print(f"atomicrag: error: {q!r}: {err}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -12,7 +12,6 @@ w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.name=chunk``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,27 +19,23 @@ from typing import Any, Optional
 
 from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
 
-
-def _choice(obj: Any, name: str, allowed: tuple[str, ...]) -> None:
-    value = getattr(obj, name)
-    if value not in allowed:
-        raise ValueError(
-            f"{type(obj).__name__}.{name}={value!r} is not one of {', '.join(repr(a) for a in allowed)}"
-        )
-
-
-def _positive(obj: Any, *names: str) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        if value is not None and value <= 0:
-            raise ValueError(f"{type(obj).__name__}.{name}={value!r} must be > 0")
-
-
-def _unit(obj: Any, *names: str) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{type(obj).__name__}.{name}={value!r} must lie in [0, 1]")
+# CHECKED, looks_like_secret, read_config_file and warn_if_key_missing are re-exported for callers
+from .config_checks import (
+    CHECKED,
+    _choice,
+    _device,
+    _env_name,
+    _mark,
+    _path_name,
+    _positive,
+    _range,
+    _text,
+    _text_list,
+    _unit,
+    looks_like_secret,
+    read_config_file,
+    warn_if_key_missing,
+)
 
 
 @dataclass
@@ -56,6 +51,9 @@ class PathsConfig:
         root = project_root or Path(__file__).resolve().parent.parent
         shared = root.parent / "shared" / "data"
         return shared if shared.is_dir() else root / "data"
+
+    def __post_init__(self) -> None:
+        _text(self, "data_dir", "cache_dir", "results_dir", "llm_cache", nonempty=True)
 
 
 @dataclass
@@ -77,8 +75,12 @@ class DatasetConfig:
         _choice(self, "format", ("normalized", "graphrag_bench", "hipporag", "hf"))
         _choice(self, "reader", ("precise", "abstract"))
         _positive(self, "chunk_tokens", "limit")
+        _mark(self, ("chunk_overlap",))
         if not 0 <= self.chunk_overlap < self.chunk_tokens:
             raise ValueError("DatasetConfig.chunk_overlap must lie in [0, chunk_tokens)")
+        _path_name(self, "name", "split")  # folders of results/ and cache/
+        _text(self, "path", "hf_corpus", "hf_questions", "corpus_file")
+        _text(self, "chunk_tokenizer", nonempty=True)
 
 
 @dataclass
@@ -112,8 +114,16 @@ class LLMConfig:
     def __post_init__(self) -> None:
         _choice(self, "name", ("fake", "openai", "llamacpp", "vllm", "transformers"))
         _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads")
-        if self.max_retries < 0:
-            raise ValueError("LLMConfig.max_retries must be >= 0")
+        _range(self, 0, None, "max_retries", "seed")
+        _range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
+        _range(self, 0, 65535, "port")
+        _positive(self, "startup_timeout_s", "n_parallel", "tensor_parallel_size", "max_model_len")
+        _range(self, 0.01, 1.0, "gpu_memory_utilization")
+        _text(self, "model", "host", nonempty=True)
+        _text(self, "model_path", "base_url")
+        _text_list(self, "extra_args")
+        _device(self, "device")
+        _env_name(self, "api_key_env")
 
 
 @dataclass
@@ -127,13 +137,18 @@ class EmbedderConfig:
     max_length: int = 256
     batch_size: int = 64
     fp16: bool = True  # only applied on CUDA
+    precision: str = "auto"  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
     device: str = "auto"  # auto | cpu | cuda
     dim: int = 64  # fake embedder only
 
     def __post_init__(self) -> None:
         _choice(self, "name", ("fake", "sentence_transformers", "transformers", "onnx"))
+        _choice(self, "precision", ("auto", "fp32", "bf16", "fp16"))
         _choice(self, "pooling", ("auto", "cls", "mean"))
         _positive(self, "max_length", "batch_size", "dim")
+        _text(self, "model", nonempty=True)
+        _text(self, "query_prefix", "passage_prefix")
+        _device(self, "device")
 
 
 @dataclass
@@ -154,13 +169,17 @@ class AtomizerConfig:
     vocab_terms_per_call: int = 500
     vocab_llm_filter: bool = True
     # llm atomizer
-    max_chunk_failures_frac: float = 1.0  # abort when more than this fraction of chunks failed
+    # abort when more than this fraction of chunks failed (a dead or misconfigured LLM server);
+    # failed chunks below it are never cached as done: the next run retries them
+    max_chunk_failures_frac: float = 0.25
 
     def __post_init__(self) -> None:
         _choice(self, "name", ("llm", "sentence", "vocabulary", "chunk"))
         _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call")
-        if self.nlp_processes < 0:
-            raise ValueError("AtomizerConfig.nlp_processes must be >= 0 (0 = auto)")
+        _range(self, 0, None, "nlp_processes")  # 0 = auto
+        _positive(self, "vocab_max_ngram")
+        _unit(self, "max_chunk_failures_frac")
+        _text(self, "spacy_model", nonempty=True)
 
 
 @dataclass
@@ -174,6 +193,8 @@ class GraphConfig:
     def __post_init__(self) -> None:
         _unit(self, "synonym_threshold")
         _positive(self, "synonym_max_neighbors", "synonym_batch")
+        _range(self, 0, None, "synonym_min_alnum")
+        _device(self, "device")
 
 
 @dataclass
@@ -235,6 +256,9 @@ class RetrieverConfig:
     damping: float = 0.3  # rho; its meaning is fidelity.damping_semantics
     max_iter: int = 20  # propagation iterations (ppr/katz/labelprop)
     tol: float = 0.0  # stop early when the L1 change of every column is below this (0 = fixed iterations)
+    # ppr: topk = stop a query once its top-k atom set is certified exact (residual bound), else at
+    # the accuracy of max_iter power steps; accuracy = only the latter; fixed = exactly max_iter power steps
+    ppr_stop: str = "topk"
     device: str = "auto"  # auto | cpu | cuda
     query_batch: int = 1024  # queries propagated together
     # seeding
@@ -267,13 +291,18 @@ class RetrieverConfig:
             ("ppr", "rwr", "power", "katz", "labelprop", "bfs", "qiter", "dense", "dense_passage"),
         )
         _choice(self, "query_entities", ("spacy", "llm", "spacy_match"))
+        _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
         _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
         _positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
             "entity_top_k", "num_walks", "walk_length",
         )
-        if self.atom_seed_weight < 0:
-            raise ValueError("RetrieverConfig.atom_seed_weight must be >= 0")
+        _range(self, 0.0, None, "atom_seed_weight", "tol")
+        _positive(self, "atom_seed_top_k", "beam_size", "anchor_top_k", "traversal_depth")
+        _range(self, 0, None, "bfs_max_hops", "rng_seed")
+        _range(self, 0.0, 1.0, "katz_beta", "query_update_weight")
+        _device(self, "device")
+        _text(self, "reranker")
 
 
 @dataclass
@@ -285,6 +314,7 @@ class DecomposeConfig:
     def __post_init__(self) -> None:
         _choice(self, "name", ("llm", "none"))
         _positive(self, "max_sub_questions")
+        _range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
 
 
 @dataclass
@@ -304,6 +334,7 @@ class ReaderConfig:
 
     def __post_init__(self) -> None:
         _choice(self, "name", ("dataset", "precise", "abstract", "none"))
+        _positive(self, "max_tokens")
 
 
 @dataclass
@@ -313,6 +344,7 @@ class JudgeConfig:
 
     def __post_init__(self) -> None:
         _choice(self, "name", ("none", "llm"))
+        _choice(self, "embedder", ("run",))
 
 
 @dataclass
@@ -324,6 +356,7 @@ class LoggerConfig:
     def __post_init__(self) -> None:
         _choice(self, "name", ("none", "wandb"))
         _choice(self, "mode", ("offline", "online", "disabled"))
+        _text(self, "project", nonempty=True)
 
 
 @dataclass
@@ -346,6 +379,21 @@ class Config:
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    # failed LLM requests (per module), failed questions or failed chunks above this fraction make
+    # the run exit non-zero and stay unfinished (a re-run retries them); 0 = any failure does
+    max_failure_rate: float = 0.0
+
+    def __post_init__(self) -> None:
+        _path_name(self, "experiment_name", "run_name")  # folders of results/
+        _range(self, 0, None, "seed")
+        _unit(self, "max_failure_rate")
+        _mark(self, ("baselines",))
+        from .pipeline import BASELINES  # lazy: pipeline imports this module
+
+        known = tuple(BASELINES)
+        bad = [b for b in self.baselines if b not in known]
+        if bad:
+            raise ValueError(f"Config.baselines: unknown {bad}; known: {', '.join(known)}")
 
 
 def register_configs() -> None:
@@ -363,15 +411,15 @@ def to_dataclass(cfg: Any) -> Config:
     return obj
 
 
-def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str = "ATOMICRAG_") -> Config:
+def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str | None = "ATOMICRAG_") -> Config:
     """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
 
     Defaults are the presets ``conf/config.yaml`` lists (MiniLM, ``ppr_minilm``, the default
     LLM; see ``atomicrag.presets``), not the bare dataclass values; a group can name a preset:
     ``{"llm": "fake"}`` or ``{"retriever": {"preset": "ppr", "top_k": 10}}``.
     Environment variables ``ATOMICRAG_<GROUP>__<FIELD>=value`` (double underscore between
-    levels) and ``ATOMICRAG_<GROUP>=<preset>`` are applied last. Unknown keys and badly typed
-    values raise ``ValueError`` naming the key.
+    levels) and ``ATOMICRAG_<GROUP>=<preset>`` are applied last (``env_prefix=None``: not at
+    all). Unknown keys and badly typed values raise ``ValueError`` naming the key (and the file).
     """
     from .presets import env_presets, split_presets
 
@@ -382,21 +430,11 @@ def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefi
     elif isinstance(source, dict):
         layers.append(OmegaConf.create(source))
     elif isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.is_file():
-            raise ValueError(f"config file {path} does not exist")
-        text = path.read_text()
-        if path.suffix == ".json":
-            try:
-                layers.append(OmegaConf.create(json.loads(text)))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-        else:
-            layers.append(OmegaConf.load(path))
+        layers.append(OmegaConf.create(read_config_file(source)))
     elif source is not None:
         raise TypeError(f"config source must be Config, dict, path or None, not {type(source).__name__}")
     # only GROUP__FIELD variables are config; others with the prefix (ATOMICRAG_NO_PROGRESS) are flags
-    env_items = {
+    env_items = {} if not env_prefix else {
         k[len(env_prefix):]: v for k, v in os.environ.items() if k.startswith(env_prefix) and "__" in k
     }
     if env_items:
@@ -406,11 +444,12 @@ def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefi
         plain = [OmegaConf.to_container(layer) for layer in layers]
         if not all(isinstance(layer, dict) for layer in plain):
             raise ValueError("a config must be a mapping of groups (e.g. {'retriever': {'top_k': 10}})")
-        presets, plain = split_presets(plain, env_presets(dict(os.environ), env_prefix))
+        presets, plain = split_presets(plain, env_presets(dict(os.environ), env_prefix) if env_prefix else {})
         merged = OmegaConf.merge(base, presets, *plain)
         return to_dataclass(merged)
     except Exception as exc:  # omegaconf raises several error types; give one clear message
-        raise ValueError(f"invalid atomicrag config: {exc}") from exc
+        src = f" ({source})" if isinstance(source, (str, Path)) else ""
+        raise ValueError(f"invalid atomicrag config{src}: {exc}") from exc
 
 
 def config_slice(cfg: Config, *groups: str) -> dict[str, Any]:

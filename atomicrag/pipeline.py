@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from .config import Config
+from .failures import format_failures, summarize_run
 from .schemas import QueryTrace
 from .tracking import WandbSink, is_finished, read_metrics, run_dir, write_run
 
@@ -94,6 +95,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
     llm = build_llm(cfg.llm, cfg.paths, accountant) if needs_llm(cfg) else None
     reader_name = data.reader if cfg.reader.name == "dataset" else cfg.reader.name
     graph_stats: dict[str, Any] = {}
+    atomize_stats: dict[str, Any] = {}  # failed chunks of this run's atomization (failures.py)
     try:
         with accountant.time("chunk"):
             chunks = chunk_passages(data.passages, cfg.dataset)
@@ -111,6 +113,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
             with accountant.time("index"):
                 graph = index_corpus(chunks, cfg, llm, embedder, cfg.paths.cache_dir, data.name)
             graph_stats = compute_graph_stats(graph)
+            atomize_stats = graph.meta.get("atomize_stats", {})
             t_query = time.perf_counter()
             engine = QueryEngine(cfg, graph, embedder, llm, accountant)
             traces, contexts = engine.run(questions)
@@ -131,7 +134,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
 
             judge = build_judge("llm", llm, embedder, cfg.fidelity)
         with accountant.time("judge"):
-            metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name)
+            metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name,
+                                              answered=reader_name != "none" and llm is not None)
     finally:
         if llm is not None:
             llm.close()
@@ -151,6 +155,9 @@ def run_one(cfg: Config) -> dict[str, Any]:
     predictions = [
         {**t.to_dict(), **pq} for t, pq in zip(traces, per_question)
     ]
+    metrics.update(summarize_run(cfg.max_failure_rate, metrics["cost"]["modules"], predictions, atomize_stats))
+    if metrics["status"] != "finished":
+        log.error("%s", format_failures(str(out_dir), metrics))
     write_run(out_dir, cfg, metrics, predictions)
     if cfg.logger.name == "wandb":
         sink = WandbSink(cfg)

@@ -12,6 +12,7 @@ COLUMNS = [
     ("tokens/q", ("cost", "tokens_per_query"), "{:.0f}"),
     ("s/q", ("cost", "seconds_per_query"), "{:.2f}"),
     ("retr. ms/q", ("cost", "retrieval_ms_per_query"), "{:.1f}"),
+    ("LLM err %", ("error_rate_pct",), "{:.1f}"),  # failed LLM requests (failures.py)
 ]
 
 
@@ -25,6 +26,8 @@ def _get(d: dict[str, Any], path: tuple[str, ...]) -> Any:
 
 def format_comparison(rows: list[tuple[str, dict[str, Any]]]) -> str:
     """Markdown table: one row per run, the metrics that exist in at least one run."""
+    rows = [(label, {**m, "error_rate_pct": 100.0 * m["error_rate"]}
+             if isinstance(m.get("error_rate"), (int, float)) else m) for label, m in rows]
     cols = [c for c in COLUMNS if any(_get(m, c[1]) is not None for _, m in rows)]
     header = "| system | n | " + " | ".join(c[0] for c in cols) + " |"
     sep = "|---|---:|" + "---:|" * len(cols)

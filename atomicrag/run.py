@@ -33,12 +33,24 @@ def main(dcfg: DictConfig) -> float:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from .failures import RunFailed, format_failures, raise_if_failed
     from .pipeline import run_with_baselines
     from .report import format_comparison
 
     cfg = to_dataclass(dcfg)
     rows = run_with_baselines(cfg)
     print(format_comparison(rows))
+    print("\n".join(format_failures(label, m) for label, m in rows))
+    try:
+        raise_if_failed(rows)  # a run past cfg.max_failure_rate exits non-zero (and is not marked finished)
+    except RunFailed as exc:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.get().mode == RunMode.RUN:  # one run: a clean message, exit status 1
+            print(f"atomicrag: error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        raise  # a sweep: Hydra runs the other jobs, then exits non-zero
     headline = rows[0][1].get("headline", {})
     return float(headline.get("value", 0.0) or 0.0)
 

@@ -23,7 +23,7 @@ from .artifacts import content_hash, write_json_atomic, write_jsonl_atomic, writ
 from .config import Config
 
 # fields that do not change what a run computes, so they do not enter its name
-_NAME_EXCLUDE = {"run_name", "overwrite", "experiment_name", "baselines", "paths", "logger"}
+_NAME_EXCLUDE = {"run_name", "overwrite", "experiment_name", "baselines", "paths", "logger", "max_failure_rate"}
 
 
 def config_hash(cfg: Config) -> str:
@@ -55,7 +55,15 @@ def run_dir(cfg: Config) -> Path:
 
 
 def is_finished(path: Path) -> bool:
-    return (path / "metrics.json").is_file()
+    """A run folder whose metrics.json says it finished (a failed run is re-run, see failures.py)."""
+    from .failures import run_is_finished
+
+    if not (path / "metrics.json").is_file():
+        return False
+    try:
+        return run_is_finished(read_metrics(path))
+    except ValueError:  # a damaged metrics.json: the run is redone, not reused
+        return False
 
 
 def git_commit() -> str | None:
@@ -93,7 +101,7 @@ def write_run(
     metrics: dict[str, Any],
     predictions: list[dict[str, Any]],
 ) -> None:
-    """Write predictions, config, then metrics.json last: its presence marks the run finished."""
+    """Write predictions, config, then metrics.json last: its ``status`` says whether the run finished."""
     path.mkdir(parents=True, exist_ok=True)
     write_jsonl_atomic(path / "predictions.jsonl", predictions)
     write_text_atomic(path / "config.yaml", OmegaConf.to_yaml(OmegaConf.structured(cfg)))

@@ -196,10 +196,13 @@ class LLMAtomizer:
                 failed += sum(r["status"] != "ok" for r in records)
                 bar.update(len(batch))
                 if failed > limit:
+                    first = next((r["reason"] for r in records if r["status"] != "ok"), "")
                     raise RuntimeError(
                         f"llm atomizer: {failed} of {len(chunks)} chunks failed, more than "
-                        f"max_chunk_failures_frac={self.cfg.max_chunk_failures_frac}; finished chunks are "
-                        f"kept in {self.checkpoint_path}"
+                        f"atomizer.max_chunk_failures_frac={self.cfg.max_chunk_failures_frac} of them; is the LLM "
+                        f"server reachable and serving model {getattr(self.llm, 'model', '?')!r}? Last error: "
+                        f"{first[:300]}. Finished chunks are kept in {self.checkpoint_path or '(no checkpoint)'}; "
+                        f"re-run to retry only the failed ones"
                     )
         finally:
             bar.close()

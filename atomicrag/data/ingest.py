@@ -7,8 +7,8 @@ each with the reason. Nothing is skipped silently: callers report the list
 
 - ``.txt``/``.md``: the file's text; title = file name without suffix.
 - ``.jsonl``: one document per line, ``text`` plus optional ``id``/``doc_id``, ``title`` and
-  metadata. A malformed line is an error naming the file and line (a data file the user built
-  is never read in part).
+  metadata. A malformed or non-UTF-8 line is an error naming the file and line
+  (``data.validate.DataError``; a data file the user built is never read in part).
 - ``.html``/``.htm``: visible text (stdlib ``html.parser``; scripts, styles and the head are
   dropped, block elements end a line); title = ``<title>`` or the file name.
 - ``.pdf``: the text layer of every page (``pypdf``); title = the PDF's title or the file name.
@@ -33,6 +33,8 @@ from html.parser import HTMLParser
 from os import PathLike
 from pathlib import Path
 from typing import Any
+
+from .validate import DataError, decode_line, read_text
 
 log = logging.getLogger("atomicrag")
 
@@ -131,26 +133,20 @@ def pdf_text(path: Path) -> tuple[str, str]:
     return _tidy("\n\n".join(pages)), title.strip()
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UnreadableFile(f"not UTF-8 text (byte {exc.start})") from exc
-
-
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     docs = []
-    for n, line in enumerate(_read_text(path).splitlines(), 1):
+    for n, raw in enumerate(path.read_bytes().splitlines(), 1):
+        line = decode_line(path, n, raw)  # a non-UTF-8 line is reported as file:line
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: invalid JSON ({exc.msg})") from exc
+            raise DataError(path, n, None, f"invalid JSON ({exc.msg})") from exc
         if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
-            raise ValueError(f"{path}:{n}: each line must be an object with a 'text' string")
+            raise DataError(path, n, "text", "each line must be an object with a 'text' string")
         if not rec["text"].strip():
-            raise ValueError(f"{path}:{n}: empty 'text'")
+            raise DataError(path, n, "text", "empty text")
         docs.append(rec)
     if not docs:
         raise UnreadableFile("no documents (empty .jsonl)")
@@ -163,9 +159,9 @@ def read_file(path: Path, doc_id: str, rel: str) -> list[dict[str, Any]]:
     if suffix == ".jsonl":
         return _jsonl(path)
     if suffix in TEXT_SUFFIXES:
-        text, title = _read_text(path), ""
+        text, title = read_text(path), ""
     elif suffix in HTML_SUFFIXES:
-        text, title = html_text(_read_text(path))
+        text, title = html_text(read_text(path))
     elif suffix == ".pdf":
         text, title = pdf_text(path)
     else:
@@ -224,6 +220,10 @@ def read_path(source: str | Path) -> tuple[list[dict[str, Any]], list[Skipped]]:
             docs.extend(read_file(path, ids[rel], rel))
         except UnreadableFile as exc:
             skipped.append(Skipped(rel, str(exc)))
+        except DataError as exc:
+            if path.suffix.lower() == ".jsonl":  # a data file the user built is never read in part
+                raise
+            skipped.append(Skipped(rel, exc.problem))  # e.g. a stray Latin-1 text file
     if not docs:
         why = f"; skipped {len(skipped)} file(s): {summarize_skipped(skipped)}" if skipped else ""
         raise ValueError(f"no documents found in {root} (supported: {', '.join(SUFFIXES)}){why}")

@@ -37,8 +37,9 @@ class DataError(ValueError):
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line; bad lines raise ``DataError``."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            line = decode_line(path, lineno, raw)
             if not line.strip():
                 continue
             try:
@@ -50,11 +51,29 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield lineno, obj
 
 
+def decode_line(path: str | Path, lineno: int, raw: bytes) -> str:
+    """One line of a data file as text; bytes that are not UTF-8 raise ``DataError`` at ``file:line``."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, lineno, None, f"not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at column "
+                                            f"{exc.start + 1}); re-encode the file as UTF-8") from exc
+
+
+def read_text(path: str | Path) -> str:
+    """A whole text file; bytes that are not UTF-8 raise ``DataError`` at ``file:line``."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataError(path, line, None, f"not UTF-8 text ({exc.reason}); re-encode the file as UTF-8") from exc
+
+
 def read_json(path: Path) -> Any:
     """Read a whole JSON file; a syntax error names its line."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(path, exc.lineno, None, f"invalid JSON ({exc.msg} at column {exc.colno})") from exc
 

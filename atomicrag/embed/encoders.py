@@ -1,7 +1,8 @@
 """Real text encoders: sentence-transformers and plain transformers ``AutoModel``.
 
 Both honour the same settings (``EmbedderConfig``): pooling, L2 normalisation, a prefix on
-the query side and/or the passage side, max length, batch size, fp16 on CUDA, device. Both
+the query side and/or the passage side, max length, batch size, precision (``precision.py``:
+bf16 on CPUs with native bf16, fp16 on CUDA, else fp32), device. Both
 return float32 CPU tensors ``[n, dim]``. ``name`` spells out everything that changes the
 numbers, because it keys the embedding cache.
 
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 
 from .. import progress
 from ..artifacts import content_hash
+from .precision import DTYPES, resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,8 @@ class _Encoder:
 
     def __init__(self, model: str, *, pooling: str = "auto", normalize: bool = True,
                  query_prefix: str = "", passage_prefix: str = "", max_length: int = 256,
-                 batch_size: int = 64, fp16: bool = True, device: str = "auto") -> None:
+                 batch_size: int = 64, fp16: bool = True, device: str = "auto",
+                 precision: str = "auto") -> None:
         if pooling not in ("auto", "cls", "mean"):
             raise ValueError(f"pooling must be auto, cls or mean, not {pooling!r}")
         self.model_setting = model
@@ -78,7 +81,8 @@ class _Encoder:
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.max_length, self.batch_size = max_length, batch_size
         self.device = resolve_device(device)
-        self.half = fp16 and self.device.startswith("cuda")  # fp16 kernels only pay off on GPU
+        self.precision = resolve_precision(precision, self.device, fp16)  # fp32 | bf16 | fp16
+        self.dtype = DTYPES[self.precision]
         self.dim = 0
 
     @property
@@ -90,8 +94,8 @@ class _Encoder:
             parts.append(f"qp={content_hash(self.query_prefix, length=8)}")
         if self.passage_prefix:
             parts.append(f"pp={content_hash(self.passage_prefix, length=8)}")
-        if self.half:
-            parts.append("fp16")
+        if self.precision != "fp32":  # fp32 names stay as they were: existing caches remain valid
+            parts.append(self.precision)
         return "|".join(parts)
 
     def _prefixed(self, texts: list[str], is_query: bool) -> list[str]:
@@ -129,8 +133,11 @@ class SentenceTransformerEmbedder(_Encoder):
             # the model folder may end in a Normalize module; the config decides, not the folder
             for i in reversed(norm_idx):
                 del st[i]
-        if self.half:
-            st.half()
+        if self.precision != "fp32":
+            # only the transformer runs in bf16/fp16; pooling and normalising a bf16 sum would cost
+            # ~3 digits (norms off by 0.3%), so the token states are handed on as float32
+            st[0].to(self.dtype)
+            st[0].register_forward_hook(_float_token_states)
         st.eval()
         self.model = st
         self.dim = int(_st_dim(st))
@@ -147,6 +154,14 @@ class SentenceTransformerEmbedder(_Encoder):
             out[torch.tensor(idx)] = emb.float().cpu()
             progress.advance("text", len(idx))
         return out
+
+
+def _float_token_states(_module: Any, _inputs: Any, features: dict) -> dict:
+    """Forward hook on a sentence-transformers Transformer module: its outputs in float32."""
+    for key in ("token_embeddings", "cls_token_embeddings"):
+        if key in features and features[key].is_floating_point():
+            features[key] = features[key].float()
+    return features
 
 
 def _get_pooling(pool: Any) -> str:
@@ -193,8 +208,8 @@ class TransformersEmbedder(_Encoder):
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=self.local_only)
         model = AutoModel.from_pretrained(self.path, local_files_only=self.local_only)
-        # .half() after loading: the dtype keyword was renamed across transformers releases
-        self.model = (model.half() if self.half else model.float()).to(self.device).eval()
+        # cast after loading: the dtype keyword was renamed across transformers releases
+        self.model = model.to(self.dtype).to(self.device).eval()
         if self.pooling == "auto":
             self.pooling = _model_pooling(self.path, self.local_only)
         self.max_length = clamp_max_length(self.tokenizer, self.max_length)

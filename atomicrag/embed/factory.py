@@ -11,6 +11,7 @@ Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
     max_length: 512
     batch_size: 256
     fp16: true
+    precision: auto            # fp16 on CUDA (bf16 on CPUs that have it)
     device: auto
 
 The released AtomicRAG code mean-pools bge instead (PAPER_NOTES.md §4, switch #10):
@@ -54,7 +55,8 @@ def _build(key: tuple[tuple[str, Any], ...], pooling: str) -> Embedder:
 
         return FakeEmbedder(cfg["dim"])
     kwargs = {"pooling": pooling, **{k: cfg[k] for k in (
-        "normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device")}}
+        "normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device",
+        "precision")}}
     if cfg["name"] == "sentence_transformers":
         from .encoders import SentenceTransformerEmbedder
 

@@ -93,6 +93,10 @@ class OnnxEmbedder(_Encoder):
 
     def __init__(self, model: str, *, threads: int | None = None, **kwargs: Any) -> None:
         kwargs["fp16"] = False  # CPU inference in fp32: the point is identical numbers
+        if kwargs.get("precision", "auto") not in ("auto", "fp32"):
+            raise ValueError(f"embedder name 'onnx' runs fp32 only, not precision={kwargs['precision']!r}; "
+                             "use sentence_transformers or transformers for bf16/fp16")
+        kwargs["precision"] = "fp32"
         kwargs["device"] = "cpu"
         super().__init__(model, **kwargs)
         try:

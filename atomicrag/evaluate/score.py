@@ -31,11 +31,17 @@ def score_run(
     traces: Sequence[QueryTrace],
     judge: Any = None,
     dataset: str = "",
+    answered: bool | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(metrics, per-question records). ``judge`` is an ``AnswerAccuracyJudge`` or None."""
+    """(metrics, per-question records). ``judge`` is an ``AnswerAccuracyJudge`` or None.
+
+    ``answered``: whether a reader ran. A run whose reader failed on every question still gets
+    EM/F1 (zeros, beside its error rate) instead of losing the columns; None guesses from the traces.
+    """
     if len(questions) != len(traces):
         raise ValueError(f"{len(questions)} questions but {len(traces)} traces")
-    answered = any(t.answer or t.raw_answer for t in traces)
+    if answered is None:
+        answered = any(t.answer or t.raw_answer for t in traces)
     verdicts = None
     if judge is not None and answered:
         refs = ["; ".join(q.answers) for q in questions]

@@ -80,18 +80,44 @@ def atomize_cached(chunks: list[Chunk], cfg: Config, llm: Any, cache_dir: str | 
     key = content_hash("atomize", inputs)
     cache = StageCache(cache_dir, dataset_name, "atomize", key)
     if cache.complete:
-        log.info("atomize: cache hit %s", cache.dir)
-        return load_atomize_result(cache.dir), key
+        cached = load_atomize_result(cache.dir)
+        if not incomplete(cached):
+            log.info("atomize: cache hit %s", cache.dir)
+            return cached, key
+        # written by an older version that cached failures as done: retry them (checkpoint kept)
+        (cache.dir / "manifest.json").unlink()
     cache.begin()
     if hasattr(atomizer, "checkpoint_path"):
         atomizer.checkpoint_path = cache.path("llm_checkpoint.jsonl")  # resumable across restarts
     t0 = time.perf_counter()
     result = atomizer.atomize(chunks)
     result.stats.setdefault("atomize_s", round(time.perf_counter() - t0, 3))
+    if incomplete(result):
+        # never cached as done: the next run retries the failed chunks (the llm atomizer's
+        # checkpoint keeps the finished ones), even without overwrite=true
+        log.warning("atomize: %d of %d chunks failed; the stage is not cached as complete, the next run "
+                    "retries them", len(result.failures), len(chunks))
+        return result, key
     save_atomize_result(result, cache.dir)
     cache.finish(inputs, extra={"atoms": len(result.atoms), "failed_chunks": len(result.failures),
                                 "llm_calls": result.llm_calls})
     return result, key
+
+
+def load_graph_meta_failures(folder: Path) -> bool:
+    """Whether a cached graph was built from a partial atomization (older versions cached those)."""
+    import json
+
+    try:
+        meta = json.loads((Path(folder) / "graph.json").read_text(encoding="utf-8")).get("meta", {})
+    except (OSError, ValueError):
+        return True  # unreadable: rebuild
+    return bool(meta.get("failures")) or bool(meta.get("atomize_stats", {}).get("vocab_failed_batches"))
+
+
+def incomplete(result: AtomizeResult) -> bool:
+    """An atomization with failed chunks (or LLM filter batches): usable, but never cached as done."""
+    return bool(result.failures) or bool(result.stats.get("vocab_failed_batches"))
 
 
 def index_corpus(chunks: list[Chunk], cfg: Config, llm: Any, embedder: Embedder | None,
@@ -106,7 +132,7 @@ def index_corpus(chunks: list[Chunk], cfg: Config, llm: Any, embedder: Embedder 
     inputs = graph_inputs(akey, cfg, embedder)
     gkey = content_hash("graph", inputs)
     cache = StageCache(cache_dir, dataset_name, "graph", gkey)
-    if cache.complete:
+    if cache.complete and not load_graph_meta_failures(cache.dir):
         graph = load_graph(cache.dir)
         if embedder is not None and graph.atom_embeddings is not None \
                 and graph.atom_embeddings.shape[1] != embedder.dim:
@@ -117,11 +143,14 @@ def index_corpus(chunks: list[Chunk], cfg: Config, llm: Any, embedder: Embedder 
             )
         log.info("graph: cache hit %s", cache.dir)
         return graph
-    cache.begin()
     graph = build_graph(result, embedder, cfg.graph, cfg.fidelity)
     graph.meta.update({"dataset": dataset_name, "atomize_key": akey, "graph_key": gkey,
-                       "atomize_stats": result.stats,
+                       "atomize_stats": {"chunks": len(chunks), **result.stats},
                        "failures": [dataclasses.asdict(f) for f in result.failures[:100]]})
+    if incomplete(result):
+        return graph  # built from a partial atomization: used by this run, never cached
+    cache.begin()
+    (cache.dir / "manifest.json").unlink(missing_ok=True)  # a stale one from a partial build (see above)
     save_graph(graph, cache.dir)
     cache.finish(inputs, extra={"nodes": graph.num_nodes, "entities": graph.num_entities, "atoms": graph.num_atoms})
     return graph

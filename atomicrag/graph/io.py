@@ -52,20 +52,30 @@ def save_graph(graph: AtomEntityGraph, folder: str | Path) -> None:
 
 
 def load_graph(folder: str | Path) -> AtomEntityGraph:
+    """A saved graph; every file is checked (readable, shapes, node-id ranges) and a problem
+    raises ``IndexDamagedError`` naming the file."""
     from safetensors.torch import load_file
 
+    from .verify import check_graph_tensors, damaged, read_file, read_json_object
+
     folder = Path(folder)
-    info = json.loads((folder / "graph.json").read_text())
+    gpath = folder / "graph.json"
+    info = read_json_object(gpath)
     if info.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{folder}: graph format {info.get('format_version')} is not {FORMAT_VERSION}")
-    t = load_file(str(folder / "tensors.safetensors"))
-    ents = read_jsonl(folder / "entities.jsonl")
-    atoms = [Atom.from_dict(d) for d in read_jsonl(folder / "atoms.jsonl")]
+    if not all(isinstance(info.get(k), int) and info[k] >= 0 for k in ("num_entities", "num_atoms")):
+        raise damaged(gpath, "num_entities/num_atoms are missing or not counts")
+    tpath = folder / "tensors.safetensors"
+    t = read_file(tpath, lambda p: load_file(str(p)))
+    ents = read_file(folder / "entities.jsonl", lambda p: [{"key": e["key"], "text": e["text"]} for e in read_jsonl(p)])
+    atoms = read_file(folder / "atoms.jsonl", lambda p: [Atom.from_dict(d) for d in read_jsonl(p)])
     n = info["num_entities"] + info["num_atoms"]
     if len(ents) != info["num_entities"] or len(atoms) != info["num_atoms"]:
-        raise ValueError(f"{folder}: entity/atom tables do not match graph.json (incomplete artifact?)")
-    edges = {name: EdgeList(t[f"{name}_src"], t[f"{name}_dst"], t[f"{name}_weight"])
-             for name in info.get("edge_types", EDGE_TYPES)}
+        raise damaged(folder, f"entities.jsonl/atoms.jsonl hold {len(ents)}/{len(atoms)} rows but graph.json says "
+                              f"{info['num_entities']}/{info['num_atoms']} (incomplete artifact?)")
+    edge_types = list(info.get("edge_types", EDGE_TYPES))
+    check_graph_tensors(tpath, t, info["num_entities"], info["num_atoms"], edge_types, info.get("dim"))
+    edges = {name: EdgeList(t[f"{name}_src"], t[f"{name}_dst"], t[f"{name}_weight"]) for name in edge_types}
     adj = torch.sparse_csr_tensor(t["adj_crow"], t["adj_col"], t["adj_val"], size=(n, n))
     return AtomEntityGraph(
         entity_keys=[e["key"] for e in ents], entity_texts=[e["text"] for e in ents], atoms=atoms,

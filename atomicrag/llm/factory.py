@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.config import LLMConfig, PathsConfig, warn_if_key_missing
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.cache import CachedLLM
 from atomicrag.llm.fake import FakeLLM
@@ -50,6 +50,7 @@ def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     if cfg.name == "openai":
         if not cfg.base_url:
             raise ValueError("llm.name=openai needs llm.base_url (e.g. https://api.openai.com/v1)")
+        warn_if_key_missing(cfg)
         return _client(cfg, cfg.base_url, "json_schema")
     if cfg.name == "llamacpp":
         # llama-cpp-python's server only understands {"type": "json_object", "schema": ...};

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..failures import with_error_column
 from . import figures, specs
 from .core import Cell, Column, Row, TableResult, TableSpec, build
 from .render import to_markdown, write_csv, write_index
@@ -88,7 +89,7 @@ def make_tables(
     written: dict[str, dict[str, Path]] = {}
     entries = []
     for name in names:
-        spec = TABLES[name](FIXED_METRIC.get(name, metric))
+        spec = with_error_column(TABLES[name](FIXED_METRIC.get(name, metric)))  # failed LLM requests, %
         result = build(spec, runs, paper, where or {})
         files: dict[str, Path] = {}
         if plots and spec.plot is not None:

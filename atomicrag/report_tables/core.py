@@ -29,6 +29,7 @@ class Column:
     published: bool | Published = True  # True: tables.<paper_key>.rows[row][key]; False: none
     comparable: bool = True  # show measured - published (False when the metrics differ)
     fmt: str = ".1f"
+    counted: bool = True  # False: not a paper cell (the LLM error rate), left out of "measured cells filled"
 
 
 @dataclass
@@ -80,7 +81,7 @@ class TableResult:
     notes: list[str]
 
     def measured_count(self) -> tuple[int, int]:
-        cols = [c for c in self.spec.columns if c.measured]
+        cols = [c for c in self.spec.columns if c.measured and c.counted]
         done = sum(1 for r in self.rows for c in cols if r.cells[c.key].measured is not None)
         return done, len(cols) * len(self.rows)
 

@@ -9,6 +9,7 @@ import pytest
 
 from atomicrag.api_types import normalize_documents
 from atomicrag.data.ingest import html_text, read_path
+from atomicrag.data.validate import DataError
 
 
 def write_pdf(path: Path, pages: list[str], title: str = "") -> None:
@@ -61,6 +62,7 @@ def folder(tmp_path: Path) -> Path:
     (root / "same.md").write_text("a markdown file")
     (root / "empty.txt").write_text("  \n")
     (root / "image.png").write_bytes(b"\x89PNG")
+    (root / "latin1.txt").write_bytes(b"caf\xe9")  # not UTF-8: skipped in a folder, an error when named
     (root / "lines.jsonl").write_text(json.dumps({"id": "j1", "text": "Bern is in Switzerland.", "lang": "en"})
                                       + "\n\n" + json.dumps({"text": "Ulm is on the Danube."}) + "\n")
     return root
@@ -79,13 +81,14 @@ def test_folder_reads_every_supported_type_and_reports_the_rest(folder: Path) ->
     reasons = {s.path: s.reason for s in skipped}
     assert reasons[".git/"] == "hidden" and "unsupported" in reasons["image.png"]
     assert reasons["empty.txt"] == "no text" and "scanned PDF" in reasons["scan.pdf"]
+    assert reasons["latin1.txt"].startswith("not UTF-8") and len(skipped) == 5
 
 
 def test_library_indexes_a_folder_path_not_the_path_string(folder: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="atomicrag"):
         docs = normalize_documents(str(folder))
     assert "sub/warsaw" in {d.id for d in docs} and all(str(folder) != d.text for d in docs)
-    assert "skipped 4 file(s)" in caplog.text and "image.png" in caplog.text  # never silently
+    assert "skipped 5 file(s)" in caplog.text and "image.png" in caplog.text  # never silently
     mixed = normalize_documents([folder / "curie.txt", "Some text.", {"text": "More.", "id": "m"}])
     assert [d.id for d in mixed][::2] == ["curie", "m"] and mixed[0].meta["path"] == "curie.txt"
 
@@ -101,6 +104,8 @@ def test_errors_name_the_problem(folder: Path, tmp_path: Path) -> None:
         normalize_documents(["fine", {"id": "x", "text": "   "}])
     with pytest.raises(ValueError, match="unsupported file type"):
         normalize_documents(folder / "image.png")
+    with pytest.raises(DataError, match="latin1.txt:1: not UTF-8"):
+        normalize_documents(folder / "latin1.txt")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{"text": \n')
     with pytest.raises(ValueError, match="bad.jsonl:2: invalid JSON"):

@@ -178,7 +178,7 @@ def test_topk_atoms_ignores_entities():
 def test_propagate_topk_chunks_queries():
     adj = csr(6, [(0, 2, 1.0), (0, 3, 1.0), (1, 4, 1.0), (1, 5, 2.0), (0, 1, 0.5)])
     seeds = torch.eye(6)[:5].to_sparse()
-    ppr = PPR(restart=0.3, max_iter=30)
+    ppr = PPR(restart=0.3, max_iter=30, stop="accuracy")  # the same stop rule as the full scores
     v1, i1 = propagate_topk(ppr, adj, seeds, num_entities=2, k=3, query_batch=2)
     v2, i2 = topk_atoms(ppr(adj, seeds), 2, 3)
     torch.testing.assert_close(v1, v2)

@@ -15,15 +15,17 @@ is Table 11's exact variant. See ``ppr.py`` for the performance notes.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...config import FidelityConfig, RetrieverConfig
 from .base import Propagator, seed_triplets
 from .ppr import PPR
 from .qiter import QIter
 from .rwr import RandomWalkRestart
 from .topk import propagate_topk, topk_atoms
 from .variants import DenseSimilarity, Katz, LabelPropagation, WeightedBFS
+
+if TYPE_CHECKING:  # only torch at import time: the GPU check runs this package on a bare machine
+    from ...config import FidelityConfig, RetrieverConfig
 
 METHODS = ("ppr", "power", "rwr", "katz", "labelprop", "bfs", "qiter", "dense")
 EXACT_TOL = 1e-10  # L1 change per query at which the "power" (exact) variant stops
@@ -49,7 +51,10 @@ def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides
         kw: dict[str, Any] = {
             "restart": restart_probability(cfg, fidelity), "max_iter": cfg.max_iter, "tol": cfg.tol,
             "dangling": fidelity.dangling, "device": cfg.device, "solver": "chebyshev",
+            "stop": "accuracy" if cfg.ppr_stop == "fixed" else cfg.ppr_stop,
         }
+        if cfg.ppr_stop == "fixed":  # exactly max_iter plain power steps: reproduces fixed-step code
+            kw["solver"] = "power"
         if name == "power":  # Table 11's exact variant: plain power iteration, float64, to tolerance
             kw.update(solver="power", max_iter=EXACT_MAX_ITER, tol=EXACT_TOL, dtype="float64")
         kw.update(overrides)

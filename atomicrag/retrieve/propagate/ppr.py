@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from .base import GraphCache, PreparedGraph, SeedTriplets, block_width, resolve_device, seed_triplets
+from .certify import TopkCertificate, make_certificate
 from .order import locality_order
 from .solvers import SolveParams, solve_cg, solve_chebyshev, solve_power
 
@@ -58,6 +59,9 @@ class PPR:
     block_size: queries per block (None = as many as 3 GB of buffers allow, at most 1024).
     reorder: relabel nodes for locality before propagating (None = on CPU only).
     dtype: of the operator and iterate (float64 for the exact variant).
+    stop: "topk" (chebyshev): in ``topk()`` a query also stops once its top-k atom set is certified
+        exact (``certify.py``), usually several steps before the accuracy bound; "accuracy": only the
+        accuracy bound. ``__call__`` (full scores) always uses the accuracy bound.
     """
 
     def __init__(
@@ -71,6 +75,7 @@ class PPR:
         device: str = "auto",
         reorder: bool | None = None,
         dtype: str | torch.dtype = torch.float32,
+        stop: str = "topk",
     ) -> None:
         if not 0.0 < restart <= 1.0:
             raise ValueError(f"restart probability must lie in (0, 1], got {restart}")
@@ -78,6 +83,9 @@ class PPR:
             raise ValueError(f"dangling must be 'seed' or 'uniform', got {dangling!r}")
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+        if stop not in ("topk", "accuracy"):
+            raise ValueError(f"stop must be 'topk' or 'accuracy', got {stop!r}")
+        self.stop = stop
         self.restart = float(restart)
         self.c = 1.0 - self.restart
         self.max_iter = int(max_iter)
@@ -91,6 +99,7 @@ class PPR:
         self._cache = GraphCache()
         self._flat: list[torch.Tensor] | None = None
         self.last_steps = 0  # SpMM steps done by the last call (largest over blocks)
+        self.last_query_steps: torch.Tensor | None = None  # [Q] chebyshev: step at which each query stopped
 
     # -- operators -------------------------------------------------------------------------
     def _operator(self, prep: PreparedGraph) -> dict[str, Any]:
@@ -120,7 +129,8 @@ class PPR:
     def block_width(self, prep: PreparedGraph, num_queries: int) -> int:
         if self.block_size is not None:
             return max(1, min(self.block_size, num_queries))
-        return block_width(prep.num_nodes, num_queries, prep.device, buffers=5 if self.solver == "cg" else 4)
+        bufs = 5 if self.solver == "cg" else (6 if self.stop == "topk" else 4)  # + the certificate's two
+        return block_width(prep.num_nodes, num_queries, prep.device, buffers=bufs)
 
     # -- propagation -----------------------------------------------------------------------
     def __call__(self, adj: torch.Tensor, seeds: torch.Tensor, **_: Any) -> torch.Tensor:
@@ -140,7 +150,7 @@ class PPR:
         """``(scores [Q, k], atom_idx [Q, k])``, the same as ``topk_atoms(self(adj, seeds), ...)``
         without materialising the ``[Q, N]`` scores (saves its page faults and transpose)."""
         vals, idx = [], []
-        for _q0, _q1, x, inv, bufs in self._blocks(adj, seeds):
+        for _q0, _q1, x, inv, bufs in self._blocks(adj, seeds, (num_entities, k)):
             n, b = x.shape
             a = n - num_entities
             kk = max(0, min(k, a))
@@ -158,8 +168,13 @@ class PPR:
             return torch.zeros(seeds.shape[0], 0), torch.zeros(seeds.shape[0], 0, dtype=torch.int64)
         return torch.cat(vals), torch.cat(idx)
 
-    def _blocks(self, adj: torch.Tensor, seeds: torch.Tensor) -> Iterator[tuple[int, int, torch.Tensor, Any, list]]:
-        """Solve block by block; yield ``(q0, q1, x [N, b] in propagation order, inv, buffers)``."""
+    def _blocks(self, adj: torch.Tensor, seeds: torch.Tensor, topk: tuple[int, int] | None = None,
+                ) -> Iterator[tuple[int, int, torch.Tensor, Any, list]]:
+        """Solve block by block; yield ``(q0, q1, x [N, b] in propagation order, inv, buffers)``.
+
+        ``topk = (num_entities, k)``: the caller keeps only the top-k atoms, so (stop="topk") a
+        query may stop once that set is certified.
+        """
         prep = self._cache.get(adj, self.device)
         prep.require_symmetric("PPR")  # P^T = A D^-1 and the symmetric form both need it
         trip = seed_triplets(seeds.to(prep.device), prep.num_nodes)
@@ -171,30 +186,40 @@ class PPR:
         y_u = self._uniform_solution(prep, op) if self.dangling == "uniform" and bool(prep.dangling.any()) else None
         d_mask = prep.dangling if op["perm"] is None else prep.dangling[op["perm"]]  # [N] in propagation order
         self.last_steps = 0
+        self.last_query_steps = torch.full((q,), self.max_iter, dtype=torch.int64)
+        # certifying a top-k set needs the dangling mass to go to the seeds (x* a multiple of y*)
+        certify = (topk is not None and self.stop == "topk" and self.solver == "chebyshev" and y_u is None)
         for q0 in range(0, q, width):
             q1 = min(q, q0 + width)
-            bufs = self._buffers(prep, n, q1 - q0)
-            y = self._solve(prep, op, trip.block(q0, q1), bufs)  # [N, b]
+            bufs = self._buffers(prep, n, q1 - q0, extra=2 if certify else 0)
+            cert = make_certificate(op, prep.deg, topk[0], topk[1], self.c, bufs[4:6]) if certify else None
+            y = self._solve(prep, op, trip.block(q0, q1), bufs, cert, q0)  # [N, b]
             yield q0, q1, self._finish(y, d_mask, y_u), op["inv"], bufs
 
-    def _buffers(self, prep: PreparedGraph, n: int, b: int) -> list[torch.Tensor]:
+    def _buffers(self, prep: PreparedGraph, n: int, b: int, extra: int = 0) -> list[torch.Tensor]:
         """Work buffers ``[N, b]``, kept between calls: a fresh tensor of this size costs page faults
         on first touch (about as much as one propagation step). ``release()`` frees them."""
-        count = 5 if self.solver == "cg" else 4
+        count = (5 if self.solver == "cg" else 4) + extra
         flat = self._flat
         if flat is None or flat[0].numel() < n * b or flat[0].device != prep.device or flat[0].dtype != self.dtype:
             self._flat = flat = [torch.empty(n * b, device=prep.device, dtype=self.dtype) for _ in range(count)]
-        return [f[: n * b].view(n, b) for f in flat]
+        while len(flat) < count:  # the certificate's two buffers, added on first use
+            flat.append(torch.empty(flat[0].numel(), device=prep.device, dtype=self.dtype))
+        return [f[: n * b].view(n, b) for f in flat[:count]]
 
     def release(self) -> None:
         """Drop the cached work buffers and prepared graph."""
         self._flat = None
         self._cache = GraphCache()
 
-    def _solve(self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor]) -> torch.Tensor:
-        prm = SolveParams(self.c, self.max_iter, self.tol, self.dtype)
+    def _solve(self, prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bufs: list[torch.Tensor],
+               cert: TopkCertificate | None = None, q0: int | None = None) -> torch.Tensor:
+        prm = SolveParams(self.c, self.max_iter, self.tol, self.dtype, cert)
         y, steps = SOLVERS[self.solver](prep, op, s, bufs, prm)
         self.last_steps = max(self.last_steps, steps)
+        if q0 is not None and self.last_query_steps is not None:
+            per = prm.query_steps.cpu() if prm.query_steps is not None else torch.full((s.num_queries,), steps)
+            self.last_query_steps[q0: q0 + s.num_queries] = per
         return y
 
     def _uniform_solution(self, prep: PreparedGraph, op: dict[str, Any]) -> torch.Tensor:

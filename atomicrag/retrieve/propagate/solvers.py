@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from .base import PreparedGraph, SeedTriplets
+from .certify import TopkCertificate, select_columns
 
 
 @dataclass
@@ -26,6 +27,8 @@ class SolveParams:
     max_iter: int
     tol: float
     dtype: torch.dtype
+    cert: TopkCertificate | None = None  # chebyshev: also stop once the top-k set is certified
+    query_steps: torch.Tensor | None = None  # [b] set by chebyshev: the step at which each query stopped
 
     @property
     def target(self) -> float:
@@ -190,17 +193,25 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
 
     Every step is one fused ``addmm``. On a check step it writes into a third buffer instead of
     over ``y_(k-1)``, so the residual ``s + M y_k - y_k`` can be recovered from the three iterates
-    in one chunked read. Checks start at ``chebyshev_first_check`` and are then spaced by the
-    observed decay of the residual (one or two per block). Converged queries are frozen (copied out).
+    in one chunked read. A query stops once its error bound meets the target or, with
+    ``prm.cert``, once its top-k set is certified (``certify.py``). Stopped queries are copied into
+    ``result`` and, when enough have stopped, the block is compacted to the active columns so
+    later products cost only what is still running. Checks start at ``chebyshev_first_check``
+    (``first_cert_check`` with a certificate) and are then spaced by the observed residual decay.
     """
     y, y_prev, t, result = bufs[:4]
-    c, m = prm.c, op["M"]
+    n, b0 = y.shape
+    c, m, cert = prm.c, op["M"], prm.cert
     scratch = torch.empty(min(y.numel(), 1 << 20), dtype=y.dtype, device=y.device)  # 4 MB chunk buffer
     y.zero_()
     s.add_to_columns(y)  # y_1 = s (from y_0 = 0, omega_1 = 1)
-    active = torch.ones(y.shape[1], dtype=torch.bool, device=y.device)  # zero-seed queries stop at 1st check
-    frozen = False  # has ``result`` received any column yet
+    cols = torch.arange(b0, device=y.device)  # [b] column of ``result`` each iterate column belongs to
+    prm.query_steps = torch.full((b0,), prm.max_iter, dtype=torch.int64, device=y.device)
+    stopped = 0  # columns already in ``result``
+    active = torch.ones(b0, dtype=torch.bool, device=y.device)  # [b] zero-seed queries stop at the 1st check
     next_check = chebyshev_first_check(c, prm.target, prm.max_iter)
+    if cert is not None:
+        next_check = min(next_check, first_cert_check(c, prm.max_iter))
     weights = chebyshev_weights(c, prm.max_iter + 1)
     # asymptotic error decay per step, c / (1 + sqrt(1 - c^2)); refined from the observed residuals
     rate = c / (1.0 + math.sqrt(1.0 - c * c)) if 0.0 < c < 1.0 else 0.5
@@ -217,27 +228,65 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
             torch.addmm(y_prev, m, y, beta=1.0 - omega, alpha=omega, out=y_prev)  # [N, N] @ [N, b]
         else:
             torch.addmm(y_prev, m, y, beta=1.0 - omega, alpha=omega, out=t)  # same step, y_prev kept
-            norms = _residual_l1(t, y_prev, y, omega, s, scratch)  # [b]: ||s + M y_k - y_k||_1
+            if cert is None:
+                norms = _residual_l1(t, y_prev, y, omega, s, scratch)  # [b]: ||s + M y_k - y_k||_1
+            else:  # the same norms, with |r| kept for the certificate
+                norms = cert.residual(t, y_prev, y, omega, s)
             done = active & (norms <= prm.target)
-            if bool(done.any()):
-                if not frozen and bool((done == active).all()):
-                    return y, steps  # everyone converged together: y_k is the answer, no copy
-                torch.where(done, y, result if frozen else torch.zeros_like(y[:1]), out=result)
-                frozen = True
-                active &= ~done
-            if not bool(active.any()):
+            if cert is not None and not bool(done.all()):
+                done |= cert.check(y, y_prev)  # y_(k-1) is no longer needed: its buffer is free
+            n_done = int(done.sum())
+            prm.query_steps[cols[done]] = k
+            if n_done == int(active.sum()) and stopped == 0:
+                return y, steps  # everyone stopped together: y_k is the answer, no copy
+            if n_done and cert is None:  # freeze in place (full width: the earlier, bit-exact path)
+                torch.where(done, y, result if stopped else torch.zeros_like(y[:1]), out=result)
+            elif n_done:  # certificate: copy out, then narrow the block to the running queries
+                result.index_copy_(1, cols[done], y[:, done])  # [N, d] into their own columns
+            stopped += n_done
+            active &= ~done
+            if stopped == b0:
                 return result, steps
             worst = float(norms[active].max())
             if last_norm is not None and worst < last_norm:
                 rate = max(min(worst / last_norm, 0.95), 1e-3) ** (1.0 / max(k - last_k, 1))
             last_norm, last_k = worst, k
-            # next check where the slowest active query is expected to meet the target
+            # next check where the slowest active query is expected to meet the target; with a
+            # certificate, every step (the block has narrowed, so checks are cheap), which also
+            # makes each query's stopping step independent of the other queries in its block
             ahead = math.ceil(math.log(prm.target / worst) / math.log(rate)) if worst > prm.target else 1
-            next_check = k + max(1, min(ahead, 4))
-            y_prev, t = t, y_prev  # rotate: t holds y_(k+1) (before seeds), old y_(k-1) is free
+            next_check = k + (1 if cert is not None else max(1, min(ahead, 4)))
+            y_prev, t = t, y_prev  # rotate: y_prev holds y_(k+1) (before seeds), t (old y_(k-1)) is free
+            if n_done and cert is not None:
+                keep = torch.nonzero(active).squeeze(1)  # [b'] still running
+                y, y_prev, t = _compact(y, y_prev, t, keep)
+                s, cols, active = select_columns(s, keep), cols[keep], active[keep]
         s.add_to_columns(y_prev, omega)  # + omega * s
         y, y_prev = y_prev, y
-    if not frozen:
+    if stopped == 0:
         return y, steps
-    torch.where(active, y, result, out=result)  # out of steps: take what we have
+    if cert is None:
+        torch.where(active, y, result, out=result)  # out of steps: take what we have
+    else:
+        result.index_copy_(1, cols, y)
     return result, steps
+
+
+def _compact(y: torch.Tensor, y_next: torch.Tensor, free: torch.Tensor,
+             keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The columns ``keep`` of ``y`` and ``y_next`` as narrower contiguous ``[N, b']`` views of the
+    same three buffers (``free`` holds nothing live), plus a free third one."""
+    n, b = y.shape[0], int(keep.numel())
+
+    def narrow(buf: torch.Tensor) -> torch.Tensor:
+        return buf.view(-1)[: n * b].view(n, b)
+
+    y_new = torch.index_select(y, 1, keep, out=narrow(free))  # y's buffer is free afterwards
+    y_next_new = torch.index_select(y_next, 1, keep, out=narrow(y))  # then y_next's
+    return y_new, y_next_new, narrow(y_next)
+
+
+def first_cert_check(c: float, max_iter: int) -> int:
+    """First step at which a top-k certificate is worth trying: where the L1 residual is expected
+    near 6e-2 (HotpotQA-sized synthetic graphs, c = 0.7: step 6, when ~70% of queries certify)."""
+    return min(chebyshev_first_check(c, 6e-2, max_iter), max_iter)

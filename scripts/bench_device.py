@@ -1,0 +1,155 @@
+#!/usr/bin/env python
+"""Accelerator micro-benchmarks for ``scripts/device_check.sh`` (needs only torch; prints figures).
+
+  knn    synonym KNN (``atomicrag.graph.synonyms.synonym_edges``) over random entity embeddings:
+         entities/s on the device vs the CPU on a slice (same process), edges equal on the slice.
+  embed  encoder throughput in fp32 vs bf16 vs fp16 (tokens/s) with a MiniLM-shaped encoder
+         (6 layers, 384 wide, 12 heads, 1536 FFN): the offline MiniLM weights when
+         transformers and the package are present, else a randomly initialised encoder of the
+         same shape (same FLOPs per token; the cosine figure then compares random encoders).
+
+    python scripts/bench_device.py knn --device cuda --entities 1000000
+    python scripts/bench_device.py embed --device cuda --texts 20000
+The last line of each prints the headline ratio (device vs CPU, bf16 vs fp32).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench_knn(args: argparse.Namespace) -> None:
+    from atomicrag.graph.synonyms import synonym_edges
+
+    g = torch.Generator().manual_seed(0)
+    e = args.entities
+    x = torch.randn(e, args.dim, generator=g)
+    x[1::2] = x[::2][: e // 2] + 0.3 * torch.randn(e // 2, args.dim, generator=g)  # synonym pairs
+    keys = [f"entity {i}" for i in range(e)]
+    kw = {"threshold": 0.8, "max_neighbors": 10, "min_alnum": 4, "batch": args.batch}
+    dev = torch.device(args.device)
+    synonym_edges(keys[:4096], x[:4096], device=args.device, **kw)  # warm-up (kernels, allocator)
+    sync(dev)
+    t0 = time.perf_counter()
+    edges = synonym_edges(keys, x, device=args.device, **kw)
+    sync(dev)
+    t_dev = time.perf_counter() - t0
+    m = min(e, args.cpu_slice)
+    t0 = time.perf_counter()
+    cpu = synonym_edges(keys[:m], x[:m], device="cpu", **kw)
+    t_cpu = time.perf_counter() - t0
+    on_dev = synonym_edges(keys[:m], x[:m], device=args.device, **kw)
+    equal = torch.equal(cpu.src, on_dev.src) and torch.equal(cpu.dst, on_dev.dst)
+    # exact KNN is quadratic: compare per-pair rates (entities^2 / s)
+    rate_dev, rate_cpu = e * e / t_dev, m * m / t_cpu
+    print(f"knn on {args.device}: {e:,} entities x {args.dim} d in {t_dev:.2f} s -> {edges.src.numel():,} edges; "
+          f"cpu {m:,} entities in {t_cpu:.2f} s; edges equal on the slice: {equal}")
+    print(f"knn_pairs_per_s_device={rate_dev:.3g} cpu={rate_cpu:.3g} ratio={rate_dev / rate_cpu:.1f}")
+
+
+class MiniLMShaped(torch.nn.Module):
+    """Token embedding + 6 post-norm transformer layers (384, 12 heads, 1536 FFN), mean pooled."""
+
+    def __init__(self, vocab: int = 30522, d: int = 384, layers: int = 6, heads: int = 12, ffn: int = 1536):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Embedding(512, d)
+        layer = torch.nn.TransformerEncoderLayer(d, heads, ffn, dropout=0.0, activation="gelu", batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(ids.shape[1], device=ids.device)
+        h = self.enc(self.emb(ids) + self.pos(pos), src_key_padding_mask=~mask)  # [b, t, d]
+        m = mask.unsqueeze(-1).to(h.dtype)
+        return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)  # [b, d]
+
+
+def load_encoder(dev: torch.device):
+    """(name, model(ids, mask) -> [b, d], vocab size): real MiniLM when possible, else random init."""
+    try:
+        from transformers import AutoModel
+
+        from atomicrag.embed.encoders import offline_minilm_path
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        hf = AutoModel.from_pretrained(offline_minilm_path(), local_files_only=True).to(dev).eval()
+
+        def run(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            h = hf(input_ids=ids, attention_mask=mask.long()).last_hidden_state.float()
+            m = mask.unsqueeze(-1).float()
+            return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+        return "all-MiniLM-L6-v2 (offline weights)", run, hf, int(hf.config.vocab_size)
+    except Exception as exc:  # noqa: BLE001 - any missing piece means: use the random encoder
+        print(f"MiniLM weights unavailable ({type(exc).__name__}: {exc}); using a random-init MiniLM-shaped encoder")
+    torch.manual_seed(0)
+    model = MiniLMShaped().to(dev).eval()
+    return "random-init MiniLM-shaped encoder", lambda ids, mask: model(ids, mask).float(), model, 30522
+
+
+def bench_embed(args: argparse.Namespace) -> None:
+    dev = torch.device(args.device)
+    name, run, model, vocab = load_encoder(dev)
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(12, args.max_len, (args.texts,), generator=g)  # short atoms, like 2Wiki sentences
+    lengths, _ = torch.sort(lengths, descending=True)  # length batching, as the encoders do
+    tokens = int(lengths.sum())
+    batches = []
+    for i in range(0, args.texts, args.batch):
+        ln = lengths[i: i + args.batch]
+        ids = torch.randint(1000, vocab, (ln.numel(), int(ln[0])), generator=g)
+        mask = torch.arange(int(ln[0])).unsqueeze(0) < ln.unsqueeze(1)
+        batches.append((ids.to(dev), mask.to(dev)))
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    if dev.type == "cuda":
+        dtypes["fp16"] = torch.float16
+    out, rates = {}, {}
+    for label, dt in dtypes.items():
+        model.to(dt)
+        with torch.inference_mode():
+            run(*batches[-1])  # warm-up
+            sync(dev)
+            t0 = time.perf_counter()
+            out[label] = torch.cat([run(ids, mask).float().cpu() for ids, mask in batches])
+            sync(dev)
+        rates[label] = tokens / (time.perf_counter() - t0)
+        cos = float((out[label] * out["fp32"]).sum(1).min())
+        print(f"{name} on {args.device} {label}: {rates[label]:,.0f} tokens/s ({args.texts:,} texts, "
+              f"{tokens:,} tokens), min cosine to fp32 {cos:.5f}", flush=True)
+    best = max((k for k in rates if k != "fp32"), key=lambda k: rates[k])
+    print(f"embed_tokens_per_s_fp32={rates['fp32']:.0f} {best}={rates[best]:.0f} ratio={rates[best] / rates['fp32']:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    k = sub.add_parser("knn")
+    k.add_argument("--entities", type=int, default=1_000_000)
+    k.add_argument("--dim", type=int, default=384)
+    k.add_argument("--batch", type=int, default=8192)
+    k.add_argument("--cpu-slice", type=int, default=20_000)
+    k.add_argument("--device", default="cuda")
+    e = sub.add_parser("embed")
+    e.add_argument("--texts", type=int, default=20_000)
+    e.add_argument("--max-len", type=int, default=64)
+    e.add_argument("--batch", type=int, default=256)
+    e.add_argument("--device", default="cuda")
+    args = ap.parse_args()
+    print(f"torch {torch.__version__}, device {args.device}"
+          + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""), flush=True)
+    {"knn": bench_knn, "embed": bench_embed}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""LLM atomizer failures are never cached as done: the next run retries exactly the failed chunks."""
+from __future__ import annotations
+
+import pytest
+
+from atomicrag.atomize.llm import LLMAtomizer
+from atomicrag.config import AtomizerConfig, Config
+from atomicrag.embed.fake import FakeEmbedder
+from atomicrag.graph.index import index_corpus
+from atomicrag.llm.protocol import ChatRequest, ChatResult
+from atomicrag.schemas import Chunk
+
+from .helpers import KB, PASSAGE_A, PASSAGE_B, ScriptedLLM, facts_script, passage_of
+
+
+def _down_for(passage: str, healthy):  # a transport error for one passage's requests
+    def script(req: ChatRequest) -> ChatResult:
+        if passage_of(req) == passage:
+            return ChatResult(error="failed after 4 attempt(s): ConnectError: connection refused")
+        return healthy(req)
+    return script
+
+
+def _chunks() -> list[Chunk]:
+    return [Chunk(id="c0", passage_id="p0", text=PASSAGE_A), Chunk(id="c1", passage_id="p1", text=PASSAGE_B)]
+
+
+def test_failed_chunks_are_not_cached_and_the_next_run_retries_only_them(tmp_path) -> None:
+    cfg = Config(atomizer=AtomizerConfig(name="llm", max_chunk_failures_frac=0.5))
+    llm = ScriptedLLM(_down_for(PASSAGE_B, facts_script(KB)))
+    g1 = index_corpus(_chunks(), cfg, llm, FakeEmbedder(8), tmp_path, "toy",
+                      atomizer=LLMAtomizer(cfg.atomizer, llm, batch_size=1, progress=False))
+    assert g1.meta["atomize_stats"]["failed_chunks"] == 1
+    assert not list(tmp_path.glob("toy/atomize/*/manifest.json"))  # the stage is not complete
+    assert not list(tmp_path.glob("toy/graph/*/manifest.json"))  # nor the graph built from it
+
+    healthy = ScriptedLLM(facts_script(KB))  # the server is back
+    g2 = index_corpus(_chunks(), cfg, healthy, FakeEmbedder(8), tmp_path, "toy",
+                      atomizer=LLMAtomizer(cfg.atomizer, healthy, batch_size=1, progress=False))
+    assert {passage_of(r) for r in healthy.requests} == {PASSAGE_B}  # only the failed chunk, NER + extraction
+    assert g2.meta["atomize_stats"]["failed_chunks"] == 0 and g2.num_atoms > g1.num_atoms
+    assert list(tmp_path.glob("toy/atomize/*/manifest.json"))  # now complete
+
+    again = ScriptedLLM(facts_script(KB))
+    index_corpus(_chunks(), cfg, again, FakeEmbedder(8), tmp_path, "toy",
+                 atomizer=LLMAtomizer(cfg.atomizer, again, batch_size=1, progress=False))
+    assert again.requests == []  # complete stages are reused
+
+
+def test_default_failure_fraction_aborts_with_a_clear_message(tmp_path) -> None:
+    cfg = Config(atomizer=AtomizerConfig(name="llm"))
+    assert cfg.atomizer.max_chunk_failures_frac < 1.0
+    dead = ScriptedLLM(lambda req: ChatResult(error="failed after 4 attempt(s): HTTP 404: model not served"))
+    with pytest.raises(RuntimeError) as info:
+        index_corpus(_chunks(), cfg, dead, FakeEmbedder(8), tmp_path, "toy",
+                     atomizer=LLMAtomizer(cfg.atomizer, dead, batch_size=1, progress=False))
+    msg = str(info.value)
+    assert "max_chunk_failures_frac" in msg and "HTTP 404" in msg and "re-run" in msg
+    assert not list(tmp_path.glob("toy/atomize/*/manifest.json"))
