@@ -6,11 +6,12 @@
     result = rag.query("Where was Marie Curie born?")        # QueryResult; a list of str -> list
     rag.save("my_index"); rag = AtomicRAG.load("my_index")
 
-The query path is the research harness's (``retrieve.engine.QueryEngine`` and ``answer.readers``),
-so the library answers exactly as the pipeline does under the same config. The index keeps each
-document's atomization, so ``insert``/``delete`` atomize only new documents, embed only unseen
-texts and update synonym edges locally (``graph.incremental``); the result equals a fresh
-``index`` over the same documents in the same order.
+Indexing and querying run the research harness's engine (``atomicrag.engine.Engine``: the same
+atomize → ``update_graph`` path, query engine and reader as ``pipeline.run_one``), so the library
+answers exactly as the pipeline does under the same config. The index keeps each document's
+atomization, so ``insert``/``delete`` atomize only new documents, embed only unseen texts and
+update synonym edges locally (``graph.incremental``); a build is an update from empty, so the
+result equals a fresh ``index`` over the same documents in the same order.
 """
 from __future__ import annotations
 
@@ -73,8 +74,12 @@ class AtomicRAG:
         self._docs: dict[str, Document] = {}
         self._states: dict[str, DocState] = {}
         self._indexed: Any = None  # graph.incremental.IndexedGraph, None while empty
-        self._engine: Any = None
         self._warned_fake = False
+        from .engine import Engine
+
+        # the engine gets its models from this object (yours, or the config's on first use)
+        self._core = Engine(self.config, self, self.accountant,
+                            progress=self._progress if self._progress.active else None)
 
     # ------------------------------------------------------------------ models
     def _account(self, llm: Any) -> Any:
@@ -104,14 +109,6 @@ class AtomicRAG:
             self._llm_owned = True
         return self._llm
 
-    def _atomizer_needs_llm(self) -> bool:
-        a = self.config.atomizer
-        return a.name == "llm" or (a.name == "vocabulary" and a.vocab_llm_filter)
-
-    def _query_needs_llm(self) -> bool:
-        c = self.config
-        return c.decompose.name == "llm" or c.sieve.name == "llm" or c.retriever.query_entities == "llm"
-
     # ------------------------------------------------------------------ corpus
     @property
     def documents(self) -> list[Document]:
@@ -137,7 +134,6 @@ class AtomicRAG:
                 yield
         except BaseException:
             self._docs, self._states, self._indexed = saved
-            self._engine = None
             raise
 
     def index(self, documents: Any) -> AtomicRAG:
@@ -188,7 +184,6 @@ class AtomicRAG:
         self._rebuild()
 
     def _atomize(self, docs: list[Document]) -> dict[str, DocState]:
-        from .atomize import build_atomizer
         from .data.chunker import Chunker
         from .schemas import Passage
 
@@ -197,23 +192,17 @@ class AtomicRAG:
         states = {d.id: DocState() for d in docs}
         if not chunks:
             return states
-        llm = self.llm if self._atomizer_needs_llm() else None
-        atomizer = build_atomizer(self.config.atomizer, llm=llm, progress=self._progress.bars)
         owner = {c.id: c.passage_id for c in chunks}
         for c in chunks:
             states[c.passage_id].chunks += 1
         step = len(chunks) if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS else _ATOMIZE_SLICE
-        with self.accountant.time("atomize"):
-            for start in range(0, len(chunks), step):
-                part = chunks[start:start + step]
-                res = atomizer.atomize(part)
-                for a in res.atoms:
-                    states[a.passage_id].atoms.append(a)
-                for t in res.triples:
-                    states[owner.get(t.chunk_id, part[0].passage_id)].triples.append(t)
-                for f in res.failures:
-                    states[owner[f.chunk_id]].failures.append(f)
-                self._progress("atomize", min(start + step, len(chunks)), len(chunks))
+        for part, res in self._core.atomize_slices(chunks, step, progress=self._progress.bars):
+            for a in res.atoms:
+                states[a.passage_id].atoms.append(a)
+            for t in res.triples:
+                states[owner.get(t.chunk_id, part[0].passage_id)].triples.append(t)
+            for f in res.failures:
+                states[owner[f.chunk_id]].failures.append(f)
         failed = sum(len(s.failures) for s in states.values())
         if failed:
             log.warning("atomize: %d of %d chunks failed (stats()['failed_chunks']; reasons in "
@@ -221,9 +210,6 @@ class AtomicRAG:
         return states
 
     def _rebuild(self) -> None:
-        from .graph.incremental import update_graph
-
-        self._engine = None
         atoms = [a for i in self._docs for a in self._states[i].atoms]
         if not atoms:
             if self._docs:
@@ -232,21 +218,16 @@ class AtomicRAG:
             return
         triples = [t for i in self._docs for t in self._states[i].triples]
         titles = {d.id: d.title for d in self._docs.values() if d.title}
-        with self.accountant.time("graph"):
-            self._indexed = update_graph(self._indexed, atoms, triples, self.embedder, self.config.graph,
-                                         self.config.fidelity, progress=self._progress if self._progress.active
-                                         else None, meta={"passage_titles": titles})
+        self._indexed = self._core.update(self._indexed, atoms, triples, meta={"passage_titles": titles})
 
     # ------------------------------------------------------------------ query
-    def _get_engine(self) -> Any:
+    def _index(self) -> Any:
+        """The engine's view of this index: one corpus."""
+        from .engine import CorpusIndex
+
         if self._indexed is None:
             raise RuntimeError("the index is empty: call index(documents) or insert(documents) first")
-        if self._engine is None:
-            from .retrieve.engine import QueryEngine
-
-            llm = self.llm if self._query_needs_llm() else None
-            self._engine = QueryEngine(self.config, self._indexed.graph, self.embedder, llm, self.accountant)
-        return self._engine
+        return CorpusIndex.single(self._indexed)
 
     def query(self, question: str | Iterable[str], *, answer: bool | None = None
               ) -> QueryResult | list[QueryResult]:
@@ -259,15 +240,14 @@ class AtomicRAG:
 
     def _query(self, question: str | Iterable[str], *, answer: bool | None = None
                ) -> QueryResult | list[QueryResult]:
-        from .answer.readers import build_reader, resolve_reader_name
+        from .answer.readers import resolve_reader_name
         from .schemas import Question
 
         single = isinstance(question, str)
         texts = [question] if single else [str(q) for q in question]
         if not texts:
             return []
-        engine = self._get_engine()
-        traces, contexts = engine.run([Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
+        batch = self._core.retrieve(self._index(), [Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
         kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
         outputs: list[Any] = [None] * len(texts)
         if answer or (answer is None and kind != "none"):
@@ -275,11 +255,9 @@ class AtomicRAG:
             if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
                 log.warning("answers come from the fake test LLM (llm.name=fake): pass llm=... or set llm.*")
                 self._warned_fake = True
-            reader = build_reader(kind, self.llm, self.config.reader)
-            with self.accountant.time("answer"):
-                outputs = reader.answer(texts, contexts)
+            outputs = self._core.answer(batch, kind)
         self._progress("query", len(texts), len(texts))
-        results = [self._result(t, c, o) for t, c, o in zip(traces, contexts, outputs)]
+        results = [self._result(t, c, o) for t, c, o in zip(batch.traces, batch.contexts, outputs)]
         return results[0] if single else results
 
     def search(self, question: str | Iterable[str]) -> QueryResult | list[QueryResult]:
@@ -300,9 +278,7 @@ class AtomicRAG:
                             source_doc_ids=[a["passage_id"]], entity_names=list(a.get("entities", [])),
                             title=titles.get(a["passage_id"], "")) for a in ranked]
         entities = list(dict.fromkeys(e for s in trace.seeds for e in s.get("entities", [])))
-        errors = list(trace.errors)
-        if output is not None and output.failed:
-            errors.append(f"reader: {output.error}")
+        errors = list(trace.errors)  # the engine adds the reader's failure
         stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),
                  "candidates": len(cands), "kept": len(best), "items_returned": len(items),
                  "graph_nodes": self._indexed.graph.num_nodes}

@@ -37,6 +37,8 @@ from .config_checks import (
     warn_if_key_missing,
 )
 
+from . import registry  # allowed stage names are the registry keys
+
 
 @dataclass
 class PathsConfig:
@@ -72,7 +74,7 @@ class DatasetConfig:
     reader: str = "precise"  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
 
     def __post_init__(self) -> None:
-        _choice(self, "format", ("normalized", "graphrag_bench", "hipporag", "hf"))
+        _choice(self, "format", registry.DATASETS.names())
         _choice(self, "reader", ("precise", "abstract"))
         _positive(self, "chunk_tokens", "limit")
         _mark(self, ("chunk_overlap",))
@@ -104,7 +106,6 @@ class LLMConfig:
     startup_timeout_s: float = 600.0
     n_ctx: int = 4096  # llama.cpp context
     n_threads: int = 2  # llama.cpp threads (set explicitly: llama.cpp's guess oversubscribes small VMs)
-    n_parallel: int = 1  # llama.cpp parallel slots
     tensor_parallel_size: int = 1  # vLLM
     gpu_memory_utilization: float = 0.9  # vLLM
     max_model_len: int = 8192  # vLLM
@@ -112,12 +113,12 @@ class LLMConfig:
     device: str = "auto"  # transformers backend: auto | cpu | cuda
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("fake", "openai", "llamacpp", "vllm", "transformers"))
+        _choice(self, "name", registry.LLMS.names())
         _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads")
         _range(self, 0, None, "max_retries", "seed")
         _range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
         _range(self, 0, 65535, "port")
-        _positive(self, "startup_timeout_s", "n_parallel", "tensor_parallel_size", "max_model_len")
+        _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
         _range(self, 0.01, 1.0, "gpu_memory_utilization")
         _text(self, "model", "host", nonempty=True)
         _text(self, "model_path", "base_url")
@@ -142,7 +143,7 @@ class EmbedderConfig:
     dim: int = 64  # fake embedder only
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("fake", "sentence_transformers", "transformers", "onnx"))
+        _choice(self, "name", registry.EMBEDDERS.names())
         _choice(self, "precision", ("auto", "fp32", "bf16", "fp16"))
         _choice(self, "pooling", ("auto", "cls", "mean"))
         _positive(self, "max_length", "batch_size", "dim")
@@ -174,7 +175,7 @@ class AtomizerConfig:
     max_chunk_failures_frac: float = 0.25
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("llm", "sentence", "vocabulary", "chunk"))
+        _choice(self, "name", registry.ATOMIZERS.names())
         _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call")
         _range(self, 0, None, "nlp_processes")  # 0 = auto
         _positive(self, "vocab_max_ngram")
@@ -285,11 +286,7 @@ class RetrieverConfig:
     query_update_weight: float = 0.3
 
     def __post_init__(self) -> None:
-        _choice(
-            self,
-            "name",
-            ("ppr", "rwr", "power", "katz", "labelprop", "bfs", "qiter", "dense", "dense_passage"),
-        )
+        _choice(self, "name", registry.RETRIEVERS.names())
         _choice(self, "query_entities", ("spacy", "llm", "spacy_match"))
         _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
         _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
@@ -312,7 +309,7 @@ class DecomposeConfig:
     max_sub_questions: int = 3
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("llm", "none"))
+        _choice(self, "name", registry.DECOMPOSERS.names())
         _positive(self, "max_sub_questions")
         _range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
 
@@ -323,7 +320,7 @@ class SieveConfig:
     max_context: int = 25  # atoms in the merged context
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("llm", "none"))
+        _choice(self, "name", registry.SIEVES.names())
         _positive(self, "max_context")
 
 
@@ -333,7 +330,7 @@ class ReaderConfig:
     max_tokens: int = 512
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("dataset", "precise", "abstract", "none"))
+        _choice(self, "name", registry.READERS.names())
         _positive(self, "max_tokens")
 
 
@@ -343,7 +340,7 @@ class JudgeConfig:
     embedder: str = "run"  # run = the run's embedder for SS
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("none", "llm"))
+        _choice(self, "name", registry.JUDGES.names())
         _choice(self, "embedder", ("run",))
 
 
@@ -388,7 +385,7 @@ class Config:
         _range(self, 0, None, "seed")
         _unit(self, "max_failure_rate")
         _mark(self, ("baselines",))
-        from .pipeline import BASELINES  # lazy: pipeline imports this module
+        from .engine.baselines import BASELINES  # lazy: it imports this module
 
         known = tuple(BASELINES)
         bad = [b for b in self.baselines if b not in known]
@@ -411,6 +408,19 @@ def to_dataclass(cfg: Any) -> Config:
     return obj
 
 
+# Fields that were deleted because no code read them: configs saved before (index manifests,
+# run folders) still load; the value is ignored.
+REMOVED_FIELDS = {("llm", "n_parallel")}
+
+
+def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
+    out = dict(d)
+    for section, name in REMOVED_FIELDS:
+        if isinstance(out.get(section), dict) and name in out[section]:
+            out[section] = {k: v for k, v in out[section].items() if k != name}
+    return out
+
+
 def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str | None = "ATOMICRAG_") -> Config:
     """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
 
@@ -428,9 +438,9 @@ def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefi
     if isinstance(source, Config):
         layers.append(OmegaConf.structured(source))
     elif isinstance(source, dict):
-        layers.append(OmegaConf.create(source))
+        layers.append(OmegaConf.create(_drop_removed(source)))
     elif isinstance(source, (str, Path)):
-        layers.append(OmegaConf.create(read_config_file(source)))
+        layers.append(OmegaConf.create(_drop_removed(read_config_file(source))))
     elif source is not None:
         raise TypeError(f"config source must be Config, dict, path or None, not {type(source).__name__}")
     # only GROUP__FIELD variables are config; others with the prefix (ATOMICRAG_NO_PROGRESS) are flags

@@ -6,35 +6,18 @@ data, embedder and LLM settings) for a side-by-side table.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import time
 from typing import Any
 
 from .config import Config
+from .engine.baselines import BASELINES, baseline_config, run_baseline, with_overrides
 from .failures import format_failures, summarize_run
 from .schemas import QueryTrace
 from .tracking import WandbSink, is_finished, read_metrics, run_dir, write_run
 
 log = logging.getLogger("atomicrag")
-
-# a baseline is a set of field overrides applied to the main configuration
-BASELINES: dict[str, dict[str, Any]] = {
-    # vanilla RAG: dense retrieval over passages, same reader and LLM
-    "dense_passage": {"retriever.name": "dense_passage", "decompose.name": "none", "sieve.name": "none"},
-    # AtomicRAG without the graph (paper's w/o ERGR): atoms ranked by similarity alone
-    "dense_atoms": {"retriever.name": "dense"},
-}
-
-
-def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
-    new = copy.deepcopy(cfg)
-    for dotted, value in overrides.items():
-        section, attr = dotted.split(".", 1)
-        setattr(getattr(new, section), attr, value)
-        getattr(new, section).__post_init__()
-    return new
 
 
 def row_label(cfg: Config) -> str:
@@ -53,109 +36,79 @@ def row_label(cfg: Config) -> str:
 def run_with_baselines(cfg: Config) -> list[tuple[str, dict[str, Any]]]:
     rows = [(row_label(cfg), run_one(cfg))]
     for name in cfg.baselines:
-        if name not in BASELINES:
-            raise ValueError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
-        bcfg = with_overrides(cfg, BASELINES[name])
-        if bcfg == cfg:
+        bcfg = baseline_config(cfg, name)
+        if with_overrides(cfg, BASELINES[name]) == cfg:  # the main row already is this baseline
             continue
-        rows.append((row_label(bcfg), run_one(bcfg)))
+        rows.append((row_label(bcfg), run_baseline(bcfg, run_one)))
     return rows
 
 
 def needs_llm(cfg: Config) -> bool:
-    return (
-        cfg.atomizer.name == "llm"
-        or (cfg.atomizer.name == "vocabulary" and cfg.atomizer.vocab_llm_filter)
-        or cfg.decompose.name == "llm"
-        or cfg.sieve.name == "llm"
-        or cfg.reader.name != "none"
-        or cfg.judge.name == "llm"
-        or cfg.retriever.query_entities == "llm"
-    )
+    """Whether a run of ``cfg`` calls an LLM (from the stages' registry declarations)."""
+    from .engine import needs_llm as declared
+
+    return declared(cfg)
 
 
 def run_one(cfg: Config) -> dict[str, Any]:
     """One configuration end to end: data → index → retrieve → answer → evaluate → results."""
-    from .data.chunker import chunk_passages
     from .data.loaders import load_dataset
-    from .embed.factory import build_embedder
+    from .engine import ConfigModels, Engine, combined_stats
     from .evaluate.score import score_run
     from .llm.accounting import Accountant
-    from .llm.factory import build_llm
 
     out_dir = run_dir(cfg)
     if is_finished(out_dir) and not cfg.overwrite:
         log.info("run %s is finished; reusing it (overwrite=true to redo)", out_dir)
         return read_metrics(out_dir)
     t_start = time.perf_counter()
+    seed_everything(cfg.seed)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
     questions = data.questions
     accountant = Accountant()
-    embedder = build_embedder(cfg.embedder, cfg.fidelity)
-    llm = build_llm(cfg.llm, cfg.paths, accountant) if needs_llm(cfg) else None
+    models = ConfigModels(cfg, accountant)
+    engine = Engine(cfg, models, accountant, cache_dir=cfg.paths.cache_dir, dataset_name=data.name)
     reader_name = data.reader if cfg.reader.name == "dataset" else cfg.reader.name
-    graph_stats: dict[str, Any] = {}
-    atomize_stats: dict[str, Any] = {}  # failed chunks of this run's atomization (failures.py)
     try:
-        with accountant.time("chunk"):
-            chunks = chunk_passages(data.passages, cfg.dataset)
+        index = engine.index_passages(data.passages, questions=questions)
         t_query = time.perf_counter()
-        if cfg.retriever.name == "dense_passage":
-            from .retrieve.dense_passage import retrieve_passages
-
-            with accountant.time("retrieve"):
-                traces, contexts = retrieve_passages(questions, chunks, embedder, cfg)
-        else:
-            from .graph.index import index_corpus
-            from .graph.stats import graph_stats as compute_graph_stats
-            from .retrieve.engine import QueryEngine
-
-            with accountant.time("index"):
-                graph = index_corpus(chunks, cfg, llm, embedder, cfg.paths.cache_dir, data.name)
-            graph_stats = compute_graph_stats(graph)
-            atomize_stats = graph.meta.get("atomize_stats", {})
-            t_query = time.perf_counter()
-            engine = QueryEngine(cfg, graph, embedder, llm, accountant)
-            traces, contexts = engine.run(questions)
-        if reader_name != "none" and llm is not None:
-            from .answer.readers import build_reader
-
-            reader = build_reader(reader_name, llm, cfg.reader, dataset_reader=data.reader)
-            with accountant.time("answer"):
-                outputs = reader.answer([q.question for q in questions], contexts)
-            for t, o in zip(traces, outputs):
-                t.answer, t.raw_answer = o.answer, o.raw
-                if o.failed:
-                    t.errors.append(f"reader: {o.error}")
+        batch = engine.retrieve(index, questions)
+        if reader_name != "none":
+            engine.answer(batch, reader_name)
+        traces = batch.traces
         query_wall = time.perf_counter() - t_query
         judge = None
-        if cfg.judge.name == "llm" and llm is not None:
+        if cfg.judge.name == "llm":
             from .evaluate.judge import build_judge
 
-            judge = build_judge("llm", llm, embedder, cfg.fidelity)
+            judge = build_judge("llm", models.llm, models.embedder, cfg.fidelity)
         with accountant.time("judge"):
             metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name,
-                                              answered=reader_name != "none" and llm is not None)
+                                              answered=reader_name != "none")
     finally:
-        if llm is not None:
-            llm.close()
+        models.close()
     wall = time.perf_counter() - t_start
+    indexes = index.stats(batch.routed)
     metrics.update(
         {
             "dataset": data.name,
             "split": cfg.dataset.split,
             "n_questions": len(questions),
             "row_label": row_label(cfg),
-            "graph_stats": graph_stats,
+            "graph_stats": combined_stats(indexes),
+            "indexes": indexes,  # one per corpus (Graph-Bench Novel: one per novel)
+            "stages": stage_summaries(cfg, batch),
             "cost": cost_summary(accountant, len(questions), query_wall, wall),
-            "models": {"llm": cfg.llm.model if llm is not None else None, "embedder": embedder.name},
+            "models": {"llm": cfg.llm.model if models.llm_built else None, "embedder": models.embedder.name},
             "config": summary_fields(cfg),
         }
     )
+    passages = data.passage_index()
     predictions = [
-        {**t.to_dict(), **pq} for t, pq in zip(traces, per_question)
+        {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)
     ]
-    metrics.update(summarize_run(cfg.max_failure_rate, metrics["cost"]["modules"], predictions, atomize_stats))
+    metrics.update(summarize_run(cfg.max_failure_rate, metrics["cost"]["modules"], predictions,
+                                index.atomize_stats()))
     if metrics["status"] != "finished":
         log.error("%s", format_failures(str(out_dir), metrics))
     write_run(out_dir, cfg, metrics, predictions)
@@ -165,6 +118,53 @@ def run_one(cfg: Config) -> dict[str, Any]:
         sink.finish()
     log.info("wrote %s", out_dir)
     return read_metrics(out_dir)
+
+
+def seed_everything(seed: int) -> None:
+    """``Config.seed``: Python's, NumPy's and torch's global generators, for any stochastic step
+    that does not take its own seed (stages with their own, e.g. ``retriever.rng_seed``, keep it)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def gold_fields(q: Any, trace: Any, passages: dict[str, Any]) -> dict[str, Any]:
+    """predictions.jsonl: the gold supporting ids and the titles of gold and retrieved passages."""
+    def title(pid: str) -> str:
+        p = passages.get(pid)
+        return p.title if p is not None else ""
+
+    return {
+        "supporting_ids": list(q.supporting_ids),
+        "supporting_titles": [title(p) for p in q.supporting_ids],
+        "retrieved_titles": [title(p) for p in trace.retrieved_passages],
+        "corpus": q.corpus,
+    }
+
+
+def stage_summaries(cfg: Config, batch: Any) -> dict[str, Any]:
+    """Run-level counts of the LLM stages (failures are reported, never hidden)."""
+    out: dict[str, Any] = {}
+    decomps = [d for d in batch.decompositions if d is not None]
+    if decomps and cfg.decompose.name != "none":
+        from .retrieve.decompose import summarize
+
+        out["decompose"] = summarize(decomps)
+    sieved = [s for s in batch.sieve if s is not None]
+    if sieved and cfg.sieve.name != "none":
+        from .retrieve.sieve import summarize as sieve_summary
+
+        out["sieve"] = sieve_summary(sieved)
+    if batch.outputs:
+        from .answer.readers import summarize as reader_summary
+
+        out["reader"] = reader_summary(batch.outputs)
+    return out
 
 
 QA_MODULES = ("decompose", "retrieve_ner", "sieve", "answer")  # LLM modules of answering a question

@@ -145,9 +145,18 @@ class QueryTrace:
     answer: str = ""
     raw_answer: str = ""
     retrieved_passages: list[str] = field(default_factory=list)
+    # per module: the new tokens of this question's LLM calls (cache hits count 0)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    # per stage: this question's share of the stage's batch wall time (questions run as one batch)
     seconds: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+
+    def add_tokens(self, module: str, prompt: int, completion: int) -> None:
+        if not (prompt or completion):
+            return
+        cell = self.tokens.setdefault(module, {"prompt_tokens": 0, "completion_tokens": 0})
+        cell["prompt_tokens"] += int(prompt or 0)
+        cell["completion_tokens"] += int(completion or 0)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -115,7 +115,9 @@ def main() -> None:
 
     embedder = build_embedder(cfg.embedder, cfg.fidelity)
     llm = None
-    if cfg.atomizer.name == "llm" or (cfg.atomizer.name == "vocabulary" and cfg.atomizer.vocab_llm_filter):
+    from atomicrag.engine import needs_llm
+
+    if needs_llm(cfg, ("atomizer",)):  # from the atomizer's registry declaration
         from atomicrag.llm.factory import build_llm
 
         cfg.llm = conf_group("llm", args.llm, LLMConfig)

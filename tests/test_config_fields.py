@@ -59,7 +59,7 @@ def test_every_numeric_choice_and_text_field_has_a_check() -> None:
     {"retriever": {"anchor_top_k": 0}}, {"retriever": {"query_update_weight": -1.0}},
     {"llm": {"temperature": -0.5}}, {"llm": {"max_tokens": 0}}, {"llm": {"port": 70000}},
     {"llm": {"gpu_memory_utilization": 1.5}}, {"llm": {"device": "tpu"}}, {"llm": {"seed": -1}},
-    {"llm": {"n_parallel": 0}}, {"embedder": {"device": "cuda0"}}, {"graph": {"device": "fast"}},
+    {"embedder": {"device": "cuda0"}}, {"graph": {"device": "fast"}},
     {"graph": {"synonym_min_alnum": -1}}, {"reader": {"max_tokens": -5}}, {"decompose": {"complexity_threshold": 11}},
     {"atomizer": {"vocab_max_ngram": 0}}, {"atomizer": {"max_chunk_failures_frac": 1.5}},
     {"judge": {"embedder": "bge"}}, {"max_failure_rate": 2.0}, {"baselines": ["dense_everything"]},

@@ -46,12 +46,12 @@ class ReaderOutput:
 
 class LLMReader:
     def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
-                 temperature: float = 0.0, seed: int | None = 0) -> None:
+                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int | None = None) -> None:
         if kind not in prompt.KINDS:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
         self.name = kind
-        self.max_tokens = (cfg or ReaderConfig()).max_tokens
+        self.max_tokens = max_tokens or (cfg or ReaderConfig()).max_tokens
         self.temperature = temperature
         self.seed = seed
 
@@ -93,14 +93,12 @@ def resolve_reader_name(name: str, dataset_reader: str = "precise") -> str:
 
 def build_reader(name: str, llm: Any, cfg: ReaderConfig | None = None, *,
                  dataset_reader: str = "precise", **kwargs: Any) -> LLMReader | None:
-    """Reader for ``name`` (precise | abstract | dataset | none). ``none`` (retrieval-only runs)
-    returns None: the pipeline then skips answering."""
+    """Reader for ``name`` (precise | abstract | dataset | none: the ``registry.READERS`` entry).
+    ``none`` (retrieval-only runs) returns None: the pipeline then skips answering."""
+    from ..registry import READERS
+
     kind = resolve_reader_name(name, dataset_reader)
-    if kind == "none":
-        return None
-    if llm is None:
-        raise ValueError(f"reader {kind!r} needs an LLM backend")
-    return LLMReader(llm, kind, cfg, **kwargs)
+    return READERS.build(kind, llm=llm, kind=kind, cfg=cfg, **kwargs)
 
 
 def summarize(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ def build_atomizer(cfg: AtomizerConfig, llm: Any = None, **deps: Any) -> Any:
     """Instantiate the registered atomizer ``cfg.name`` (deps: checkpoint_path, progress, ...)."""
     from ..registry import ATOMIZERS
 
-    return ATOMIZERS.get(cfg.name)(cfg, llm=llm, **deps)
+    return ATOMIZERS.build(cfg.name, cfg=cfg, llm=llm, **deps)
 
 
 __all__ = ["build_atomizer"]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AtomizerConfig
+from ..engine.sampling import attempt_sampling, sampling_fingerprint
 from ..llm.protocol import ChatRequest, ChatResult, LLMBackend
 from ..prompts import extraction as extraction_prompt
 from ..prompts import ner as ner_prompt
@@ -82,6 +83,7 @@ class LLMAtomizer:
     def __init__(self, cfg: AtomizerConfig | None = None, llm: LLMBackend | None = None, *,
                  checkpoint_path: str | Path | None = None, batch_size: int = 32, retries: int = 1,
                  ner_max_tokens: int = 512, extraction_max_tokens: int = 2048,
+                 temperature: float = 0.0, seed: int | None = 0,
                  progress: bool | None = None, **_: Any) -> None:
         if llm is None:
             raise ValueError("the llm atomizer needs an LLM backend (llm=...)")
@@ -92,6 +94,7 @@ class LLMAtomizer:
         self.retries = max(0, retries)
         self.ner_max_tokens = ner_max_tokens
         self.extraction_max_tokens = extraction_max_tokens
+        self.temperature, self.seed = temperature, seed  # llm.temperature/seed (engine.sampling)
         self.progress = progress_enabled(progress)
 
     def fingerprint(self) -> dict[str, Any]:
@@ -101,13 +104,13 @@ class LLMAtomizer:
             "prompts": [ner_prompt.VERSION, extraction_prompt.VERSION],
             "max_tokens": [self.ner_max_tokens, self.extraction_max_tokens],
             "retries": self.retries,
+            **sampling_fingerprint(self.temperature, self.seed),
         }
 
     # ----------------------------------------------------------------- requests
     def _request(self, messages: list[dict[str, str]], schema: dict, max_tokens: int, attempt: int) -> ChatRequest:
-        # A retry must not hit the LLM cache's copy of the failed reply: change seed and temperature.
         return ChatRequest(messages=messages, schema=schema, max_tokens=max_tokens, module=MODULE,
-                           temperature=0.0 if attempt == 0 else 0.7, seed=attempt)
+                           **attempt_sampling(self.temperature, self.seed, attempt))
 
     def _phase(self, states: list[_State], kind: str) -> None:
         """Run one prompt (``ner`` or ``extraction``) for every state, with retries."""

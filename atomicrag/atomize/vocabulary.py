@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ..config import AtomizerConfig
+from ..engine.sampling import attempt_sampling, sampling_fingerprint
 from ..llm.protocol import ChatRequest, LLMBackend
 from ..prompts import vocabulary as vocab_prompt
 from ..prompts._common import PromptParseError
@@ -67,10 +68,12 @@ class VocabularyAtomizer(SentenceAtomizer):
     name = "vocabulary"
 
     def __init__(self, cfg: AtomizerConfig | None = None, llm: LLMBackend | None = None, *,
-                 progress: bool | None = None, nlp: Any = None, retries: int = 1, **_: Any) -> None:
+                 progress: bool | None = None, nlp: Any = None, retries: int = 1,
+                 temperature: float = 0.0, seed: int | None = 0, **_: Any) -> None:
         super().__init__(cfg or AtomizerConfig(name="vocabulary"), progress=progress, nlp=nlp)
         self.llm = llm
         self.retries = max(0, retries)
+        self.temperature, self.seed = temperature, seed  # llm.temperature/seed (engine.sampling)
         self.uses_llm = bool(self.cfg.vocab_llm_filter)
         if self.uses_llm and llm is None:
             raise ValueError("vocabulary atomizer with vocab_llm_filter=True needs an LLM backend (llm=...)")
@@ -85,7 +88,8 @@ class VocabularyAtomizer(SentenceAtomizer):
         if not self.uses_llm:
             return {}
         return {"model": getattr(self.llm, "model", type(self.llm).__name__),
-                "prompts": [vocab_prompt.VERSION], "retries": self.retries}
+                "prompts": [vocab_prompt.VERSION], "retries": self.retries,
+                **sampling_fingerprint(self.temperature, self.seed)}
 
     # ------------------------------------------------------------------ steps
     def scan(self, chunks: list[Chunk]) -> tuple[list[list[tuple[int, int]]], list[tuple[str, int]]]:
@@ -127,8 +131,8 @@ class VocabularyAtomizer(SentenceAtomizer):
             if not pending:
                 break
             reqs = [ChatRequest(messages=vocab_prompt.build_messages(batches[i]), schema=vocab_prompt.SCHEMA,
-                                max_tokens=4096, module="atomize", temperature=0.0 if attempt == 0 else 0.7,
-                                seed=attempt) for i in pending]
+                                max_tokens=4096, module="atomize",
+                                **attempt_sampling(self.temperature, self.seed, attempt)) for i in pending]
             results = self.llm.chat(reqs)
             calls += len(reqs)
             still = []

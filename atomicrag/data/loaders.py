@@ -16,10 +16,8 @@ The last three live in ``atomicrag.data.formats`` and ``atomicrag.data.hf``. All
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..artifacts import content_hash
 from ..config import DatasetConfig
@@ -72,9 +70,11 @@ def load_dataset(cfg: DatasetConfig, data_dir: str | Path, *, require_corpus: bo
     ``require_corpus=False`` allows question-only sets (e.g. MuSiQue here, which has no
     corpus offline): ``passages`` is then empty instead of an error.
     """
-    loader = LOADERS.get(cfg.format)
-    if loader is None:
-        raise ValueError(f"unknown dataset format {cfg.format!r}; known: {', '.join(sorted(LOADERS))}")
+    from ..registry import DATASETS
+
+    if cfg.format not in DATASETS:
+        raise ValueError(f"unknown dataset format {cfg.format!r}; known: {', '.join(DATASETS.names())}")
+    loader = DATASETS.get(cfg.format)  # third-party formats import optional dependencies only when used
     passages, questions, files = loader(cfg, Path(data_dir), require_corpus)
     if cfg.limit is not None:
         questions = questions[: cfg.limit]
@@ -107,7 +107,7 @@ def normalized_files(cfg: DatasetConfig, data_dir: Path) -> tuple[Path, Path]:
     return qfile, corpus
 
 
-def _load_normalized(
+def load_normalized(
     cfg: DatasetConfig, data_dir: Path, require_corpus: bool
 ) -> tuple[list[Passage], list[Question], list[Path]]:
     qfile, cfile = normalized_files(cfg, data_dir)
@@ -195,21 +195,3 @@ def _listing(folder: Path) -> str:
         return f" (folder {folder} does not exist)"
     names = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
     return f" ({folder} has: {', '.join(names) or 'nothing'})"
-
-
-def _lazy(module: str, name: str) -> Callable[..., Any]:
-    # third-party formats pull in optional dependencies (datasets, pyarrow) only when used
-    def call(*args: Any) -> Any:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.{module}"), name)(*args)
-
-    return call
-
-
-LOADERS: dict[str, Callable[[DatasetConfig, Path, bool], tuple[list[Passage], list[Question], list[Path]]]] = {
-    "normalized": _load_normalized,
-    "graphrag_bench": _lazy("formats", "load_graphrag_bench"),
-    "hipporag": _lazy("formats", "load_hipporag"),
-    "hf": _lazy("hf", "load_hf"),
-}

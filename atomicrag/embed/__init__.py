@@ -3,16 +3,11 @@
 Heavy libraries (sentence-transformers, transformers, faiss) load only when an embedder or an
 index of that kind is built.
 """
-from ..registry import EMBEDDERS
 from .cache import embed_cached
 from .factory import build_embedder
 from .fake import FakeEmbedder
 from .index import FaissIndex, TorchExactIndex, VectorIndex, build_index
 from .protocol import Embedder
-
-# build_embedder(cfg, fidelity=None) handles every EmbedderConfig.name
-for _name in ("fake", "sentence_transformers", "transformers", "onnx"):
-    EMBEDDERS.add(_name, "atomicrag.embed.factory:build_embedder")
 
 __all__ = [
     "Embedder", "FaissIndex", "FakeEmbedder", "TorchExactIndex", "VectorIndex",

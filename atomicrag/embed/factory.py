@@ -49,27 +49,10 @@ def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) 
 def _build(key: tuple[tuple[str, Any], ...], pooling: str) -> Embedder:
     # Loading a model costs seconds (bge-large: ~1.3 GB); graph building, seeding and the
     # judge all ask for the run's embedder, so one instance is shared. encode() keeps no state.
+    from ..registry import EMBEDDERS
+
     cfg = dict(key)
-    if cfg["name"] == "fake":
-        from .fake import FakeEmbedder
-
-        return FakeEmbedder(cfg["dim"])
-    kwargs = {"pooling": pooling, **{k: cfg[k] for k in (
-        "normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device",
-        "precision")}}
-    if cfg["name"] == "sentence_transformers":
-        from .encoders import SentenceTransformerEmbedder
-
-        return SentenceTransformerEmbedder(cfg["model"], **kwargs)
-    if cfg["name"] == "transformers":
-        from .encoders import TransformersEmbedder
-
-        return TransformersEmbedder(cfg["model"], **kwargs)
-    if cfg["name"] == "onnx":
-        from .onnx_encoder import OnnxEmbedder
-
-        return OnnxEmbedder(cfg["model"], **kwargs)
-    raise ValueError(f"unknown embedder {cfg['name']!r}; known: fake, sentence_transformers, transformers, onnx")
+    return EMBEDDERS.get(cfg["name"])(cfg, pooling)
 
 
 def clear_embedder_cache() -> None:

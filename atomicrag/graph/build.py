@@ -1,8 +1,10 @@
 """Atom-Entity Graph construction (paper section 3.1): nodes, three edge types, embeddings.
 
-``build_graph`` is a pure function of the atomize result, the embedder and the config slices
-that matter (``GraphConfig`` and four ``FidelityConfig`` switches: entity_nodes,
-containment_keys, relevance_weight, synonym_overwrites_relevance).
+One code path builds and updates: ``update_graph(prev, atoms, triples, ...)`` assembles the graph
+of ``atoms``/``triples`` reusing what ``prev`` holds (embeddings by text, directed synonym rows;
+see ``graph.incremental``), and a build is an update from empty (``prev=None``). ``build_graph``
+is that build for an atomize result. Both are pure functions of the atoms, triples, embedder and
+the config slices that matter (``GraphConfig`` and the four ``GRAPH_FIDELITY_FIELDS``).
 """
 from __future__ import annotations
 
@@ -14,44 +16,18 @@ from typing import Any
 
 import torch
 
-from .. import progress
 from ..config import FidelityConfig, GraphConfig
 from ..embed.protocol import Embedder
-from ..schemas import AtomizeResult
+from ..schemas import Atom, AtomizeResult, Triple
 from .edges import adjacency, containment_edges, drop_pairs, entity_nodes, relevance_edges
+from .embedding import Progress, embed_reusing, encode  # noqa: F401  (encode re-exported)
+from .incremental import IndexedGraph, SynonymRows, rows_to_edges, update_synonym_rows
 from .structure import AtomEntityGraph, EdgeList
-from .synonyms import synonym_edges
 
 log = logging.getLogger(__name__)
 
 GRAPH_FIDELITY_FIELDS = ("entity_nodes", "containment_keys", "relevance_weight", "synonym_overwrites_relevance")
-
-
-# Texts per embedder call: large enough that the encoder's own length-sorted batching still
-# pads little; embedders that do not count their batches (progress.advance) move the bar per slice.
-_PROGRESS_SLICE = 2048
-_EMBED_STAGES = {"atom": "embed_atoms", "entity": "embed_entities"}  # the library's progress stage names
-
-
-def encode(embedder: Embedder, texts: list[str], what: str) -> torch.Tensor:
-    """Passage-side embeddings [n, dim] float32, L2-normalised, with a clear dimension check."""
-    if not texts:
-        return torch.zeros(0, embedder.dim, dtype=torch.float32)
-    parts = []
-    with progress.task(_EMBED_STAGES.get(what, f"embed_{what}s"), len(texts), unit="text") as bar:
-        for i in range(0, len(texts), _PROGRESS_SLICE):
-            part = texts[i: i + _PROGRESS_SLICE]
-            parts.append(torch.as_tensor(embedder.encode(part, is_query=False)))
-            bar.settle(i + len(part))
-    emb = parts[0] if len(parts) == 1 else torch.cat(parts)
-    if not isinstance(emb, torch.Tensor):
-        emb = torch.as_tensor(emb)
-    if emb.ndim != 2 or emb.shape[0] != len(texts):
-        raise ValueError(f"embedder {embedder.name!r} returned shape {tuple(emb.shape)} for {len(texts)} {what}")
-    if emb.shape[1] != embedder.dim:
-        raise ValueError(f"embedder {embedder.name!r} declares dim={embedder.dim} but returned "
-                         f"{emb.shape[1]}-dimensional {what} embeddings")
-    return torch.nn.functional.normalize(emb.detach().to("cpu", torch.float32), dim=1)
+GRAPH_FIELDS = ("synonym_threshold", "synonym_max_neighbors", "synonym_min_alnum")  # decide the edges
 
 
 @contextmanager
@@ -63,37 +39,60 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
     timings[f"{name}_cpu_s"] = round(time.process_time() - c, 3)
 
 
-def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: GraphConfig,
-                fidelity: FidelityConfig) -> AtomEntityGraph:
-    """Build the graph. ``embedder=None`` builds the structure only (no embeddings, no synonyms)."""
-    atoms = atomize_result.atoms
+def _synonym_rows(prev: IndexedGraph | None, keys: list[str], texts: list[str], emb: torch.Tensor,
+                  cfg: GraphConfig) -> tuple[SynonymRows, int]:
+    """Directed synonym rows of the new entities, updating ``prev``'s rows where it has them."""
+    n = len(keys)
+    if prev is None or prev.rows is None:  # from empty (or rows unknown): every row
+        return update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), keys, emb,
+                                   torch.ones(n, dtype=torch.bool), cfg)
+    g = prev.graph
+    # entity identity is (canonical key, surface text): a changed surface form re-embeds, so it
+    # counts as deleted + added
+    ident = {(k, t): j for j, (k, t) in enumerate(zip(keys, texts))}
+    old_to_new = torch.tensor([ident.get((k, t), -1) for k, t in zip(g.entity_keys, g.entity_texts)],
+                              dtype=torch.int64)
+    fresh = torch.ones(n, dtype=torch.bool)
+    fresh[old_to_new[old_to_new >= 0]] = False
+    return update_synonym_rows(prev.rows, old_to_new, keys, emb, fresh, cfg)
+
+
+def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Triple], embedder: Embedder | None,
+                 cfg: GraphConfig, fidelity: FidelityConfig, *, progress: Progress | None = None,
+                 meta: dict[str, Any] | None = None) -> IndexedGraph:
+    """The graph of ``atoms``/``triples``, reusing ``prev``'s work (``prev=None``: a fresh build).
+
+    ``embedder=None`` builds the structure only (no embeddings, no synonym edges).
+    """
     if not atoms:
-        n_fail = len(atomize_result.failures)
-        raise ValueError(
-            "cannot build a graph: zero atoms over all chunks"
-            + (f" ({n_fail} chunks failed; first: {atomize_result.failures[0].reason})" if n_fail else "")
-        )
+        raise ValueError("cannot build a graph: zero atoms over all documents")
     timings: dict[str, float] = {}
     with _timed(timings, "structure"):
-        ents = entity_nodes(atoms, atomize_result.triples, fidelity.entity_nodes)
+        ents = entity_nodes(atoms, triples, fidelity.entity_nodes)
         num_e, num_a = len(ents.keys), len(atoms)
         if num_e == 0:
             log.warning("graph has no entity nodes (entity_nodes=%s, %d triples): atoms will be isolated",
-                        fidelity.entity_nodes, len(atomize_result.triples))
+                        fidelity.entity_nodes, len(triples))
         contain, dropped = containment_edges(atoms, ents, fidelity.containment_keys)
-        relevance = relevance_edges(atomize_result.triples, ents, fidelity.relevance_weight)
+        relevance = relevance_edges(triples, ents, fidelity.relevance_weight)
 
+    g = prev.graph if prev is not None else None
     atom_emb = ent_emb = None
-    synonym = EdgeList.empty()
+    rows, synonym = None, EdgeList.empty()
+    new_atoms = new_ents = computed = 0
     if embedder is not None:
         with _timed(timings, "embed_atoms"):
-            atom_emb = encode(embedder, [a.text for a in atoms], "atom")
+            atom_emb, new_atoms = embed_reusing([a.text for a in atoms], [a.text for a in g.atoms] if g else [],
+                                                g.atom_embeddings if g else None, embedder, "atom", progress)
         with _timed(timings, "embed_entities"):
-            ent_emb = encode(embedder, ents.texts, "entity")
+            ent_emb, new_ents = embed_reusing(ents.texts, g.entity_texts if g else [],
+                                              g.entity_embeddings if g else None, embedder, "entity", progress)
         with _timed(timings, "synonym_knn"):
-            synonym = synonym_edges(ents.keys, ent_emb, threshold=cfg.synonym_threshold,
-                                    max_neighbors=cfg.synonym_max_neighbors, min_alnum=cfg.synonym_min_alnum,
-                                    batch=cfg.synonym_batch, device=cfg.device)
+            rows, computed = _synonym_rows(prev if g is not None and g.entity_embeddings is not None else None,
+                                           ents.keys, ents.texts, ent_emb, cfg)
+            synonym = rows_to_edges(rows, num_e)
+        if progress is not None:
+            progress("synonyms", 1, 1)
 
     with _timed(timings, "adjacency"):
         overwritten = 0
@@ -103,20 +102,34 @@ def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: G
         edges = {"containment": contain, "relevance": relevance, "synonym": synonym}
         adj = adjacency(list(edges.values()), num_e + num_a)
 
-    meta: dict[str, Any] = {
-        "containment_mentions_dropped": dropped,
-        "relevance_overwritten_by_synonym": overwritten,
-        "fidelity": {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS},
-        "graph_cfg": {k: getattr(cfg, k) for k in ("synonym_threshold", "synonym_max_neighbors", "synonym_min_alnum")},
-        "failed_chunks": len(atomize_result.failures),
-        "atomize_llm_calls": atomize_result.llm_calls,
-        "timings": timings,
-    }
     if dropped:
         log.info("containment: %d atom entity mentions found no entity node (containment_keys=%s)",
                  dropped, fidelity.containment_keys)
-    return AtomEntityGraph(
-        entity_keys=ents.keys, entity_texts=ents.texts, atoms=atoms, edges=edges, adjacency=adj,
-        atom_embeddings=atom_emb, entity_embeddings=ent_emb,
-        embedder_name=embedder.name if embedder is not None else "", meta=meta,
-    )
+    info: dict[str, Any] = {
+        "containment_mentions_dropped": dropped,
+        "relevance_overwritten_by_synonym": overwritten,
+        "fidelity": {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS},
+        "graph_cfg": {k: getattr(cfg, k) for k in GRAPH_FIELDS},
+        "timings": timings,
+        "last_update": {"new_atom_texts": new_atoms, "new_entity_texts": new_ents, "synonym_rows_computed": computed,
+                        "incremental": prev is not None},
+        **(meta or {}),
+    }
+    graph = AtomEntityGraph(entity_keys=ents.keys, entity_texts=ents.texts, atoms=atoms, edges=edges,
+                            adjacency=adj, atom_embeddings=atom_emb, entity_embeddings=ent_emb,
+                            embedder_name=embedder.name if embedder is not None else "", meta=info)
+    return IndexedGraph(graph, rows)
+
+
+def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: GraphConfig,
+                fidelity: FidelityConfig, *, progress: Progress | None = None) -> AtomEntityGraph:
+    """The graph of an atomize result: ``update_graph`` from empty. ``embedder=None``: structure only."""
+    if not atomize_result.atoms:
+        n_fail = len(atomize_result.failures)
+        raise ValueError(
+            "cannot build a graph: zero atoms over all chunks"
+            + (f" ({n_fail} chunks failed; first: {atomize_result.failures[0].reason})" if n_fail else "")
+        )
+    meta = {"failed_chunks": len(atomize_result.failures), "atomize_llm_calls": atomize_result.llm_calls}
+    return update_graph(None, atomize_result.atoms, atomize_result.triples, embedder, cfg, fidelity,
+                        progress=progress, meta=meta).graph

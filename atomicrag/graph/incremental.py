@@ -1,7 +1,7 @@
-"""Incremental Atom-Entity Graph updates: insert and delete documents without a full rebuild.
+"""What makes Atom-Entity Graph updates incremental: the index's directed synonym rows.
 
-``update_graph(prev, atoms, triples, embedder, cfg, fidelity)`` returns the graph that
-``build_graph`` would build from the same atoms and triples, reusing what ``prev`` already has:
+``graph.build.update_graph(prev, atoms, triples, embedder, cfg, fidelity)`` assembles the graph of
+the atoms and triples reusing what ``prev`` already has (a fresh build is ``prev=None``):
 
 - node order and the containment/relevance edges are recomputed with the functions of
   ``edges.py`` (pure Python loops over the mentions, cheap next to embedding), so both are
@@ -28,24 +28,27 @@ differently, as they could between two fresh builds on different hardware.
 """
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from ..config import FidelityConfig, GraphConfig
-from ..progress import reporting
-from ..schemas import Atom, Triple
-from .build import GRAPH_FIDELITY_FIELDS, encode
+from ..config import GraphConfig
 from .canon import alnum_count
-from .edges import adjacency, containment_edges, drop_pairs, entity_nodes, relevance_edges
 from .structure import AtomEntityGraph, EdgeList
-from .synonyms import _MAX_BLOCK_ELEMENTS, resolve_device
 
-Progress = Callable[[str, int, int], None]
+if TYPE_CHECKING:
+    from .build import update_graph  # noqa: F401  (importable from here, see __getattr__)
+
+# Cap on the [rows, candidates] similarity block, in elements (256 MB of float32 on CPU),
+# whatever synonym_batch says: the block is the only large temporary of the KNN.
+_MAX_BLOCK_ELEMENTS = 64 * 1024 * 1024
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
 
 
 @dataclass
@@ -144,8 +147,7 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
     if pos_rows.numel() == 0:
         return kept, 0
     dev = resolve_device(cfg.device)
-    # the same normalisation and block shape as synonyms.synonym_edges, so a full recompute
-    # gives bit-identical cosines
+    # the one synonym KNN: a full build is this with every row recomputed (prev=None)
     x = torch.nn.functional.normalize(emb[cand].to(dev, torch.float32), dim=1)  # [C, d]
     k = min(cap, c - 1)
     block_rows = max(1, min(cfg.synonym_batch, _MAX_BLOCK_ELEMENTS // c))
@@ -182,81 +184,10 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
     return rows_out, int(pos_rows.numel())
 
 
-def _embed_reusing(texts: list[str], prev_texts: list[str], prev_emb: torch.Tensor | None, embedder: Any,
-                   what: str, progress: Progress | None) -> tuple[torch.Tensor, int]:
-    """Embeddings of ``texts``: rows of ``prev_emb`` where the text was embedded before, else encoded."""
-    if prev_emb is not None and prev_emb.shape[1] != embedder.dim:
-        raise ValueError(f"embedder {embedder.name!r} has dim={embedder.dim} but the index holds "
-                         f"{prev_emb.shape[1]}-dimensional {what} embeddings")
-    row = {} if prev_emb is None else {t: i for i, t in enumerate(prev_texts)}
-    missing = list(dict.fromkeys(t for t in texts if t not in row))
-    with reporting(progress) if progress is not None else nullcontext():  # bars count encoded batches
-        new = encode(embedder, missing, what)
-    table = new if prev_emb is None else torch.cat([prev_emb, new])
-    offset = 0 if prev_emb is None else prev_emb.shape[0]
-    new_row = {t: offset + i for i, t in enumerate(missing)}
-    idx = torch.tensor([row[t] if t in row else new_row[t] for t in texts], dtype=torch.int64)
-    return table[idx].contiguous(), len(missing)
+def __getattr__(name: str) -> object:
+    # update_graph lives in graph.build (a build is an update from empty); kept importable here
+    if name == "update_graph":
+        from .build import update_graph
 
-
-def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Triple], embedder: Any,
-                 cfg: GraphConfig, fidelity: FidelityConfig, *, progress: Progress | None = None,
-                 meta: dict[str, Any] | None = None) -> IndexedGraph:
-    """The graph of ``atoms``/``triples`` (as ``build_graph`` builds it), reusing ``prev``'s work."""
-    if not atoms:
-        raise ValueError("cannot build a graph: zero atoms over all documents")
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    ents = entity_nodes(atoms, triples, fidelity.entity_nodes)
-    num_e, num_a = len(ents.keys), len(atoms)
-    contain, dropped = containment_edges(atoms, ents, fidelity.containment_keys)
-    relevance = relevance_edges(triples, ents, fidelity.relevance_weight)
-    timings["structure_s"] = round(time.perf_counter() - t0, 3)
-
-    g = prev.graph if prev is not None else None
-    t0 = time.perf_counter()
-    atom_emb, new_atoms = _embed_reusing([a.text for a in atoms], [a.text for a in g.atoms] if g else [],
-                                         g.atom_embeddings if g else None, embedder, "atom", progress)
-    ent_emb, new_ents = _embed_reusing(ents.texts, g.entity_texts if g else [],
-                                       g.entity_embeddings if g else None, embedder, "entity", progress)
-    timings["embed_s"] = round(time.perf_counter() - t0, 3)
-
-    t0 = time.perf_counter()
-    if g is None or prev is None or prev.rows is None:
-        rows, computed = update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), ents.keys, ent_emb,
-                                             torch.ones(num_e, dtype=torch.bool), cfg)
-    else:
-        ident = {(k, t): j for j, (k, t) in enumerate(zip(ents.keys, ents.texts))}
-        old_to_new = torch.tensor([ident.get((k, t), -1) for k, t in zip(g.entity_keys, g.entity_texts)],
-                                  dtype=torch.int64)
-        fresh = torch.ones(num_e, dtype=torch.bool)
-        fresh[old_to_new[old_to_new >= 0]] = False
-        rows, computed = update_synonym_rows(prev.rows, old_to_new, ents.keys, ent_emb, fresh, cfg)
-    if progress is not None:
-        progress("synonyms", 1, 1)
-    synonym = rows_to_edges(rows, num_e)
-    timings["synonym_knn_s"] = round(time.perf_counter() - t0, 3)
-
-    t0 = time.perf_counter()
-    overwritten = 0
-    if fidelity.synonym_overwrites_relevance:
-        relevance, overwritten = drop_pairs(relevance, synonym, num_e + num_a)
-    edges = {"containment": contain, "relevance": relevance, "synonym": synonym}
-    adj = adjacency(list(edges.values()), num_e + num_a)
-    timings["adjacency_s"] = round(time.perf_counter() - t0, 3)
-
-    info: dict[str, Any] = {
-        "containment_mentions_dropped": dropped,
-        "relevance_overwritten_by_synonym": overwritten,
-        "fidelity": {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS},
-        "graph_cfg": {k: getattr(cfg, k) for k in ("synonym_threshold", "synonym_max_neighbors",
-                                                   "synonym_min_alnum")},
-        "timings": timings,
-        "last_update": {"new_atom_texts": new_atoms, "new_entity_texts": new_ents, "synonym_rows_computed": computed,
-                        "incremental": prev is not None},
-        **(meta or {}),
-    }
-    graph = AtomEntityGraph(entity_keys=ents.keys, entity_texts=ents.texts, atoms=atoms, edges=edges,
-                            adjacency=adj, atom_embeddings=atom_emb, entity_embeddings=ent_emb,
-                            embedder_name=embedder.name, meta=info)
-    return IndexedGraph(graph, rows)
+        return update_graph
+    raise AttributeError(name)

@@ -22,7 +22,7 @@ from ..artifacts import StageCache, content_hash
 from ..config import AtomizerConfig, Config
 from ..embed.protocol import Embedder
 from ..schemas import AtomizeResult, Chunk
-from .build import GRAPH_FIDELITY_FIELDS, build_graph
+from .build import GRAPH_FIDELITY_FIELDS, GRAPH_FIELDS, build_graph
 from .io import load_atomize_result, load_graph, save_atomize_result, save_graph
 from .structure import AtomEntityGraph
 
@@ -37,7 +37,6 @@ _ATOMIZER_FIELDS = {
                    "vocab_terms_per_call", "vocab_llm_filter"),
     "llm": (),
 }
-_GRAPH_FIELDS = ("synonym_threshold", "synonym_max_neighbors", "synonym_min_alnum")
 
 
 def chunks_hash(chunks: list[Chunk]) -> str:
@@ -61,7 +60,7 @@ def graph_inputs(atomize_key: str, cfg: Config, embedder: Embedder | None) -> di
     return {
         "atomize": atomize_key,
         "embedder": embedder.name if embedder is not None else None,
-        "graph": {f: getattr(cfg.graph, f) for f in _GRAPH_FIELDS},
+        "graph": {f: getattr(cfg.graph, f) for f in GRAPH_FIELDS},
         "fidelity": {f: getattr(cfg.fidelity, f) for f in GRAPH_FIDELITY_FIELDS},
     }
 

@@ -18,7 +18,6 @@ from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
 _LAZY = {
     "build_llm": "factory",
     "build_backend": "factory",
-    "make_request": "factory",
     "Accountant": "accounting",
     "AccountedLLM": "accounting",
     "CachedLLM": "cache",
@@ -54,7 +53,6 @@ __all__ = [
     "build_llm",
     "launch_llamacpp",
     "launch_vllm",
-    "make_request",
     "parse_reply",
     "repair_json",
     "resolve_model_path",

@@ -139,20 +139,19 @@ class NoDecomposer:
 
     name = "none"
 
+    def __init__(self, **_: Any) -> None:  # the registry's builder signature; nothing to configure
+        pass
+
     def decompose(self, questions: list[str]) -> list[Decomposition]:
         return [Decomposition(question=q, queries=[q]) for q in questions]
 
 
 def build_decomposer(cfg: DecomposeConfig, fidelity: FidelityConfig, llm: Any = None,
                      **kwargs: Any) -> LLMDecomposer | NoDecomposer:
-    """Factory for ``decompose.name``; ``llm`` is required for ``llm``."""
-    if cfg.name == "none":
-        return NoDecomposer()
-    if cfg.name == "llm":
-        if llm is None:
-            raise ValueError("decompose.name=llm needs an LLM backend")
-        return LLMDecomposer(llm, cfg, fidelity, **kwargs)
-    raise ValueError(f"unknown decompose.name {cfg.name!r}")
+    """The ``registry.DECOMPOSERS`` entry ``decompose.name``; ``kwargs``: sampling (temperature, ...)."""
+    from ..registry import DECOMPOSERS
+
+    return DECOMPOSERS.build(cfg.name, cfg=cfg, llm=llm, fidelity=fidelity, **kwargs)
 
 
 def summarize(decompositions: list[Decomposition]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from typing import Any
 import torch
 
 from ..config import Config
+from ..engine.needs import uses_atom_embeddings
+from ..engine.sampling import sampling
 from ..graph.structure import AtomEntityGraph
 from ..schemas import QueryTrace, Question, ScoredAtom
 from .context import unique_in_order
@@ -42,9 +44,13 @@ class QueryEngine:
         self.embedder = embedder
         self.llm = llm
         self.accountant = accountant
-        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm)
-        self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm)
+        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm, **sampling(cfg.llm, "decompose"))
+        self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, "sieve"))
         self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
+        self.uses_atom_embeddings = uses_atom_embeddings(cfg)
+        self.last_decompositions: list[Any] = []  # the last run's stage records (metrics, tokens)
+        self.last_sieve: list[Any] = []
+        self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
         self._nlp: Any = None
         self._matcher: Any = None
@@ -91,13 +97,15 @@ class QueryEngine:
             raise ValueError("retriever.query_entities=llm needs an LLM (llm=... not fake-less)")
         reqs = [
             ChatRequest(messages=ner.build_messages(q), schema=ner.SCHEMA, module="retrieve_ner",
-                        max_tokens=256)
+                        **sampling(self.cfg.llm, "retrieve_ner"))
             for q in queries
         ]
         out = []
-        for res in self.llm.chat(reqs):
+        results = self.llm.chat(reqs)
+        for res in results:
             # a failed NER call leaves the query with atom seeds only; it is counted by the accountant
             out.append(ner.parse(res.parsed) if res.ok else [])
+        self._ner_tokens = [(int(r.prompt_tokens or 0), int(r.completion_tokens or 0)) for r in results]
         return out
 
     def seeds(self, queries: list[str], q_emb: torch.Tensor) -> SeedSet:
@@ -109,10 +117,12 @@ class QueryEngine:
     def propagate(self, seeds: SeedSet, q_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Top-k atoms of every query: (scores [Q, k], atom indices [Q, k])."""
         g = self.graph
+        # only retrievers that score atoms by their vectors get the embeddings: without them
+        # propagate_topk takes PPR's fused top-k path (the one scripts/bench_retrieval.py times)
+        emb = {"atom_embeddings": g.atom_embeddings, "query_embeddings": q_emb} if self.uses_atom_embeddings else {}
         return propagate_topk(
             self.propagator, g.adjacency, seeds.matrix, g.num_entities, self.cfg.retriever.top_k,
-            query_batch=self.cfg.retriever.query_batch,
-            atom_embeddings=g.atom_embeddings, query_embeddings=q_emb,
+            query_batch=self.cfg.retriever.query_batch, **emb,
         )
 
     def _scored(self, scores: torch.Tensor, idx: torch.Tensor) -> list[ScoredAtom]:
@@ -140,6 +150,7 @@ class QueryEngine:
             candidates[i].append(per_query[j])
         with self._timed("sieve"):
             sieved = self.sieve.sieve(texts, query_sets, candidates)
+        self.last_decompositions, self.last_sieve = decomps, sieved
         traces, contexts = [], []
         offsets = [0]
         for qs in query_sets:
@@ -168,4 +179,8 @@ class QueryEngine:
                 )
             )
             contexts.append(ctx)
+            for j in range(offsets[i], offsets[i + 1]):
+                if j < len(self._ner_tokens):
+                    traces[-1].add_tokens("retrieve_ner", *self._ner_tokens[j])
+        self._ner_tokens = []
         return traces, contexts

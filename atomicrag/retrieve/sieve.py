@@ -183,6 +183,9 @@ class NoSieve:
 
     name = "none"
 
+    def __init__(self, **_: Any) -> None:  # the registry's builder signature; nothing to configure
+        pass
+
     def sieve(self, questions: list[str], query_sets: list[list[str]],
               candidates: list[list[list[ScoredAtom]]]) -> list[SieveResult]:
         _check_shapes(questions, query_sets, candidates)
@@ -191,14 +194,10 @@ class NoSieve:
 
 def build_sieve(cfg: SieveConfig, fidelity: FidelityConfig, llm: Any = None,
                 **kwargs: Any) -> LLMSieve | NoSieve:
-    """Factory for ``sieve.name``; ``llm`` is required for ``llm``."""
-    if cfg.name == "none":
-        return NoSieve()
-    if cfg.name == "llm":
-        if llm is None:
-            raise ValueError("sieve.name=llm needs an LLM backend")
-        return LLMSieve(llm, cfg, fidelity, **kwargs)
-    raise ValueError(f"unknown sieve.name {cfg.name!r}")
+    """The ``registry.SIEVES`` entry ``sieve.name``; ``kwargs``: sampling (temperature, ...)."""
+    from ..registry import SIEVES
+
+    return SIEVES.build(cfg.name, cfg=cfg, llm=llm, fidelity=fidelity, **kwargs)
 
 
 def summarize(results: list[SieveResult]) -> dict[str, Any]:

@@ -57,3 +57,35 @@ def test_default_failure_fraction_aborts_with_a_clear_message(tmp_path) -> None:
     msg = str(info.value)
     assert "max_chunk_failures_frac" in msg and "HTTP 404" in msg and "re-run" in msg
     assert not list(tmp_path.glob("toy/atomize/*/manifest.json"))
+
+
+def test_a_cache_that_an_older_version_marked_complete_with_failures_is_redone(tmp_path) -> None:
+    """Caches written before this fix hold failed chunks under a finished manifest: retry them."""
+    from atomicrag.artifacts import StageCache, content_hash
+    from atomicrag.graph.index import atomize_inputs, chunks_hash, incomplete
+    from atomicrag.graph.io import save_atomize_result
+
+    cfg = Config(atomizer=AtomizerConfig(name="llm", max_chunk_failures_frac=0.5))
+    llm = ScriptedLLM(_down_for(PASSAGE_B, facts_script(KB)))
+    at = LLMAtomizer(cfg.atomizer, llm, batch_size=1, progress=False)
+    partial = at.atomize(_chunks())
+    assert incomplete(partial)
+    key = content_hash("atomize", atomize_inputs(chunks_hash(_chunks()), cfg.atomizer, at))
+    legacy = StageCache(tmp_path, "toy", "atomize", key)
+    legacy.begin()
+    save_atomize_result(partial, legacy.dir)
+    legacy.finish({}, extra={"failed_chunks": 1})  # what the old code did
+
+    healthy = ScriptedLLM(facts_script(KB))
+    g = index_corpus(_chunks(), cfg, healthy, FakeEmbedder(8), tmp_path, "toy",
+                     atomizer=LLMAtomizer(cfg.atomizer, healthy, batch_size=1, progress=False))
+    assert healthy.requests and g.meta["atomize_stats"]["failed_chunks"] == 0
+
+
+def test_vocabulary_filter_failures_count_as_incomplete() -> None:
+    from atomicrag.graph.index import incomplete
+    from atomicrag.schemas import AtomizeResult
+
+    assert incomplete(AtomizeResult(atoms=[], triples=[], failures=[], llm_calls=3,
+                                    stats={"vocab_failed_batches": 1}))
+    assert not incomplete(AtomizeResult(atoms=[], triples=[], failures=[], llm_calls=3, stats={}))

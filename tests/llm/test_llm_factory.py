@@ -10,7 +10,7 @@ from atomicrag.config import LLMConfig, PathsConfig
 from atomicrag.llm import ChatRequest
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.cache import CachedLLM
-from atomicrag.llm.factory import build_llm, make_request
+from atomicrag.llm.factory import build_llm
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.offline_models import OfflineModelError, resolve_model_path
 from atomicrag.llm.openai_client import OpenAIClient
@@ -51,10 +51,13 @@ def test_llamacpp_and_vllm_attach(tmp_path: Path, stub: StubServer) -> None:
         llm.close()
 
 
-def test_make_request_uses_config_defaults() -> None:
+def test_sampling_uses_config_defaults_with_stage_overrides() -> None:
+    from atomicrag.engine.sampling import sampling
+
     cfg = LLMConfig(temperature=0.2, max_tokens=77, seed=5)
-    r = make_request(cfg, [{"role": "user", "content": "x"}], module="sieve", max_tokens=9)
-    assert (r.temperature, r.max_tokens, r.seed, r.module) == (0.2, 9, 5, "sieve")
+    assert sampling(cfg, "decompose") == {"temperature": 0.2, "max_tokens": 77, "seed": 5}
+    assert sampling(cfg, "sieve")["max_tokens"] == 512  # the sieve's own budget
+    assert sampling(cfg, "answer", max_tokens=9)["max_tokens"] == 9
 
 
 def test_offline_model_aliases(tmp_path: Path) -> None:
