@@ -24,7 +24,6 @@ skipped and reported.
 """
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -34,7 +33,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from .validate import DataError, decode_line, read_text
+from .validate import DataError, iter_jsonl, read_text
 
 log = logging.getLogger("atomicrag")
 
@@ -135,15 +134,8 @@ def pdf_text(path: Path) -> tuple[str, str]:
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     docs = []
-    for n, raw in enumerate(path.read_bytes().splitlines(), 1):
-        line = decode_line(path, n, raw)  # a non-UTF-8 line is reported as file:line
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, n, None, f"invalid JSON ({exc.msg})") from exc
-        if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
+    for n, rec in iter_jsonl(path):  # bad or non-UTF-8 lines raise DataError at file:line
+        if not isinstance(rec.get("text"), str):
             raise DataError(path, n, "text", "each line must be an object with a 'text' string")
         if not rec["text"].strip():
             raise DataError(path, n, "text", "empty text")
