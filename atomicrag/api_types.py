@@ -9,6 +9,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +60,18 @@ class DocState:
 
 
 def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Document]:
-    """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata) or
-    ``Passage``-like objects -> ``Document``s with unique ids.
+    """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata),
+    ``Passage``-like objects, files or folders -> ``Document``s with unique ids.
 
     A document without an id gets ``doc-<hash of its text>`` (plus ``-2``, ``-3``... when the
-    same text occurs again), so re-indexing the same corpus gives the same ids.
+    same text occurs again), so re-indexing the same corpus gives the same ids. Files and
+    folders are read by ``data.ingest`` (see ``expand_paths``). Empty text is an error.
     """
-    if isinstance(documents, (str, dict)) or hasattr(documents, "text"):
+    from .data.ingest import expand_paths
+
+    if isinstance(documents, (str, dict, PathLike)) or hasattr(documents, "text"):
         documents = [documents]  # a single document, not an iterable of characters/keys
+    documents = expand_paths(documents)
     used = set(taken)
     out: list[Document] = []
     for n, doc in enumerate(documents):

@@ -450,10 +450,15 @@ def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
 def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str | None = "ATOMICRAG_") -> Config:
     """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
 
+    Defaults are the presets ``conf/config.yaml`` lists (MiniLM, ``ppr_minilm``, the default
+    LLM; see ``atomicrag.presets``), not the bare dataclass values; a group can name a preset:
+    ``{"llm": "fake"}`` or ``{"retriever": {"preset": "ppr", "top_k": 10}}``.
     Environment variables ``ATOMICRAG_<GROUP>__<FIELD>=value`` (double underscore between
-    levels) are applied last (``env_prefix=None``: not at all). Unknown keys and badly typed
-    values raise ``ValueError`` naming the key (and the file).
+    levels) and ``ATOMICRAG_<GROUP>=<preset>`` are applied last (``env_prefix=None``: not at
+    all). Unknown keys and badly typed values raise ``ValueError`` naming the key (and the file).
     """
+    from .presets import env_presets, split_presets
+
     base = OmegaConf.structured(Config)
     layers: list[Any] = []
     if isinstance(source, Config):
@@ -472,7 +477,11 @@ def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefi
         dotlist = [f"{k.lower().replace('__', '.')}={v}" for k, v in sorted(env_items.items())]
         layers.append(OmegaConf.from_dotlist(dotlist))
     try:
-        merged = OmegaConf.merge(base, *layers)
+        plain = [OmegaConf.to_container(layer) for layer in layers]
+        if not all(isinstance(layer, dict) for layer in plain):
+            raise ValueError("a config must be a mapping of groups (e.g. {'retriever': {'top_k': 10}})")
+        presets, plain = split_presets(plain, env_presets(dict(os.environ), env_prefix) if env_prefix else {})
+        merged = OmegaConf.merge(base, presets, *plain)
         return to_dataclass(merged)
     except Exception as exc:  # omegaconf raises several error types; give one clear message
         src = f" ({source})" if isinstance(source, (str, Path)) else ""

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from atomicrag import progress
 from atomicrag.llm.base import (
     FatalLLMError,
     RawReply,
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 log = logging.getLogger(__name__)
+# httpx logs every request at INFO; with Hydra's INFO logging that is a line per LLM call, drowning
+# the progress bars. Requests are counted by the accountant instead; failures still surface as warnings.
+if logging.getLogger("httpx").level == logging.NOTSET:  # a level the user set stays
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 RESPONSE_FORMAT_STYLES = ("json_schema", "json_object", "none")
 
@@ -176,7 +181,9 @@ class OpenAIClient:
 
             async def one(req: ChatRequest) -> ChatResult:
                 async with sem:
-                    return await self._run_one(client, req)
+                    result = await self._run_one(client, req)
+                progress.advance("request")  # moves the bar of the batch as each request finishes
+                return result
 
             return list(await asyncio.gather(*(one(r) for r in requests)))
 
