@@ -13,9 +13,17 @@ The names below load on first use, so ``import atomicrag`` stays cheap (no torch
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# torch announces "Sparse CSR tensor support is in beta" and "Sparse invariant checks are implicitly
+# disabled" on the first CSR tensor of a process, i.e. on every CLI call and the first query. The graph
+# is always CSR, built from validated indices (checks off is the choice), so the notes tell a user
+# nothing. Only these two messages are filtered.
+for _message in ("Sparse CSR tensor support is in beta", "Sparse invariant checks are implicitly disabled"):
+    warnings.filterwarnings("ignore", message=_message, category=UserWarning)
 
 _LAZY = {
     "AtomicRAG": "atomicrag.api",

@@ -23,9 +23,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .api_io import Snapshot, export_data, load_dir, load_pg, save_dir, save_pg
-from .api_types import DocState, Document, Progress, ProgressFn, QueryResult, ResultItem, normalize_documents
+from .api_io import Snapshot, load_dir, load_pg, save_dir, save_pg
+from .api_types import (
+    DocState,
+    Document,
+    Progress,
+    ProgressFn,
+    QueryResult,
+    ResultItem,
+    normalize_documents,
+    relative_relevance,
+)
 from .config import Config, load_config
+from .progress import reporting
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -129,7 +139,8 @@ class AtomicRAG:
         """All or nothing: an update that fails (atomizer, embedder, LLM error) leaves the index as it was."""
         saved = (dict(self._docs), dict(self._states), self._indexed)
         try:
-            yield
+            with reporting(self._progress):  # embedding and LLM bars follow this object's progress setting
+                yield
         except BaseException:
             self._docs, self._states, self._indexed = saved
             raise
@@ -233,6 +244,11 @@ class AtomicRAG:
 
         All questions of a list are propagated together in one batch.
         """
+        with reporting(self._progress):
+            return self._query(question, answer=answer)
+
+    def _query(self, question: str | Iterable[str], *, answer: bool | None = None
+               ) -> QueryResult | list[QueryResult]:
         from .answer.readers import resolve_reader_name
         from .schemas import Question
 
@@ -269,7 +285,9 @@ class AtomicRAG:
         titles = self._indexed.graph.meta.get("passage_titles", {})
         items = [ResultItem(text=a["text"], score=float(a["score"]), atom_id=a["atom_id"],
                             source_doc_ids=[a["passage_id"]], entity_names=list(a.get("entities", [])),
-                            title=titles.get(a["passage_id"], "")) for a in ranked]
+                            title=titles.get(a["passage_id"], ""),
+                            relevance=relative_relevance(float(a["score"]), float(ranked[0]["score"])))
+                 for a in ranked]
         entities = list(dict.fromkeys(e for s in trace.seeds for e in s.get("entities", [])))
         errors = list(trace.errors)  # the engine adds the reader's failure
         stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),
@@ -316,8 +334,14 @@ class AtomicRAG:
         elif isinstance(config, Config):
             cfg = load_config(config)
         else:
-            cfg = load_config(_deep_merge(dataclasses.asdict(saved), config))
+            from .presets import override
+
+            cfg = load_config(override(dataclasses.asdict(saved), config))  # {"retriever": "dense"} works too
         cls._check_build_settings(saved, cfg, byo_embedder=embedder is not None)
+        if embedder is None:  # no model load until texts must be embedded (docs, stats, delete need none)
+            from .embed.lazy import lazy_saved_embedder
+
+            embedder = lazy_saved_embedder(cfg, snap.embedder)
         rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
         want = snap.embedder.get("dim")
         if want is not None and rag.embedder.dim != want:
@@ -367,11 +391,14 @@ class AtomicRAG:
         return out
 
     def export(self, path: str | Path | None = None, *, embeddings: bool = False) -> dict[str, Any]:
-        """The index as plain data (documents, atoms, entities, edges per type); written as JSON to ``path``.
+        """The index as plain data (documents, atoms, entities, edges per type); written to ``path``
+        as GraphML (``.graphml``: nodes with text, edges with their type) or JSON (``.json``).
 
         An export for other tools (no reload: ``save``/``load`` are the storage format).
         """
-        return export_data(self._docs, self.graph, path, embeddings=embeddings)
+        from .export import export_graph
+
+        return export_graph(self._docs, self.graph, path, embeddings=embeddings)
 
     def close(self) -> None:
         """Close the LLM backend this object built (stops a server it launched)."""

@@ -9,6 +9,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +60,18 @@ class DocState:
 
 
 def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Document]:
-    """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata) or
-    ``Passage``-like objects -> ``Document``s with unique ids.
+    """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata),
+    ``Passage``-like objects, files or folders -> ``Document``s with unique ids.
 
     A document without an id gets ``doc-<hash of its text>`` (plus ``-2``, ``-3``... when the
-    same text occurs again), so re-indexing the same corpus gives the same ids.
+    same text occurs again), so re-indexing the same corpus gives the same ids. Files and
+    folders are read by ``data.ingest`` (see ``expand_paths``). Empty text is an error.
     """
-    if isinstance(documents, (str, dict)) or hasattr(documents, "text"):
+    from .data.ingest import expand_paths
+
+    if isinstance(documents, (str, dict, PathLike)) or hasattr(documents, "text"):
         documents = [documents]  # a single document, not an iterable of characters/keys
+    documents = expand_paths(documents)
     used = set(taken)
     out: list[Document] = []
     for n, doc in enumerate(documents):
@@ -106,6 +111,11 @@ def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Docum
     return out
 
 
+def relative_relevance(score: float, best: float) -> float:
+    """``score / best`` in [0, 1], rounded (0 when nothing scored)."""
+    return round(max(0.0, score) / best, 4) if best > 0 else 0.0
+
+
 @dataclass
 class ResultItem:
     """One retrieved atom: its text, retrieval score and provenance."""
@@ -116,6 +126,9 @@ class ResultItem:
     source_doc_ids: list[str] = field(default_factory=list)
     entity_names: list[str] = field(default_factory=list)
     title: str = ""
+    # score / the best item's score in this result: 1.0 for the top item, 0.5 for half its evidence.
+    # Raw PPR masses (``score``) shrink with graph size and are not comparable across queries.
+    relevance: float = 0.0
 
     @property
     def content(self) -> str:  # the other library's name for the text

@@ -1,15 +1,19 @@
 """``atomicrag`` command line: build, update, query and inspect a library index.
 
-    atomicrag index DOCS_DIR --out INDEX_DIR [--config FILE] [--set group.field=value ...]
-    atomicrag insert DOCS_DIR --index INDEX_DIR
+    atomicrag index PATH [PATH ...] --out INDEX_DIR [--force] [--config FILE] [--set group.field=value ...]
+    atomicrag insert PATH [PATH ...] --index INDEX_DIR [--replace]
     atomicrag delete DOC_ID [DOC_ID ...] --index INDEX_DIR
     atomicrag query "question" [...] --index INDEX_DIR [--json] [--top N] [--no-answer]
+    atomicrag docs --index INDEX_DIR [--json]
     atomicrag stats --index INDEX_DIR [--json]
+    atomicrag export FILE.graphml|FILE.json --index INDEX_DIR
 
-Documents: every ``.txt``/``.md`` file under DOCS_DIR (id = path relative to DOCS_DIR, title =
-file name without suffix) and every line of every ``.jsonl`` file (``text`` plus optional
-``id``/``doc_id``, ``title`` and metadata). DOCS_DIR may also be one such file. Files are read
-in sorted path order, so the same folder always gives the same index.
+Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
+``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
+A file's id is its path relative to the folder without the suffix (``notes/intro``). Without
+``--config`` the defaults are the presets of ``conf/config.yaml`` (the offline MiniLM embedder,
+the default retriever and LLM); ``--set retriever=ppr`` names a preset, ``--set
+retriever.top_k=10`` a field. ``delete``, ``docs``, ``stats`` and ``export`` load no model.
 
 This is the library's front door; the research harness (Hydra sweeps, paper tables) is
 ``atomicrag-run`` / ``python -m atomicrag.run``.
@@ -18,41 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
-TEXT_SUFFIXES = (".txt", ".md")
-
 
 def read_documents(source: str | Path) -> list[dict[str, Any]]:
-    """Documents of a folder (or one file) as dicts, in sorted path order."""
-    root = Path(source)
-    if not root.exists():
-        raise FileNotFoundError(f"{root} does not exist")
-    from .data.validate import decode_line, read_text
+    """Documents of a file or folder as dicts (``data.ingest.read_path``); skipped files are logged."""
+    from .data.ingest import read_path, report_skipped
 
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    docs: list[dict[str, Any]] = []
-    for path in files:
-        suffix = path.suffix.lower()
-        rel = path.name if root.is_file() else path.relative_to(root).as_posix()
-        if suffix in TEXT_SUFFIXES:
-            docs.append({"id": rel, "title": path.stem, "text": read_text(path), "path": rel})
-        elif suffix == ".jsonl":
-            for n, raw in enumerate(path.read_bytes().splitlines(), 1):
-                line = decode_line(path, n, raw)  # a non-UTF-8 line is reported as file:line
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{n}: invalid JSON ({exc.msg})") from exc
-                if not isinstance(rec, dict) or "text" not in rec:
-                    raise ValueError(f"{path}:{n}: each line must be an object with a 'text' key")
-                docs.append(rec)
-    if not docs:
-        raise ValueError(f"no documents found in {root} (looked for {', '.join(TEXT_SUFFIXES)} and .jsonl files)")
+    docs, skipped = read_path(source)
+    report_skipped(source, skipped)
     return docs
 
 
@@ -68,13 +49,19 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
         node = out
         parts = key.split(".")
         for p in parts[:-1]:
+            if isinstance(node.get(p), str):  # "retriever=dense" then "retriever.top_k=3": both apply
+                node[p] = {"preset": node[p]}
             node = node.setdefault(p, {})
-        node[parts[-1]] = yaml.safe_load(value)
+        if len(parts) == 1 and isinstance(node.get(key), dict):  # a preset named after its fields
+            node[key]["preset"] = yaml.safe_load(value)
+        else:
+            node[parts[-1]] = yaml.safe_load(value)
     return out
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any] | None:
     from .api import _deep_merge
+    from .presets import preset_dicts
 
     base: dict[str, Any] = {}
     if getattr(args, "config", None):
@@ -82,7 +69,8 @@ def _config(args: argparse.Namespace) -> dict[str, Any] | None:
 
         base = read_config_file(args.config)  # the library's reader: errors name the file and line
     sets = _overrides(getattr(args, "set", None) or [])
-    merged = _deep_merge(base, sets)
+    # "retriever: ppr" in the file and --set retriever.top_k=3 both apply (as in Hydra)
+    merged = _deep_merge(preset_dicts(base), preset_dicts(sets))
     return merged or None
 
 
@@ -90,10 +78,25 @@ def _progress(args: argparse.Namespace) -> bool:
     return not args.quiet and sys.stderr.isatty()
 
 
+def _paths(items: list[str]) -> list[Path]:
+    """Command-line document arguments are paths, never document text."""
+    paths = [Path(p) for p in items]
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"{p} does not exist")
+    return paths
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from .api import AtomicRAG
 
-    docs = read_documents(args.docs)
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):  # checked before any work
+        if not (out / "manifest.json").is_file():
+            raise FileExistsError(f"{out} exists and is not an atomicrag index; refusing to overwrite it")
+        if not args.force:
+            raise FileExistsError(f"{out} exists; pass --force to overwrite it")
+    docs = _paths(args.docs)
     with AtomicRAG(_config(args), progress=_progress(args)) as rag:
         rag.index(docs)
         st = rag.stats()
@@ -102,8 +105,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 
             reasons = [f.reason for s in rag._states.values() for f in s.failures]
             raise RuntimeError(index_failure_error(st["failed_chunks"], st["chunks"], reasons))
-        rag.save(args.out)
-        print(f"indexed {len(rag)} documents -> {args.out} ({rag!r})")
+        rag.save(out)
+        print(f"indexed {len(rag)} documents -> {out} ({rag!r})")
     return 0
 
 
@@ -111,7 +114,7 @@ def cmd_insert(args: argparse.Namespace) -> int:
     from .api import AtomicRAG
 
     with AtomicRAG.load(args.index, progress=_progress(args)) as rag:
-        rag.insert(read_documents(args.docs), replace=args.replace)
+        rag.insert(_paths(args.docs), replace=args.replace)
         rag.save(args.index)
         print(f"{rag!r} saved to {args.index}")
     return 0
@@ -168,21 +171,68 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs(args: argparse.Namespace) -> int:
+    from .api import AtomicRAG
+
+    with AtomicRAG.load(args.index, progress=False) as rag:
+        docs = rag.documents
+    if args.json:
+        print(json.dumps([{"id": d.id, "title": d.title, "chars": len(d.text), "meta": d.meta} for d in docs],
+                         ensure_ascii=False, indent=2))
+    else:
+        for d in docs:
+            print(f"{d.id}\t{d.title}" if d.title else d.id)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .api import AtomicRAG
+
+    with AtomicRAG.load(args.index, progress=False) as rag:
+        data = rag.export(args.out)
+    n_edges = sum(len(e) for e in data["edges"].values())
+    print(f"wrote {args.out}: {len(data['atoms'])} atoms, {len(data['entities'])} entities, {n_edges} edges")
+    return 0
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the current ``sys.stderr`` (looked up per record, so redirection is followed)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def _setup_logging() -> None:
+    """Warnings (skipped files, failed chunks) as one line each on stderr; installed once."""
+    log = logging.getLogger("atomicrag")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        handler = _StderrHandler()
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("atomicrag: %(levelname)s: %(message)s"))
+        log.addHandler(handler)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="atomicrag", description="Atom-Entity Graph RAG: index, update and query "
                                 "a document collection.")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("index", help="build an index from a folder of .txt/.md/.jsonl files")
-    s.add_argument("docs", help="folder (or one file) of documents")
+    s = sub.add_parser("index", help="build an index from files/folders (.txt .md .jsonl .html .pdf)")
+    s.add_argument("docs", nargs="+", help="files and folders of documents")
     s.add_argument("--out", required=True, help="index directory to write")
+    s.add_argument("--force", action="store_true", help="overwrite an existing index at --out")
     s.add_argument("--config", help="YAML or JSON config file")
     s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE", help="config override (repeatable)")
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("insert", help="add documents to an existing index")
-    s.add_argument("docs")
+    s.add_argument("docs", nargs="+", help="files and folders of documents")
     s.add_argument("--index", required=True)
     s.add_argument("--replace", action="store_true", help="replace documents whose id already exists")
     s.set_defaults(func=cmd_insert)
@@ -207,11 +257,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--index", required=True)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_stats)
+
+    s = sub.add_parser("docs", help="list the document ids (and titles) of an index")
+    s.add_argument("--index", required=True)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_docs)
+
+    s = sub.add_parser("export", help="write the graph as GraphML (Gephi, Cytoscape) or JSON")
+    s.add_argument("out", help="output file: .graphml or .json")
+    s.add_argument("--index", required=True)
+    s.set_defaults(func=cmd_export)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _setup_logging()
     try:
         return int(args.func(args))
     except (ValueError, FileNotFoundError, FileExistsError, KeyError, RuntimeError) as exc:

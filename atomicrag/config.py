@@ -87,16 +87,19 @@ class DatasetConfig:
 
 @dataclass
 class LLMConfig:
-    name: str = "fake"  # fake | openai (any OpenAI-compatible URL) | llamacpp | vllm | transformers
-    model: str = "fake"  # model id sent to the server / loaded in-process
-    model_path: Optional[str] = None  # llamacpp: GGUF file ('smollm2' / 'qwen0.5b' = offline packages)
+    # The defaults are conf/llm/vllm_cpu.yaml: SmolLM2-135M on a local CPU vLLM server.
+    name: str = "vllm"  # fake | openai (any OpenAI-compatible URL) | llamacpp | vllm | transformers
+    model: str = "smollm2-135m-instruct"  # model id sent to the server (vLLM's --served-model-name) / loaded in-process
+    # llamacpp: GGUF file; vllm: Hub id, HF folder or GGUF (converted once); 'smollm2' / 'qwen0.5b' = offline packages
+    model_path: Optional[str] = "smollm2"
     base_url: Optional[str] = None  # attach to a running server instead of launching one
+    base_urls: list[str] = field(default_factory=list)  # several replicas of one model: least-busy dispatch, failover
     api_key_env: str = "OPENAI_API_KEY"  # name of the environment variable holding the key (never the key)
-    concurrency: int = 8  # requests in flight at once
-    timeout_s: float = 120.0  # per request
+    concurrency: int = 32  # requests in flight at once (per endpoint)
+    timeout_s: float = 300.0  # per request
     max_retries: int = 3  # transport errors and unparseable JSON are retried this often
     temperature: float = 0.0
-    max_tokens: int = 1024
+    max_tokens: int = 256
     seed: Optional[int] = 0  # sampled calls are cached only when seeded
     structured_output: bool = True  # send JSON schemas as response_format (guided decoding / grammar)
     cache: bool = True  # SQLite cache in front of the backend (paths.llm_cache)
@@ -105,26 +108,31 @@ class LLMConfig:
     port: int = 0  # 0 = pick a free port
     startup_timeout_s: float = 600.0
     n_ctx: int = 4096  # llama.cpp context
-    n_threads: int = 2  # llama.cpp threads (set explicitly: llama.cpp's guess oversubscribes small VMs)
+    n_threads: int = 2  # llama.cpp threads / CPU vLLM cores (explicit: a guess oversubscribes small VMs)
     tensor_parallel_size: int = 1  # vLLM
     gpu_memory_utilization: float = 0.9  # vLLM
-    max_model_len: int = 8192  # vLLM
+    max_model_len: int = 8192  # vLLM context window (prompts are budgeted to it)
+    server_python: Optional[str] = None  # vLLM's own interpreter; None = $ATOMICRAG_VLLM_PYTHON, ./.venv-vllm, this one
+    enforce_eager: bool = True  # vLLM: no torch.compile / CUDA graphs (CPU start-up ~25 s instead of ~80 s)
+    kv_cache_gb: int = 1  # vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE, whole GiB)
     extra_args: list[str] = field(default_factory=list)  # appended to the server command line
-    device: str = "auto"  # transformers backend: auto | cpu | cuda
+    device: str = "cpu"  # vllm: cpu (vllm-cpu server settings) | cuda | auto; transformers: auto | cpu | cuda
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.LLMS.names())
-        _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads")
+        _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads", "kv_cache_gb")
         _range(self, 0, None, "max_retries", "seed")
         _range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
         _range(self, 0, 65535, "port")
         _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
         _range(self, 0.01, 1.0, "gpu_memory_utilization")
         _text(self, "model", "host", nonempty=True)
-        _text(self, "model_path", "base_url")
-        _text_list(self, "extra_args")
+        _text(self, "model_path", "base_url", "server_python")
+        _text_list(self, "extra_args", "base_urls")
         _device(self, "device")
         _env_name(self, "api_key_env")
+        if self.base_url and self.base_urls:
+            raise ValueError("LLMConfig: set llm.base_url or llm.base_urls, not both")
 
 
 @dataclass
@@ -162,6 +170,9 @@ class AtomizerConfig:
     # every atom and prefixes its text ("Title: sentence"), standing in for the llm atomizer's
     # self-contained atoms ("She was ..." keeps its subject). No effect on untitled chunks.
     title_context: bool = True
+    # sentence atoms: a leading pronoun ("He was ...") is replaced by the passage subject (title, or
+    # the chunk's first entity) in atom text and entities, and markup is stripped (atomize/selfcontained.py)
+    resolve_subject: bool = False
     nlp_batch_size: int = 64
     nlp_processes: int = 0  # spaCy worker processes; 0 = auto: all cores (up to 4) from 1,000 chunks on, else 1
     # vocabulary atomizer
@@ -287,11 +298,22 @@ class RetrieverConfig:
     # seeding
     # spacy | llm (paper: LLM NER on the query) | spacy_match (spaCy NER plus the graph's entity
     # names found in the query by exact token match: robust to oddly cased questions)
+    # spacy_idf: spacy_match without the graph names in more than query_entity_max_df of the atoms
     query_entities: str = "spacy"
+    query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
     entity_top_k: int = 20
     entity_sim_threshold: float = 0.3
     atom_seed_weight: float = 0.1  # alpha
     atom_seed_top_k: int = 25  # atoms seeded per query when fidelity.atom_seeding=topk
+    # hybrid offline retrieval (retrieve/hybrid.py); the defaults leave the paper's PPR unchanged
+    lexical_weight: float = 0.0  # BM25 share (0..1) beside the cosine in entity linking and atom seeds
+    passage_nodes: bool = False  # passage nodes joined to their atoms inside the PPR (HippoRAG 2)
+    passage_edge_weight: float = 1.0  # weight of each passage-atom edge
+    passage_seed_weight: float = 0.0  # passage node seed = this x dense passage score (needs passage_nodes)
+    passage_seed_top_k: int = 25  # passages seeded per query
+    passage_ranking: str = "best_atom"  # best_atom (top-k atoms) | atom_sum | node | fusion (see passage_nodes.py)
+    fusion_dense_weight: float = 0.0  # fusion: weight of the dense passage score beside the graph score
+    fusion_lexical_weight: float = 0.0  # fusion: weight of the passage BM25 score (max-normalised)
     # rwr
     num_walks: int = 1000
     walk_length: int = 10
@@ -309,13 +331,17 @@ class RetrieverConfig:
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.RETRIEVERS.names())
-        _choice(self, "query_entities", ("spacy", "llm", "spacy_match"))
+        _choice(self, "query_entities", ("spacy", "llm", "spacy_match", "spacy_idf"))
         _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
-        _unit(self, "damping", "entity_sim_threshold", "bfs_decay")
+        _unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
         _positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
-            "entity_top_k", "num_walks", "walk_length",
+            "entity_top_k", "num_walks", "walk_length", "passage_edge_weight", "passage_seed_top_k",
         )
+        _choice(self, "passage_ranking", ("best_atom", "atom_sum", "node", "fusion"))
+        _range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight")
+        if self.passage_ranking == "node" and not self.passage_nodes:
+            raise ValueError("RetrieverConfig.passage_ranking='node' needs passage_nodes=true")
         _range(self, 0.0, None, "atom_seed_weight", "tol")
         _positive(self, "atom_seed_top_k", "beam_size", "anchor_top_k", "traversal_depth")
         _range(self, 0, None, "bfs_max_hops", "rng_seed")
@@ -467,10 +493,15 @@ def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
 def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str | None = "ATOMICRAG_") -> Config:
     """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
 
+    Defaults are the presets ``conf/config.yaml`` lists (MiniLM, ``ppr_minilm``, the default
+    LLM; see ``atomicrag.presets``), not the bare dataclass values; a group can name a preset:
+    ``{"llm": "fake"}`` or ``{"retriever": {"preset": "ppr", "top_k": 10}}``.
     Environment variables ``ATOMICRAG_<GROUP>__<FIELD>=value`` (double underscore between
-    levels) are applied last (``env_prefix=None``: not at all). Unknown keys and badly typed
-    values raise ``ValueError`` naming the key (and the file).
+    levels) and ``ATOMICRAG_<GROUP>=<preset>`` are applied last (``env_prefix=None``: not at
+    all). Unknown keys and badly typed values raise ``ValueError`` naming the key (and the file).
     """
+    from .presets import env_presets, split_presets
+
     base = OmegaConf.structured(Config)
     layers: list[Any] = []
     if isinstance(source, Config):
@@ -489,7 +520,11 @@ def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefi
         dotlist = [f"{k.lower().replace('__', '.')}={v}" for k, v in sorted(env_items.items())]
         layers.append(OmegaConf.from_dotlist(dotlist))
     try:
-        merged = OmegaConf.merge(base, *layers)
+        plain = [OmegaConf.to_container(layer) for layer in layers]
+        if not all(isinstance(layer, dict) for layer in plain):
+            raise ValueError("a config must be a mapping of groups (e.g. {'retriever': {'top_k': 10}})")
+        presets, plain = split_presets(plain, env_presets(dict(os.environ), env_prefix) if env_prefix else {})
+        merged = OmegaConf.merge(base, presets, *plain)
         return to_dataclass(merged)
     except Exception as exc:  # omegaconf raises several error types; give one clear message
         src = f" ({source})" if isinstance(source, (str, Path)) else ""

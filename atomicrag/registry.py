@@ -34,6 +34,13 @@ Needs = Iterable[str] | Callable[[Any], Iterable[str]]
 NEED_KINDS = frozenset({"llm", "embedder", "graph", "atom_embeddings"})
 
 
+class UnknownName(KeyError, ValueError):
+    """A name no entry has: a ``KeyError`` for lookups, a ``ValueError`` for configs and factories."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class Registry:
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -75,7 +82,7 @@ class Registry:
 
     def _check(self, name: str) -> None:
         if name not in self._paths:
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
+            raise UnknownName(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
 
     def get(self, name: str) -> Any:
         if name in self._loaded:

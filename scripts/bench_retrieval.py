@@ -20,7 +20,7 @@ The last line is ``ratio_vs_igraph=<x> top25_agreement=<y> b1_ms=<z>`` for the h
 (``topk`` mode).
 
     .venv/bin/python scripts/bench_retrieval.py --scales medium,hotpot,hotpot10x --queries 1024
-    .venv/bin/python scripts/bench_retrieval.py --quick          # small sample, fewer batch sizes
+    .venv/bin/python scripts/bench_retrieval.py --quick --sample 32   # no exact-steps search
     .venv/bin/python scripts/bench_retrieval.py --device cuda --scales hotpot,hotpot10x
 """
 from __future__ import annotations
@@ -351,7 +351,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=25)
     ap.add_argument("--reps", type=int, default=5, help="engine timings: median of this many runs")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="small sample, skip the exact-steps search")
+    ap.add_argument("--quick", action="store_true", help="skip the exact-steps search")
     ap.add_argument("--block-size", type=int, default=None, help="queries per block (default: cache-sized)")
     ap.add_argument("--reorder", default="auto", choices=["auto", "on", "off"], help="RCM node order")
     ap.add_argument("--sweep", action="store_true", help="compare the engine options at the hotpot scale")
@@ -359,8 +359,6 @@ def main() -> None:
     ap.add_argument("--methods", action="store_true", help="also time every propagator (64 queries, hotpot)")
     args = ap.parse_args()
     args.batches = [int(x) for x in args.batches.split(",")]
-    if args.quick:
-        args.sample = min(args.sample, 16)
     torch.set_num_threads(args.threads)
     if args.methods:
         time_methods(args)

@@ -80,9 +80,16 @@ def test_minilm_retrieval_finds_gold_passages(tmp_path, shared_data) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.vllm
 def test_quickstart_with_real_local_llm_answers_questions(tmp_path, shared_data) -> None:
-    """The README's run on two questions: real MiniLM, spaCy and SmolLM2 on llama.cpp."""
-    cfg = make_cfg(tmp_path, "llm=smollm2", "embedder=minilm", "dataset.limit=2")
+    """The README's run on two questions: real MiniLM, spaCy and SmolLM2 on the CPU vLLM server."""
+    from atomicrag.llm.hf_models import ServerEnvError, find_server_python
+
+    try:
+        find_server_python()
+    except ServerEnvError as exc:
+        pytest.skip(f"vLLM server environment absent ({exc})")
+    cfg = make_cfg(tmp_path, "llm=vllm_cpu", "llm.n_threads=1", "embedder=minilm", "dataset.limit=2")
     rows = run_with_baselines(cfg)
     for _, metrics in rows:
         assert metrics["cost"]["modules"]["answer"]["calls"] == 2

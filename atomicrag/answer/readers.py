@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from atomicrag.config import ReaderConfig
+from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import reader as prompt
 from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer
@@ -40,6 +41,7 @@ class ReaderOutput:
     truncated: bool = False  # the backend stopped at max_tokens (finish_reason "length"): a failure
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    context_dropped: int = 0  # lowest-ranked context items left out to fit the model's window
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,14 +61,20 @@ class LLMReader:
         if context_style not in prompt.CONTEXT_STYLES:
             raise ValueError(f"context_style {context_style!r} is not one of {', '.join(prompt.CONTEXT_STYLES)}")
         self.context_style = context_style  # fidelity.reader_context
+        self.dropped: list[int] = []  # per question of the last requests(): context items cut
 
     def requests(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ChatRequest]:
-        return [
-            ChatRequest(messages=prompt.build_messages(self.name, q, ctx, self.context_style), schema=None,
-                        temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-                        module=MODULE)
-            for q, ctx in zip(questions, contexts, strict=True)
-        ]
+        window = context_window(self.llm)
+        reqs, self.dropped = [], []
+        for q, ctx in zip(questions, contexts, strict=True):
+            # Context is ranked best first: what does not fit the window is the least relevant.
+            kept, dropped = fit_items(lambda c, q=q: prompt.build_messages(self.name, q, c, self.context_style), ctx,
+                                      window, self.max_tokens)
+            self.dropped.append(dropped)
+            reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style), schema=None,
+                                    temperature=self.temperature, max_tokens=self.max_tokens,
+                                    seed=self.seed, module=MODULE))
+        return reqs
 
     def answer(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ReaderOutput]:
         """``contexts[i]`` is question i's context: ``ContextItem``s (or plain strings)."""
@@ -78,9 +86,9 @@ class LLMReader:
         if len(results) != len(questions):
             raise RuntimeError(f"LLM returned {len(results)} results for {len(questions)} requests")
         outputs = []
-        for r in results:
+        for r, dropped in zip(results, self.dropped, strict=True):
             tokens = {"prompt_tokens": int(r.prompt_tokens or 0),
-                      "completion_tokens": int(r.completion_tokens or 0)}
+                      "completion_tokens": int(r.completion_tokens or 0), "context_dropped": dropped}
             if r.error is not None:
                 outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True,
                                             error=str(r.error), **tokens))
@@ -120,4 +128,5 @@ def summarize(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
         "truncated": sum(o.truncated for o in outputs),
         "missing_answer_marker": sum((not o.failed) and not o.marker_found for o in outputs),
         "empty_answers": sum((not o.failed) and not o.answer for o in outputs),
+        "context_trimmed": sum(o.context_dropped > 0 for o in outputs),  # prompts cut to the window
     }

@@ -12,6 +12,7 @@ from ..config import AtomizerConfig
 from ..schemas import Atom, AtomizeResult, Chunk
 from .base import atom_id, check_chunks, pbar, progress_enabled, with_title
 from .nlp import load_spacy, nlp_processes, sentences
+from .selfcontained import chunk_subject, self_contained
 
 
 class SentenceAtomizer:
@@ -50,8 +51,16 @@ class SentenceAtomizer:
             sents = sentences(doc, self.cfg.min_atom_chars, self.cfg.noun_chunks)
             if not sents:
                 empty += 1
+            subject = chunk_subject(chunk.title, sents) if self.cfg.resolve_subject else ""
             for j, s in enumerate(sents):
-                text, ents = with_title(chunk.text[s.start:s.end], s.entities, chunk.title, self.cfg.title_context)
+                text, ents = chunk.text[s.start:s.end], s.entities
+                if self.cfg.resolve_subject:
+                    text, ents, resolved = self_contained(text, ents, subject)
+                    if resolved:  # the subject is in the text now: no "Title: " prefix needed
+                        atoms.append(Atom(id=atom_id(chunk.id, j), text=text, chunk_id=chunk.id,
+                                          passage_id=chunk.passage_id, entities=ents, span=(s.start, s.end)))
+                        continue
+                text, ents = with_title(text, ents, chunk.title, self.cfg.title_context)
                 atoms.append(Atom(
                     id=atom_id(chunk.id, j), text=text, chunk_id=chunk.id,
                     passage_id=chunk.passage_id, entities=ents, span=(s.start, s.end),

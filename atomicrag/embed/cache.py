@@ -19,6 +19,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
+from .. import progress
 from ..artifacts import atomic_path
 from .protocol import Embedder
 
@@ -69,8 +70,11 @@ def embed_cached(
     *,
     is_query: bool = False,
     save_every: int = 50_000,
+    stage: str = "embed_texts",
 ) -> torch.Tensor:
-    """Embed ``texts`` (``[len(texts), dim]`` float32 CPU), reusing vectors in ``cache_path``."""
+    """Embed ``texts`` (``[len(texts), dim]`` float32 CPU), reusing vectors in ``cache_path``.
+
+    ``stage`` names the progress bar of the texts to embed (``atomicrag.progress``)."""
     path = Path(cache_path)
     name, dim = embedder.name, embedder.dim
     keys, vectors = _load(path, name, dim)
@@ -86,7 +90,8 @@ def embed_cached(
         parts = [vectors]
         for start in range(0, len(todo), save_every):
             batch = todo[start: start + save_every]
-            new = embedder.encode([t for _, t in batch], is_query=is_query).float().cpu()
+            with progress.task(stage, len(batch), unit="text"):  # the encoder counts its batches
+                new = embedder.encode([t for _, t in batch], is_query=is_query).float().cpu()
             if new.shape != (len(batch), dim):
                 raise ValueError(f"embedder {name} returned {list(new.shape)} for {len(batch)} texts, dim {dim}")
             for k, _ in batch:

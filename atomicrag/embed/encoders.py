@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .. import progress
 from ..artifacts import content_hash
 from .precision import DTYPES, resolve_precision
 
@@ -142,14 +143,17 @@ class SentenceTransformerEmbedder(_Encoder):
         self.dim = int(_st_dim(st))
 
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
-        if not texts:
-            return torch.empty(0, self.dim)
-        # sentence-transformers sorts by length internally, so batches pad little
-        with torch.inference_mode():
-            emb = self.model.encode(self._prefixed(texts, is_query), batch_size=self.batch_size,
-                                    convert_to_tensor=True, normalize_embeddings=self.normalize,
-                                    show_progress_bar=False)
-        return emb.float().cpu()
+        texts = self._prefixed(texts, is_query)
+        out = torch.empty(len(texts), self.dim)
+        # one call per length-sorted batch (what sentence-transformers does inside one call), so
+        # progress counts texts as their batch finishes
+        for idx in length_batches(texts, self.batch_size):
+            with torch.inference_mode():
+                emb = self.model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_tensor=True,
+                                        normalize_embeddings=self.normalize, show_progress_bar=False)
+            out[torch.tensor(idx)] = emb.float().cpu()
+            progress.advance("text", len(idx))
+        return out
 
 
 def _float_token_states(_module: Any, _inputs: Any, features: dict) -> dict:
@@ -220,6 +224,7 @@ class TransformersEmbedder(_Encoder):
             with torch.inference_mode():
                 hidden = self.model(**batch).last_hidden_state.float()  # [b, t, d]
             out[torch.tensor(idx)] = pool(hidden, batch["attention_mask"], self.pooling, self.normalize).cpu()
+            progress.advance("text", len(idx))
         return out
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import progress
 from ..artifacts import content_hash
 from .encoders import _Encoder, _model_pooling, clamp_max_length, length_batches, pool
 
@@ -130,4 +131,5 @@ class OnnxEmbedder(_Encoder):
             hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [b, t, d]
             mask = torch.from_numpy(batch["attention_mask"])  # [b, t]
             out[torch.tensor(idx)] = pool(torch.from_numpy(hidden), mask, self.pooling, self.normalize)
+            progress.advance("text", len(idx))
         return out

@@ -2,34 +2,37 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 
-from ..atomize.base import pbar, progress_enabled
+from .. import progress
 from ..embed.protocol import Embedder
+from ..progress import reporting
 
 Progress = Callable[[str, int, int], None]
 
-# Texts per embedder call when progress is reported: large enough that the encoder's own
-# length-sorted batching still pads little, small enough that progress moves every few seconds.
+# Texts per embedder call: large enough that the encoder's own length-sorted batching still
+# pads little; embedders that do not count their batches (progress.advance) move the bar per slice.
 _PROGRESS_SLICE = 2048
+_EMBED_STAGES = {"atom": "embed_atoms", "entity": "embed_entities"}  # the library's progress stage names
 
 
 def encode(embedder: Embedder, texts: list[str], what: str) -> torch.Tensor:
-    """Passage-side embeddings [n, dim] float32, L2-normalised, with a clear dimension check."""
+    """Passage-side embeddings [n, dim] float32, L2-normalised, with a clear dimension check.
+
+    A progress task counts the texts as the encoder finishes each batch (``atomicrag.progress``).
+    """
     if not texts:
         return torch.zeros(0, embedder.dim, dtype=torch.float32)
-    if len(texts) > _PROGRESS_SLICE and progress_enabled(None):
-        parts = []
-        with pbar(total=len(texts), desc=f"embed {what}s", unit=what) as bar:
-            for i in range(0, len(texts), _PROGRESS_SLICE):
-                part = texts[i: i + _PROGRESS_SLICE]
-                parts.append(torch.as_tensor(embedder.encode(part, is_query=False)))
-                bar.update(len(part))
-        emb = torch.cat(parts)
-    else:
-        emb = embedder.encode(texts, is_query=False)
+    parts = []
+    with progress.task(_EMBED_STAGES.get(what, f"embed_{what}s"), len(texts), unit="text") as bar:
+        for i in range(0, len(texts), _PROGRESS_SLICE):
+            part = texts[i: i + _PROGRESS_SLICE]
+            parts.append(torch.as_tensor(embedder.encode(part, is_query=False)))
+            bar.settle(i + len(part))
+    emb = parts[0] if len(parts) == 1 else torch.cat(parts)
     if not isinstance(emb, torch.Tensor):
         emb = torch.as_tensor(emb)
     if emb.ndim != 2 or emb.shape[0] != len(texts):
@@ -44,22 +47,16 @@ def embed_reusing(texts: list[str], prev_texts: list[str], prev_emb: torch.Tenso
                   what: str, progress: Progress | None) -> tuple[torch.Tensor, int]:
     """Embeddings of ``texts``: rows of ``prev_emb`` where the text was embedded before, else encoded.
 
-    Returns ``(embeddings [len(texts), dim], number of texts encoded)``. With a ``progress``
-    callback the new texts are encoded in slices so it can move; without one, in one call.
+    Returns ``(embeddings [len(texts), dim], number of texts encoded)``. ``progress`` receives
+    the encoding's progress (else the current ``atomicrag.progress`` sink does).
     """
     if prev_emb is not None and prev_emb.shape[1] != embedder.dim:
         raise ValueError(f"embedder {embedder.name!r} has dim={embedder.dim} but the index holds "
                          f"{prev_emb.shape[1]}-dimensional {what} embeddings")
     row = {} if prev_emb is None else {t: i for i, t in enumerate(prev_texts)}
     missing = list(dict.fromkeys(t for t in texts if t not in row))
-    step = _PROGRESS_SLICE if progress is not None else max(1, len(missing))
-    parts = []
-    for start in range(0, len(missing), step):
-        parts.append(encode(embedder, missing[start:start + step], what))
-        if progress is not None:
-            progress(f"embed_{what}s" if what == "atom" else "embed_entities",
-                     min(start + step, len(missing)), len(missing))
-    new = torch.cat(parts) if parts else torch.zeros(0, embedder.dim, dtype=torch.float32)
+    with reporting(progress) if progress is not None else nullcontext():  # bars count encoded batches
+        new = encode(embedder, missing, what)
     if prev_emb is None and len(missing) == len(texts):
         return new, len(missing)  # a fresh build of distinct texts: no gather needed
     table = new if prev_emb is None else torch.cat([prev_emb, new])

@@ -11,10 +11,11 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from atomicrag import progress
 from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
 
 if TYPE_CHECKING:
@@ -113,6 +114,20 @@ class Accountant:
             self._stats.clear()
 
 
+# LLM modules whose callers show their own progress (the atomizers count chunks).
+_OWN_PROGRESS = frozenset({"atomize"})
+
+
+def batch_progress(requests: list[ChatRequest]) -> Any:
+    """One progress task per LLM batch (e.g. ``answer``: one unit per question), moved by the
+    backends as requests finish (``progress.advance("request")``)."""
+    modules = {r.module for r in requests}
+    stage = modules.pop() if len(modules) == 1 else "llm"
+    if stage in _OWN_PROGRESS or not requests:
+        return nullcontext()
+    return progress.task(stage, len(requests), unit="request")
+
+
 class AccountedLLM:
     """``LLMBackend`` wrapper that records every batch, split by ``ChatRequest.module``."""
 
@@ -122,7 +137,8 @@ class AccountedLLM:
         self.model = backend.model
 
     def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
-        results = self.backend.chat(requests)
+        with batch_progress(requests):
+            results = self.backend.chat(requests)
         by_module: dict[str, list[ChatResult]] = {}
         for req, res in zip(requests, results):
             by_module.setdefault(req.module, []).append(res)

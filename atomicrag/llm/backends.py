@@ -5,6 +5,7 @@ Each returns the bare backend (no cache, no accounting); ``llm.factory.build_llm
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from atomicrag.config import LLMConfig, PathsConfig, warn_if_key_missing
 from atomicrag.llm.fake import FakeLLM
@@ -13,10 +14,14 @@ from atomicrag.llm.protocol import LLMBackend
 from atomicrag.llm.servers import AttachedServer, LocalServer, launch_llamacpp, launch_vllm
 
 
-def _client(cfg: LLMConfig, base_url: str, style: str, server: LocalServer | None = None) -> OpenAIClient:
+def _client(cfg: LLMConfig, base_url: str, style: str, server: LocalServer | None = None,
+            base_urls: list[str] | None = None) -> OpenAIClient:
+    window = cfg.n_ctx if cfg.name == "llamacpp" else cfg.max_model_len if cfg.name == "vllm" else None
     return OpenAIClient(
         base_url,
         cfg.model,
+        base_urls=base_urls,
+        context_window=window,
         api_key_env=cfg.api_key_env,
         concurrency=cfg.concurrency,
         timeout_s=cfg.timeout_s,
@@ -31,23 +36,63 @@ def _log_dir(paths: PathsConfig) -> Path:
     return Path(paths.cache_dir) / "servers"
 
 
+def _urls(cfg: LLMConfig) -> list[str]:
+    return list(cfg.base_urls) or ([cfg.base_url] if cfg.base_url else [])
+
+
+def _attach(cfg: LLMConfig, style: str) -> OpenAIClient:
+    """A client for the server(s) at ``base_url``/``base_urls``, each waited for and probed."""
+    urls = _urls(cfg)
+    for url in urls:
+        AttachedServer(url, startup_timeout_s=cfg.startup_timeout_s).start()
+    client = _client(cfg, urls[0], style, base_urls=urls)
+    client.probe()
+    return client
+
+
+def _probed(client: OpenAIClient) -> OpenAIClient:
+    """Probe a client of a launched server; a launched server is stopped if that fails."""
+    try:
+        client.probe()
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _is_local(url: str) -> bool:
+    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+def _auto_device() -> str:
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
 def fake(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     return FakeLLM(cfg.model, max_retries=cfg.max_retries)
 
 
 def openai(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
-    if not cfg.base_url:
+    urls = _urls(cfg)
+    if not urls:
         raise ValueError("llm.name=openai needs llm.base_url (e.g. https://api.openai.com/v1)")
     warn_if_key_missing(cfg)
-    return _client(cfg, cfg.base_url, "json_schema")
+    client = _client(cfg, urls[0], "json_schema", base_urls=urls)
+    if any(_is_local(u) for u in urls):  # a local vLLM / llama.cpp behind llm=openai: ask it
+        client.probe()
+    return client
 
 
 def llamacpp(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     # llama-cpp-python's server only understands {"type": "json_object", "schema": ...};
     # llama.cpp's C++ llama-server accepts it too, so attach and launch use the same style.
-    if cfg.base_url:
-        AttachedServer(cfg.base_url, startup_timeout_s=cfg.startup_timeout_s).start()
-        return _client(cfg, cfg.base_url, "json_object")
+    if _urls(cfg):
+        return _attach(cfg, "json_object")
     from atomicrag.llm.offline_models import resolve_model_path
 
     model_file = resolve_model_path(cfg.model_path or cfg.model, paths.cache_dir)
@@ -56,20 +101,26 @@ def llamacpp(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
         n_threads=cfg.n_threads, model_alias=cfg.model, extra_args=cfg.extra_args,
         startup_timeout_s=cfg.startup_timeout_s,
     )
-    return _client(cfg, server.base_url, "json_object", server=server)
+    return _probed(_client(cfg, server.base_url, "json_object", server=server))
 
 
 def vllm(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
-    if cfg.base_url:
-        AttachedServer(cfg.base_url, startup_timeout_s=cfg.startup_timeout_s).start()
-        return _client(cfg, cfg.base_url, "json_schema")
+    if _urls(cfg):
+        return _attach(cfg, "json_schema")
+    from atomicrag.llm.hf_models import find_server_python, hf_model
+
+    python = find_server_python(cfg.server_python)
+    device = cfg.device if cfg.device != "auto" else _auto_device()
     server = launch_vllm(
-        cfg.model_path or cfg.model, log_dir=_log_dir(paths), served_model_name=cfg.model, host=cfg.host,
-        port=cfg.port, tensor_parallel_size=cfg.tensor_parallel_size,
+        hf_model(cfg.model_path or cfg.model, python, paths.cache_dir), log_dir=_log_dir(paths),
+        served_model_name=cfg.model, host=cfg.host, port=cfg.port,
+        tensor_parallel_size=cfg.tensor_parallel_size,
         gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
-        extra_args=cfg.extra_args, startup_timeout_s=cfg.startup_timeout_s,
+        extra_args=cfg.extra_args, startup_timeout_s=cfg.startup_timeout_s, python=python,
+        device="cpu" if device == "cpu" else "cuda", enforce_eager=cfg.enforce_eager,
+        kv_cache_gb=cfg.kv_cache_gb, cpu_threads=cfg.n_threads,
     )
-    return _client(cfg, server.base_url, "json_schema", server=server)
+    return _probed(_client(cfg, server.base_url, "json_schema", server=server))
 
 
 def transformers(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:

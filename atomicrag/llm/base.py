@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from atomicrag import progress
 from atomicrag.llm.json_repair import ReplyParseError, parse_reply
 from atomicrag.llm.protocol import ChatRequest, ChatResult
 
@@ -133,7 +134,9 @@ class SyncBackend:
             if builder.add_reply(request, raw):
                 break
             parse_failed = True
-        return builder.finish()
+        result = builder.finish()
+        progress.advance("request")  # moves the bar of the batch this request belongs to
+        return result
 
     def close(self) -> None:
         pass

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from atomicrag import progress
 from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
 
 if TYPE_CHECKING:
@@ -149,6 +150,7 @@ class CachedLLM:
             else:
                 todo.setdefault(k, []).append(i)
         order = [idx[0] for idx in todo.values()] + uncached
+        progress.advance("request", len(requests) - len(order))  # hits (and in-batch duplicates) are done
         fresh = self.backend.chat([requests[i] for i in order]) if order else []
         to_store = []
         for i, res in zip(order, fresh):

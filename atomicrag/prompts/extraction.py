@@ -13,7 +13,7 @@ from typing import Any
 from ._common import PromptParseError, clean_str, dedupe
 from .ner import passage_text
 
-VERSION = "extraction-v1"
+VERSION = "extraction-v2"
 
 SYSTEM = """You turn a passage into a small knowledge base. Return one JSON object with three keys.
 
@@ -71,7 +71,9 @@ SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
         },
-        "knowledge_fragments": _STR_LIST,
+        # a reply without fragments is a failed chunk (the parser rejects it), so guided decoding
+        # is told so too: at least one fragment
+        "knowledge_fragments": {**_STR_LIST, "minItems": 1},
         "fragment_entities": {"type": "array", "items": _STR_LIST},
     },
     "required": ["triples", "knowledge_fragments", "fragment_entities"],

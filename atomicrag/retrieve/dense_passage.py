@@ -27,7 +27,7 @@ def _encode_chunks(chunks: list[Chunk], embedder: Any, cfg: Config) -> torch.Ten
     from ..artifacts import content_hash
 
     path = Path(cfg.paths.cache_dir) / cfg.dataset.name / "passage_embeddings" / f"{content_hash(embedder.name)}.safetensors"
-    return embed_cached(embedder, texts, path)
+    return embed_cached(embedder, texts, path, stage="embed_passages")
 
 
 def _rerank(model_name: str, question: str, cands: list[Chunk]) -> list[float]:

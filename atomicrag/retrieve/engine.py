@@ -20,9 +20,10 @@ from ..graph.structure import AtomEntityGraph
 from ..schemas import QueryTrace, Question, ScoredAtom
 from .context import unique_in_order
 from .decompose import build_decomposer
+from .hybrid import HybridRetrieval, uses_hybrid
 from .merge import ContextItem, merge_context, passage_ranking
 from .propagate import build_propagator, propagate_topk
-from .seeds import SeedSet, build_seeds, merge_names, spacy_query_entities
+from .seeds import SeedSet, build_seeds, merge_names, rare_entity_names, spacy_query_entities
 from .sieve import build_sieve
 
 log = logging.getLogger("atomicrag")
@@ -54,6 +55,8 @@ class QueryEngine:
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
         self._nlp: Any = None
         self._matcher: Any = None
+        # BM25 seeding, passage nodes, fused passage ranking (retrieve/hybrid.py), when configured
+        self.hybrid = HybridRetrieval(cfg.retriever, graph) if uses_hybrid(cfg.retriever) else None
 
     # -- stages ---------------------------------------------------------------------------
     def _timed(self, module: str) -> Any:
@@ -71,7 +74,7 @@ class QueryEngine:
 
             self._nlp = load_spacy(self.cfg.atomizer.spacy_model, False)
         found = spacy_query_entities(self._nlp, queries)
-        if self.cfg.retriever.query_entities == "spacy_match":
+        if self.cfg.retriever.query_entities in ("spacy_match", "spacy_idf"):
             found = [merge_names(f, m) for f, m in zip(found, self._graph_names(queries))]
         return found
 
@@ -84,7 +87,10 @@ class QueryEngine:
         if self._matcher is None:
             from ..atomize.matcher import TermMatcher
 
-            self._matcher = TermMatcher(self.graph.entity_texts)
+            names = self.graph.entity_texts
+            if self.cfg.retriever.query_entities == "spacy_idf":  # hubs ("film", "American") link nothing useful
+                names = rare_entity_names(self.graph, self.cfg.retriever.query_entity_max_df)
+            self._matcher = TermMatcher(names)
         m = self._matcher
         return [[m.terms[t] for _, _, t in m.find(q)] for q in queries]
 
@@ -110,13 +116,19 @@ class QueryEngine:
 
     def seeds(self, queries: list[str], q_emb: torch.Tensor) -> SeedSet:
         ents = self.query_entities(queries)
+        extra = self.hybrid.seed_inputs(queries, q_emb) if self.hybrid is not None else {}
         return build_seeds(
-            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever, self.cfg.fidelity
+            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever, self.cfg.fidelity,
+            **extra,
         )
 
-    def propagate(self, seeds: SeedSet, q_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def propagate(self, seeds: SeedSet, q_emb: torch.Tensor, queries: list[str] | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
         """Top-k atoms of every query: (scores [Q, k], atom indices [Q, k])."""
         g = self.graph
+        if self.hybrid is not None and self.hybrid.needs_scores:  # passage nodes / passage ranking
+            return self.hybrid.propagate(self.propagator, seeds.matrix, queries or [], q_emb,
+                                         self.cfg.retriever.top_k, self.cfg.retriever.query_batch)
         # only retrievers that score atoms by their vectors get the embeddings: without them
         # propagate_topk takes PPR's fused top-k path (the one scripts/bench_retrieval.py times)
         emb = {"atom_embeddings": g.atom_embeddings, "query_embeddings": q_emb} if self.uses_atom_embeddings else {}
@@ -143,7 +155,7 @@ class QueryEngine:
         with self._timed("retrieve"):
             q_emb = self.embedder.encode(flat, is_query=True)  # [Qf, d]
             seeds = self.seeds(flat, q_emb)
-            top_scores, top_idx = self.propagate(seeds, q_emb)  # [Qf, k] each
+            top_scores, top_idx = self.propagate(seeds, q_emb, flat)  # [Qf, k] each
         per_query = [self._scored(top_scores[j], top_idx[j]) for j in range(len(flat))]
         candidates: list[list[list[ScoredAtom]]] = [[] for _ in questions]
         for j, i in enumerate(owner):
@@ -161,6 +173,7 @@ class QueryEngine:
                 titles=self.titles,
             )
             all_cands = [a for per in candidates[i] for a in per]
+            fused = self.hybrid.ranked_passages(range(offsets[i], offsets[i + 1])) if self.hybrid else None
             traces.append(
                 QueryTrace(
                     question_id=q.id,
@@ -175,7 +188,7 @@ class QueryEngine:
                     candidates=[[a.to_dict() for a in per] for per in candidates[i]],
                     sieve=sieved[i].trace(),
                     context=[c.to_dict() for c in ctx],
-                    retrieved_passages=unique_in_order(passage_ranking(all_cands)),
+                    retrieved_passages=fused or unique_in_order(passage_ranking(all_cands)),
                 )
             )
             contexts.append(ctx)

@@ -9,6 +9,11 @@ Per query (paper section 3.3, PAPER_NOTES section 1 step 3):
   paper's "bias toward entities"); ``"all_minmax"`` seeds every atom with alpha times the
   min-max-normalised similarity, as the released code does (atoms then carry most of the mass).
 All queries' seeds form one sparse personalisation matrix [Q, N] over the graph's node order.
+
+Hybrid lexical seeding (``retriever.lexical_weight`` = w > 0, retrieve/lexical.py): entity linking
+scores ``(1-w) cos + w bm25`` of each query entity against the entity names, and atom seeds use
+``(1-w) cos + w bm25`` of the query against the atom texts, each BM25 divided by its row's best.
+Passage nodes (retrieve/passage_nodes.py) get seeds in the columns after the atoms.
 """
 from __future__ import annotations
 
@@ -64,11 +69,21 @@ def merge_names(first: list[str], second: list[str]) -> list[str]:
     return out
 
 
+def rare_entity_names(graph: AtomEntityGraph, max_df: float) -> list[str]:
+    """Entity names occurring in at most ``max_df`` of the atoms (an IDF filter for query matching)."""
+    src = graph.edges["containment"].src
+    src = src[src < graph.num_entities]  # containment pairs are (entity, atom): entities come first
+    df = torch.bincount(src, minlength=graph.num_entities)  # [E] atoms per entity
+    cap = max(1.0, max_df * graph.num_atoms)
+    return [t for t, d in zip(graph.entity_texts, df.tolist()) if d <= cap]
+
+
 def link_entities(
     query_entities: list[list[str]],
     graph: AtomEntityGraph,
     encode: Callable[[list[str]], torch.Tensor],
     cfg: RetrieverConfig,
+    lexical: Any = None,
     fallback: str = "none",
 ) -> list[list[tuple[int, float]]]:
     """For each query, graph entities whose max cosine to a query entity passes the threshold.
@@ -82,6 +97,9 @@ def link_entities(
         return [[] for _ in query_entities]
     q_emb = encode(flat)  # [F, d], F = all query entities of the batch
     sims = q_emb @ graph.entity_embeddings.T  # [F, d] @ [d, E] -> [F, E]
+    if lexical is not None and cfg.lexical_weight > 0:
+        w = cfg.lexical_weight
+        sims = (1 - w) * sims + w * lexical.entity_scores(flat)  # [F, E]
     out: list[list[tuple[int, float]]] = []
     start = 0
     for ents in query_entities:
@@ -139,8 +157,18 @@ def build_seeds(
     encode_entities: Callable[[list[str]], torch.Tensor],
     cfg: RetrieverConfig,
     fidelity: FidelityConfig,
+    *,
+    lexical: Any = None,
+    queries: Sequence[str] = (),
+    passage_seeds: tuple[torch.Tensor, torch.Tensor] | None = None,
+    num_nodes: int | None = None,
 ) -> SeedSet:
-    """The [Q, N] personalisation matrix of a batch of queries."""
+    """The [Q, N] personalisation matrix of a batch of queries.
+
+    ``lexical`` (a ``retrieve.lexical.LexicalScorer``) with the query texts ``queries`` mixes BM25
+    into entity linking and atom seeds; ``passage_seeds`` ((query, passage) indices [2, M], values
+    [M]) seed passage nodes at columns ``graph.num_nodes + passage`` of a ``num_nodes``-wide matrix.
+    """
     n_q = query_embeddings.shape[0]
     e_count = graph.num_entities
     if fidelity.embed_instruction == "released":  # switch #10: the released query-to-node instruction
@@ -148,7 +176,8 @@ def build_seeds(
 
         plain_encode = encode_entities
         encode_entities = lambda xs: plain_encode(glue(QUERY_TO_NODE, xs))  # noqa: E731
-    entity_seeds = link_entities(query_entities, graph, encode_entities, cfg, fidelity.entity_link_fallback)
+    entity_seeds = link_entities(query_entities, graph, encode_entities, cfg, lexical,
+                                 fallback=fidelity.entity_link_fallback)
     rows: list[torch.Tensor] = []
     cols: list[torch.Tensor] = []
     vals: list[torch.Tensor] = []
@@ -160,21 +189,29 @@ def build_seeds(
     atom_sim = None
     if graph.atom_embeddings is not None and graph.num_atoms:
         atom_sim = query_embeddings @ graph.atom_embeddings.T  # [Q, d] @ [d, A] -> [Q, A]
+        seed_sim = atom_sim
+        if lexical is not None and cfg.lexical_weight > 0:
+            w = cfg.lexical_weight
+            seed_sim = (1 - w) * atom_sim + w * lexical.atom_scores(queries)  # [Q, A]
         ann = None
-        if fidelity.vector_index == "faiss" and fidelity.atom_seeding == "topk":
+        if fidelity.vector_index == "faiss" and fidelity.atom_seeding == "topk":  # switch #11 (dense part)
             from .ann import ann_topk
 
             ann = ann_topk(graph.atom_embeddings, query_embeddings, min(cfg.atom_seed_top_k, graph.num_atoms))
-        idx, v = atom_seed_weights(atom_sim, cfg, fidelity, ann)
+        idx, v = atom_seed_weights(seed_sim, cfg, fidelity, ann)
         rows.append(idx[0])
         cols.append(idx[1] + e_count)  # atom nodes follow the entity nodes
         vals.append(v)
+    if passage_seeds is not None and passage_seeds[1].numel():
+        rows.append(passage_seeds[0][0])
+        cols.append(passage_seeds[0][1] + graph.num_nodes)  # passage nodes follow the atom nodes
+        vals.append(passage_seeds[1])
     if rows:
         indices = torch.stack([torch.cat(rows), torch.cat(cols)])
         values = torch.cat(vals)
     else:
         indices, values = torch.zeros(2, 0, dtype=torch.int64), torch.zeros(0)
     matrix = torch.sparse_coo_tensor(
-        indices, values, (n_q, graph.num_nodes), check_invariants=False
+        indices, values, (n_q, num_nodes or graph.num_nodes), check_invariants=False
     ).coalesce()
     return SeedSet(matrix, query_entities, entity_seeds, atom_sim)

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from atomicrag.config import FidelityConfig, SieveConfig
+from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import sieve as prompt
 from atomicrag.schemas import ScoredAtom
@@ -37,6 +38,8 @@ class SieveDecision:
     kept_ids: list[str] = field(default_factory=list)
     dropped_ids: list[str] = field(default_factory=list)
     invalid_indices: list[Any] = field(default_factory=list)  # ids the model returned outside 0..n-1
+    # lowest-ranked candidates left out of the prompt to fit the model's window (not kept)
+    trimmed_ids: list[str] = field(default_factory=list)
     failed: bool = False  # True: all candidates kept because the reply was unusable
     error: str | None = None
     prompt_tokens: int = 0
@@ -133,6 +136,7 @@ class LLMSieve:
         _check_shapes(questions, query_sets, candidates)
         jobs = [job for i, (q, qs, c) in enumerate(zip(questions, query_sets, candidates, strict=True))
                 for job in self._jobs(i, q, qs, c)]
+        jobs = self._fit(jobs)
         # Prompts with no candidate need no call: there is nothing to keep.
         asked = [job for job in jobs if job.atoms]
         requests = [
@@ -149,9 +153,25 @@ class LLMSieve:
         results = [SieveResult(kept=[]) for _ in questions]
         for job in jobs:
             decision, kept = _decide(job, reply_of.get(id(job)))
+            decision.trimmed_ids = [a.atom_id for a in self._trimmed.get(id(job), [])]
             results[job.question_index].decisions.append(decision)
             results[job.question_index].kept.extend(kept)
         return results
+
+
+    def _fit(self, jobs: list[_Job]) -> list[_Job]:
+        """Cut each prompt's lowest-ranked candidates that do not fit the model's window."""
+        window = context_window(self.llm)
+        self._trimmed: dict[int, list[ScoredAtom]] = {}
+        fitted = []
+        for job in jobs:
+            keep, _ = fit_items(lambda atoms, t=job.target: prompt.build_messages(t, [a.text for a in atoms]),
+                                job.atoms, window, self.max_tokens)
+            new = job._replace(atoms=keep)
+            if len(keep) < len(job.atoms):
+                self._trimmed[id(new)] = job.atoms[len(keep):]
+            fitted.append(new)
+        return fitted
 
 
 def _decide(job: _Job, reply: Any) -> tuple[SieveDecision, list[ScoredAtom]]:

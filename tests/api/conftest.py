@@ -46,13 +46,14 @@ QUESTIONS = [
 
 
 def base_config(**overrides: Any) -> dict[str, Any]:
-    """Retrieval-only, fake embedder, sentence atoms, a small synonym cap so the cap matters."""
+    """Retrieval-only, fake embedder and LLM (named presets: the library's defaults are the real
+    models), sentence atoms, the paper's PPR seeding, a small synonym cap so the cap matters."""
     cfg: dict[str, Any] = {
-        "embedder": {"name": "fake", "dim": 64},
-        "llm": {"name": "fake", "cache": False},
+        "embedder": {"preset": "fake", "dim": 64},
+        "llm": {"preset": "fake", "cache": False},
         "atomizer": {"name": "sentence"},
         "graph": {"synonym_threshold": 0.35, "synonym_max_neighbors": 2},
-        "retriever": {"top_k": 8},
+        "retriever": {"preset": "ppr", "top_k": 8},
         "reader": {"name": "none"},
     }
     for section, values in overrides.items():

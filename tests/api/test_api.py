@@ -78,6 +78,8 @@ def test_query_single_and_batch(rag: AtomicRAG, tmp_path: Path) -> None:
     assert 0 < len(one.items) <= rag.config.sieve.max_context
     scores = [i.score for i in one.items]
     assert scores == sorted(scores, reverse=True)
+    rel = [i.relevance for i in one.items]  # readable: 1.0 for the best item, in score order
+    assert rel[0] == 1.0 and rel == sorted(rel, reverse=True) and all(0 <= r <= 1 for r in rel)
     assert any("curie" in i.source_doc_ids for i in one.items[:5])  # atoms about Marie Curie rank high
     assert "Marie Curie" in one.entities_extracted
     by_doc = {i.source_doc_ids[0]: i for i in one.items}

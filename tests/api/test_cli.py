@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atomicrag.cli import main, read_documents
+from atomicrag.cli import main
 
 from .conftest import DOCS, base_config
 
@@ -29,11 +29,69 @@ def corpus(tmp_path: Path) -> tuple[Path, Path]:
     return docs, cfg
 
 
-def test_read_documents(corpus: tuple[Path, Path]) -> None:
-    docs = read_documents(corpus[0])
-    assert [d.get("id") for d in docs] == ["curie.txt", "poland", "sorbonne", "nobel", "becquerel", "irene",
-                                           "sub/warsaw.md"]  # sorted paths; .bin ignored
-    assert docs[0]["title"] == "curie" and docs[1]["lang"] == "en"
+def test_index_reports_skipped_files_and_refuses_to_overwrite(corpus: tuple[Path, Path], tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    docs, cfg = corpus
+    idx = tmp_path / "idx"
+    assert main(["-q", "index", str(docs), "--out", str(idx), "--config", str(cfg)]) == 0
+    captured = capsys.readouterr()
+    assert "indexed 7 documents" in captured.out
+    assert "skipped 1 file(s): skip.bin (unsupported type .bin)" in captured.err  # never silently
+    assert main(["-q", "docs", "--index", str(idx)]) == 0
+    ids = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert ids == ["curie", "poland", "sorbonne", "nobel", "becquerel", "irene", "sub/warsaw"]  # no suffixes
+
+    before = (idx / "manifest.json").read_text()
+    assert main(["-q", "index", str(docs / "curie.txt"), "--out", str(idx), "--config", str(cfg)]) == 2
+    assert "exists; pass --force" in capsys.readouterr().err and (idx / "manifest.json").read_text() == before
+    assert main(["-q", "index", str(docs / "curie.txt"), "--out", str(idx), "--config", str(cfg), "--force"]) == 0
+    assert main(["-q", "docs", "--index", str(idx), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert [d["id"] for d in listed] == ["curie"] and listed[0]["meta"]["path"] == "curie.txt"
+    # presets by name on the command line: the file's preset, then --set's preset and field
+    assert main(["-q", "index", str(docs / "curie.txt"), "--out", str(idx), "--config", str(cfg), "--force",
+                 "--set", "retriever=dense", "--set", "retriever.top_k=3"]) == 0
+    saved = json.loads((idx / "manifest.json").read_text())["config"]
+    assert (saved["retriever"]["name"], saved["retriever"]["top_k"], saved["embedder"]["name"]) == ("dense", 3, "fake")
+    # --force never replaces a folder that is not an index
+    assert main(["-q", "index", str(docs / "curie.txt"), "--out", str(docs), "--force"]) == 2
+    assert "not an atomicrag index" in capsys.readouterr().err and (docs / "curie.txt").is_file()
+
+
+def test_delete_docs_stats_export_load_no_model(corpus: tuple[Path, Path], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import networkx as nx
+
+    from atomicrag.embed import factory
+
+    docs, cfg = corpus
+    idx = tmp_path / "idx"
+    assert main(["-q", "index", str(docs), "--out", str(idx), "--config", str(cfg)]) == 0
+
+    def no_model(*_: object, **__: object) -> None:
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(factory, "_build", no_model)
+    assert main(["-q", "stats", "--index", str(idx)]) == 0
+    assert main(["-q", "docs", "--index", str(idx)]) == 0
+    assert main(["-q", "delete", "sub/warsaw", "irene", "--index", str(idx)]) == 0
+    assert main(["-q", "export", str(tmp_path / "g.graphml"), "--index", str(idx)]) == 0
+    out = capsys.readouterr().out
+    assert "deleted 2 documents" in out and "wrote " in out
+    g = nx.read_graphml(tmp_path / "g.graphml")
+    kinds = {d["kind"] for _, d in g.nodes(data=True)}
+    assert kinds == {"atom", "entity"} and all(d["text"] for _, d in g.nodes(data=True))
+    from collections import Counter
+
+    from atomicrag import AtomicRAG
+
+    graph = AtomicRAG.load(idx).graph  # still no model: the embedder loads on the first text to embed
+    assert g.number_of_nodes() == graph.num_nodes
+    assert Counter(d["type"] for _, _, d in g.edges(data=True)) == {
+        t: len(e) for t, e in graph.edges.items() if len(e)}
+    assert {d["doc_id"] for _, d in g.nodes(data=True) if d["kind"] == "atom"} == {
+        "curie", "poland", "sorbonne", "nobel", "becquerel"}
 
 
 def test_index_query_stats_insert_delete(corpus: tuple[Path, Path], tmp_path: Path,

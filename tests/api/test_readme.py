@@ -1,10 +1,13 @@
 """The README's "Use as a library" section runs as written."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
+
+from atomicrag.presets import default_presets, load_preset
 
 DOC = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -23,14 +26,20 @@ def test_library_section_code_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     blocks = _BLOCK.findall(library_section())
     assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
-    # The example names the offline MiniLM; the fake embedder keeps this test fast. The swap goes
-    # through the documented environment override, so the code itself runs unchanged.
-    monkeypatch.setenv("ATOMICRAG_EMBEDDER__NAME", "fake")
-    monkeypatch.setenv("ATOMICRAG_LLM__CACHE", "false")
+    # as written: the default models (offline MiniLM, no override), a folder of files
+    for key in [k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k]:
+        monkeypatch.delenv(key)
     namespace: dict[str, object] = {"__name__": "__readme__"}
     for code in blocks:
         exec(compile(code, str(DOC), "exec"), namespace)  # noqa: S102 - our own documentation
     out = capsys.readouterr().out
-    assert "Marie Curie was born in Warsaw" in out
+    lines = out.splitlines()
+    ids_at = lines.index("['people/marie', 'people/pierre', 'poland']")  # the folder's files, ids without suffix
+    assert "Marie Curie was born in Warsaw" in lines[ids_at + 1], out  # the best atom answers the question
     assert out.strip().splitlines()[-1] == "Warsaw"
     assert (tmp_path / "curie_index" / "manifest.json").is_file()
+    rag = namespace["rag"]
+    assert rag.embedder.name.startswith("st|sentence-transformers/all-MiniLM-L6-v2")  # the real default
+    for field, value in load_preset("retriever", default_presets()["retriever"]).items():
+        assert getattr(rag.config.retriever, field) == value  # conf/config.yaml's default retriever
+    assert "<graphml" in (tmp_path / "curie.graphml").read_text()

@@ -31,6 +31,12 @@ class StubServer:
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
+        # What /v1/models says: the served ids, who owns them ("vllm", "me" = llama-cpp-python),
+        # and vLLM's max_model_len; /version answers only when ``version`` is set (vLLM does).
+        self.model_ids = ["stub-model"]
+        self.owned_by: str | None = None
+        self.max_model_len: int | None = None
+        self.version: str | None = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,7 +58,17 @@ class StubServer:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": "stub-model"}]})
+                    data = []
+                    for mid in stub.model_ids:
+                        entry: dict[str, Any] = {"id": mid, "object": "model"}
+                        if stub.owned_by:
+                            entry["owned_by"] = stub.owned_by
+                        if stub.max_model_len:
+                            entry["max_model_len"] = stub.max_model_len
+                        data.append(entry)
+                    self._send(200, {"object": "list", "data": data})
+                elif self.path.rstrip("/") == "/version" and stub.version:
+                    self._send(200, {"version": stub.version})
                 else:
                     self._send(404, {"error": "not found"})
 

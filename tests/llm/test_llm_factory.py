@@ -14,6 +14,7 @@ from atomicrag.llm.factory import build_llm
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.offline_models import OfflineModelError, resolve_model_path
 from atomicrag.llm.openai_client import OpenAIClient
+from atomicrag.llm.probe import ModelNotServedError
 
 
 def _paths(tmp_path: Path) -> PathsConfig:
@@ -44,11 +45,40 @@ def test_openai_needs_base_url_and_uses_it(tmp_path: Path, stub: StubServer) -> 
     assert r.ok and stub.bodies[0]["model"] == "gpt-x"
 
 
-def test_llamacpp_and_vllm_attach(tmp_path: Path, stub: StubServer) -> None:
-    for name, style in (("llamacpp", "json_object"), ("vllm", "json_schema")):
-        llm = build_llm(LLMConfig(name=name, model="m", base_url=stub.base_url, cache=False), _paths(tmp_path))
-        assert isinstance(llm, OpenAIClient) and llm.response_format_style == style
-        llm.close()
+def test_attach_dialect_follows_the_server_not_the_config(tmp_path: Path, stub: StubServer) -> None:
+    # vLLM silently ignores json_object+schema and llama-cpp-python rejects json_schema, so
+    # the dialect comes from what the server says it is, whichever config attached to it.
+    for owned_by, version, style in (("me", None, "json_object"), ("vllm", None, "json_schema"),
+                                     (None, "0.32.0", "json_schema"), (None, None, "json_schema")):
+        stub.owned_by, stub.version = owned_by, version
+        for name in ("llamacpp", "vllm"):
+            llm = build_llm(LLMConfig(name=name, model="stub-model", base_url=stub.base_url, cache=False),
+                            _paths(tmp_path))
+            assert isinstance(llm, OpenAIClient) and llm.response_format_style == style, (owned_by, name)
+            llm.close()
+
+
+def test_attach_to_a_server_that_does_not_serve_the_model(tmp_path: Path, stub: StubServer) -> None:
+    stub.owned_by, stub.model_ids = "vllm", ["smollm2", "other"]
+    with pytest.raises(ModelNotServedError, match="'Qwen/Qwen2.5-7B-Instruct'.*'smollm2', 'other'"):
+        build_llm(LLMConfig(name="vllm", model="Qwen/Qwen2.5-7B-Instruct", base_url=stub.base_url),
+                  _paths(tmp_path))
+    assert not stub.bodies  # failed before any chat request
+
+
+def test_context_window_from_vllm_or_config(tmp_path: Path, stub: StubServer) -> None:
+    from atomicrag.llm.budget import context_window
+
+    stub.owned_by, stub.max_model_len = "vllm", 2048
+    llm = build_llm(LLMConfig(name="vllm", model="stub-model", base_url=stub.base_url, max_model_len=8192),
+                    _paths(tmp_path), Accountant())
+    assert context_window(llm) == 2048  # what the server enforces wins over the config
+    llm.close()
+    stub.owned_by, stub.max_model_len = "me", None
+    llm = build_llm(LLMConfig(name="llamacpp", model="stub-model", base_url=stub.base_url, n_ctx=3000,
+                              cache=False), _paths(tmp_path))
+    assert context_window(llm) == 3000
+    llm.close()
 
 
 def test_sampling_uses_config_defaults_with_stage_overrides() -> None:

@@ -95,11 +95,10 @@ def test_commands() -> None:
     assert cmd[cmd.index("--tensor-parallel-size") + 1] == "2" and cmd[-1] == "--enforce-eager"
 
 
-def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """conf/llm/vllm_qwen14b.yaml + llm.tensor_parallel_size=2, through build_backend's launch path.
-
-    The server is not started: LocalServer.start is replaced by a recorder, so no GPU or vLLM is needed.
-    """
+def _launch_recorded(yaml_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                     **overrides: object) -> tuple[object, LocalServer, object]:
+    """conf/llm/<yaml_name> through build_backend's launch path, the server not started:
+    LocalServer.start and the client's probe are replaced, so no GPU or vLLM is needed."""
     from omegaconf import OmegaConf
 
     from atomicrag.config import LLMConfig, PathsConfig
@@ -107,9 +106,9 @@ def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatc
     from atomicrag.llm.factory import build_backend
     from atomicrag.llm.openai_client import OpenAIClient
 
-    yaml = Path(__file__).resolve().parents[2] / "conf" / "llm" / "vllm_qwen14b.yaml"
+    yaml = Path(__file__).resolve().parents[2] / "conf" / "llm" / yaml_name
     cfg = OmegaConf.to_object(OmegaConf.merge(
-        OmegaConf.structured(LLMConfig), OmegaConf.load(yaml), {"tensor_parallel_size": 2}))
+        OmegaConf.structured(LLMConfig), OmegaConf.load(yaml), {"server_python": sys.executable, **overrides}))
     assert isinstance(cfg, LLMConfig) and cfg.name == "vllm" and cfg.base_url is None
     started: list[LocalServer] = []
 
@@ -119,8 +118,43 @@ def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatc
             return self
 
     monkeypatch.setattr(servers, "LocalServer", Recorder)
+    monkeypatch.setattr(OpenAIClient, "probe", lambda self, **kw: [])
     llm = build_backend(cfg, PathsConfig(cache_dir=str(tmp_path)))
     [server] = started
+    return cfg, server, llm
+
+
+def test_vllm_cpu_default_config_reaches_the_cpu_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from atomicrag.llm import hf_models
+
+    converted = tmp_path / "hf" / "abc"
+    converted.mkdir(parents=True)
+    asked: list[tuple[str, str]] = []
+    monkeypatch.setattr(hf_models, "hf_model", lambda spec, python, cache: asked.append((spec, python))
+                        or str(converted))
+    cfg, server, llm = _launch_recorded("vllm_cpu.yaml", tmp_path, monkeypatch)
+    cmd = server.cmd
+    assert asked == [("smollm2", sys.executable)] and cmd[0] == sys.executable
+    assert cmd[cmd.index("--model") + 1] == str(converted)
+    assert cmd[cmd.index("--served-model-name") + 1] == "smollm2-135m-instruct" == cfg.model
+    assert "--enforce-eager" in cmd and cmd[cmd.index("--dtype") + 1] == "bfloat16"
+    assert "--gpu-memory-utilization" not in cmd and "--tensor-parallel-size" not in cmd
+    env = server.env or {}
+    assert env["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0" and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert env["HF_HUB_OFFLINE"] == "1"  # local weights: never reach for a hub
+    assert env["OMP_WAIT_POLICY"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE")  # no spinning threads
+    # vLLM's temp files go to a private folder that stop() removes
+    assert Path(env["TMPDIR"]).is_dir() and server.cleanup == [Path(env["TMPDIR"])]
+    assert Path(env["VLLM_CACHE_ROOT"]).parent == Path(tmp_path) / "servers"
+    llm.close()
+    assert not Path(env["TMPDIR"]).exists()
+
+
+def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """conf/llm/vllm_qwen14b.yaml + llm.tensor_parallel_size=2, through build_backend's launch path."""
+    from atomicrag.llm.openai_client import OpenAIClient
+
+    cfg, server, llm = _launch_recorded("vllm_qwen14b.yaml", tmp_path, monkeypatch, tensor_parallel_size=2)
     cmd = server.cmd
 
     def arg(flag: str) -> str:
@@ -132,6 +166,8 @@ def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatc
     assert arg("--max-model-len") == str(cfg.max_model_len)
     assert arg("--gpu-memory-utilization") == str(cfg.gpu_memory_utilization)
     assert int(arg("--port")) == server.port > 0  # port 0 in the config = a free one picked here
+    assert "--enforce-eager" not in cmd and "--dtype" not in cmd  # CUDA graphs, the model's dtype
+    assert "VLLM_CPU_KVCACHE_SPACE" not in (server.env or {}) and "HF_HUB_OFFLINE" not in (server.env or {})
     assert isinstance(llm, OpenAIClient) and llm.server is server and llm.response_format_style == "json_schema"
     llm.close()
 

@@ -128,8 +128,10 @@ def test_batched_equals_per_query(graph):
     torch.testing.assert_close(batched, single, atol=1e-7, rtol=0)
     torch.testing.assert_close(batched, blocked, atol=1e-7, rtol=0)
     torch.testing.assert_close(batched, ppr(adj, seeds.to_sparse_csr()), atol=1e-7, rtol=0)
-    again = ppr(adj, seeds[:5])  # cached buffers, narrower block: same values
-    torch.testing.assert_close(batched[:5], again, atol=0, rtol=0)
+    # cached buffers, narrower block: same values up to float32 rounding (SpMM kernels may sum a
+    # row in another order when the block width changes, ~1e-8 here)
+    again = ppr(adj, seeds[:5])
+    torch.testing.assert_close(batched[:5], again, atol=1e-7, rtol=0)
 
 
 def test_zero_seed_queries_give_zeros(graph):

@@ -9,8 +9,10 @@
 
 Methods needing embeddings (``qiter``, ``dense``) also take ``atom_embeddings=[A, d]``,
 ``query_embeddings=[Q, d]`` and ``num_entities=E`` as keywords; the others ignore extra keywords.
-``ppr`` solves to the accuracy of ``max_iter`` power iterations (Chebyshev, certified per query;
-``build_propagator(cfg, fid, solver="power")`` runs literally ``max_iter`` power steps); ``power``
+``ppr`` solves to the accuracy of ``max_iter`` power iterations (Chebyshev, certified per query);
+through ``topk``/``propagate_topk`` a query also stops once its top-k atom set is certified exact
+(``retriever.ppr_stop=topk``, default; ``certify.py``). ``ppr_stop=fixed`` (or
+``build_propagator(cfg, fid, solver="power")``) runs literally ``max_iter`` power steps; ``power``
 is Table 11's exact variant. See ``ppr.py`` for the performance notes.
 """
 from __future__ import annotations

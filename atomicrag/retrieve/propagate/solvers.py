@@ -234,7 +234,7 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
                 norms = cert.residual(t, y_prev, y, omega, s)
             done = active & (norms <= prm.target)
             if cert is not None and not bool(done.all()):
-                done |= cert.check(y, y_prev)  # y_(k-1) is no longer needed: its buffer is free
+                done |= active & cert.check(y, y_prev)  # y_(k-1) is no longer needed: its buffer is free
             n_done = int(done.sum())
             prm.query_steps[cols[done]] = k
             if n_done == int(active.sum()) and stopped == 0:
@@ -257,7 +257,7 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
             ahead = math.ceil(math.log(prm.target / worst) / math.log(rate)) if worst > prm.target else 1
             next_check = k + (1 if cert is not None else max(1, min(ahead, 4)))
             y_prev, t = t, y_prev  # rotate: y_prev holds y_(k+1) (before seeds), t (old y_(k-1)) is free
-            if n_done and cert is not None:
+            if n_done and cert is not None and int(active.sum()) >= MIN_COMPACT_WIDTH:
                 keep = torch.nonzero(active).squeeze(1)  # [b'] still running
                 y, y_prev, t = _compact(y, y_prev, t, keep)
                 s, cols, active = select_columns(s, keep), cols[keep], active[keep]
@@ -267,9 +267,14 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
         return y, steps
     if cert is None:
         torch.where(active, y, result, out=result)  # out of steps: take what we have
-    else:
-        result.index_copy_(1, cols, y)
+    elif bool(active.any()):
+        result.index_copy_(1, cols[active], y[:, active])
     return result, steps
+
+
+# Narrower than this, a block is not compacted any further: an SpMM over a few columns costs
+# about as much as over 32 (the matrix read dominates), so narrowing no longer saves work.
+MIN_COMPACT_WIDTH = 32
 
 
 def _compact(y: torch.Tensor, y_next: torch.Tensor, free: torch.Tensor,

@@ -1,0 +1,122 @@
+"""Passages beside atoms and entities: passage nodes in the PPR and passage ranking from scores.
+
+HippoRAG 2 puts passages into its graph and seeds them by dense passage similarity, so dense and
+graph evidence meet inside one propagation. Here passage nodes are a *query-time* construct over
+the stored graph: a passage node per distinct ``atom.passage_id``, joined to each of its atoms by
+an edge of weight ``retriever.passage_edge_weight``, appended after the atom nodes
+(node order: entities ``0..E-1``, atoms ``E..E+A-1``, passages ``E+A..E+A+P-1``). Nothing new is
+stored, so insert/delete of documents (graph/incremental.py) needs no change: the layer is
+rebuilt from the updated graph when a query engine is made.
+
+A passage's vector is the L2-normalised mean of its atoms' embeddings (its "centroid"); the
+dense passage score of a query is ``max(cos(q, centroid), max over its atoms cos(q, atom))``
+so that one exactly matching sentence is not averaged away.
+
+Passage ranking (``retriever.passage_ranking``):
+- ``best_atom``: a passage ranks by its best atom among the query's top-k (the paper's view);
+- ``atom_sum``: by the summed propagation score of all its atoms;
+- ``node``: by its passage node's propagation score (needs ``passage_nodes``);
+- ``fusion``: ``graph + fusion_dense_weight * dense + fusion_lexical_weight * bm25``, where graph
+  is the passage node score (or the atom sum without nodes) divided by the query's best, dense is
+  the passage cosine above and bm25 the passage's best atom BM25 divided by the query's best.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..graph.structure import AtomEntityGraph
+
+
+@dataclass
+class PassageLayer:
+    passage_ids: list[str]  # P, in order of first appearance among the atoms
+    atom_passage: torch.Tensor  # [A] int64: passage index of each atom
+    centroids: torch.Tensor  # [P, d] float32, L2-normalised mean of each passage's atom embeddings
+    adjacency: torch.Tensor | None = None  # CSR [N+P, N+P] with passage-atom edges; None without nodes
+
+    @property
+    def num_passages(self) -> int:
+        return len(self.passage_ids)
+
+
+def build_passage_layer(graph: AtomEntityGraph, edge_weight: float, with_nodes: bool) -> PassageLayer:
+    """The passage layer of ``graph`` (see the module docstring)."""
+    if graph.atom_embeddings is None:
+        raise ValueError("passage ranking needs atom embeddings: build the graph with an embedder")
+    index: dict[str, int] = {}
+    owner = [index.setdefault(a.passage_id, len(index)) for a in graph.atoms]
+    atom_passage = torch.tensor(owner, dtype=torch.int64)  # [A]
+    p, d = len(index), graph.atom_embeddings.shape[1]
+    sums = torch.zeros(p, d).index_add_(0, atom_passage, graph.atom_embeddings)  # [P, d]
+    centroids = torch.nn.functional.normalize(sums, dim=1)
+    adj = None
+    if with_nodes:
+        if edge_weight <= 0:
+            raise ValueError(f"retriever.passage_edge_weight must be > 0, got {edge_weight}")
+        n, e = graph.num_nodes, graph.num_entities
+        base = graph.adjacency.to_sparse_coo().coalesce()
+        atoms = torch.arange(graph.num_atoms) + e  # [A] atom node ids
+        pnodes = atom_passage + n  # [A] passage node id of each atom
+        rows = torch.cat([base.indices()[0], atoms, pnodes])
+        cols = torch.cat([base.indices()[1], pnodes, atoms])
+        vals = torch.cat([base.values().float(), torch.full((2 * graph.num_atoms,), float(edge_weight))])
+        adj = torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (n + p, n + p)).coalesce().to_sparse_csr()
+    return PassageLayer(list(index), atom_passage, centroids, adj)
+
+
+def per_passage(atom_values: torch.Tensor, layer: PassageLayer, reduce: str) -> torch.Tensor:
+    """Atom values ``[Q, A]`` pooled per passage ``[Q, P]`` by ``reduce`` ("amax" or "sum")."""
+    q = atom_values.shape[0]
+    idx = layer.atom_passage.unsqueeze(0).expand(q, -1)  # [Q, A]
+    init = torch.full((q, layer.num_passages), float("-inf") if reduce == "amax" else 0.0)
+    return init.scatter_reduce(1, idx, atom_values, reduce=reduce, include_self=reduce != "amax")  # [Q, P]
+
+
+def dense_passage_scores(q_emb: torch.Tensor, atom_sim: torch.Tensor, layer: PassageLayer) -> torch.Tensor:
+    """``[Q, P]``: max of the query's cosine to the passage centroid and to its best atom."""
+    centroid = q_emb @ layer.centroids.T  # [Q, d] @ [d, P] -> [Q, P]
+    return torch.maximum(centroid, per_passage(atom_sim, layer, "amax"))
+
+
+def passage_seeds(dense: torch.Tensor, weight: float, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeds of the passage nodes: the ``top_k`` passages by dense score, ``weight * cosine``.
+
+    Returns (indices [2, M] over (query, passage index), values [M]).
+    """
+    q, p = dense.shape
+    k = min(top_k, p)
+    if k == 0 or weight <= 0:
+        return torch.zeros(2, 0, dtype=torch.int64), torch.zeros(0)
+    vals, idx = dense.topk(k, dim=1)  # [Q, k]
+    rows = torch.arange(q).repeat_interleave(k)
+    return torch.stack([rows, idx.reshape(-1)]), (weight * vals.clamp_min(0)).reshape(-1).float()
+
+
+def rank_passages(
+    mode: str,
+    layer: PassageLayer,
+    *,
+    atom_scores: torch.Tensor,  # [Q, A] propagation scores of every atom
+    passage_scores: torch.Tensor | None,  # [Q, P] passage node scores, or None without nodes
+    dense: torch.Tensor,  # [Q, P] dense passage scores
+    lexical: torch.Tensor | None,  # [Q, P] BM25 passage scores (max-normalised), or None
+    dense_weight: float,
+    lexical_weight: float,
+) -> torch.Tensor:
+    """Relevance of every passage ``[Q, P]`` (higher is better) under ranking ``mode``."""
+    if mode == "atom_sum":
+        return per_passage(atom_scores, layer, "sum")
+    if mode == "node":
+        if passage_scores is None:
+            raise ValueError("retriever.passage_ranking=node needs retriever.passage_nodes=true")
+        return passage_scores
+    if mode == "fusion":
+        graph = passage_scores if passage_scores is not None else per_passage(atom_scores, layer, "sum")
+        out = graph / graph.max(dim=1, keepdim=True).values.clamp_min(1e-30)  # [Q, P] in [0, 1]
+        out = out + dense_weight * dense
+        if lexical is not None and lexical_weight > 0:
+            out = out + lexical_weight * lexical
+        return out
+    raise ValueError(f"unknown passage ranking {mode!r} (best_atom is ranked from the top-k atoms)")

@@ -1,0 +1,179 @@
+#!/usr/bin/env python
+"""Ablation and grid search of the hybrid offline retriever on one half of 2Wiki DEV.
+
+Loads (or builds) the cached sentence-atom graph once and runs the batched QueryEngine per
+retriever variant (seconds each), printing passage Recall@2/@5 with 95% bootstrap intervals and
+ms per question. Choose on the even half (``--half 0``); report the odd half (``--half 1``),
+which the search never saw (experiments/retrieval_2wiki/README.md).
+
+    python scripts/tune_retrieval.py --half 0 --rows                # the ablation rows
+    python scripts/tune_retrieval.py --half 0 --base '{"passage_nodes": true}' \\
+        --grid passage_seed_weight=0.1,0.5,1 passage_edge_weight=0.5,1
+    python scripts/tune_retrieval.py --half 1 --rows --json results/retrieval_2wiki/ablation_half1.json
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
+
+import yaml
+
+from atomicrag.config import Config, load_config
+from atomicrag.data.chunker import chunk_passages
+from atomicrag.data.loaders import load_dataset
+from atomicrag.embed.factory import build_embedder
+from atomicrag.evaluate.metrics import recall_at_k
+from atomicrag.graph.index import index_corpus
+from atomicrag.retrieve.engine import QueryEngine
+
+ROOT = Path(__file__).resolve().parents[1]
+PPR_MINILM = yaml.safe_load((ROOT / "conf/retriever/ppr_minilm.yaml").read_text())
+
+
+def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
+    """The README's ablation rows: anchors, the chosen preset minus one lever at a time, the preset,
+    and the preset plus each lever the even half rejected."""
+    rows: list[tuple[str, dict[str, Any]]] = [("dense atoms (w/o ERGR)", {"name": "dense"}),
+                                               ("ppr_minilm", dict(PPR_MINILM))]
+    hybrid_file = ROOT / "conf/retriever/hybrid.yaml"
+    if hybrid_file.exists():
+        best = yaml.safe_load(hybrid_file.read_text())
+        # one lever at a time off the chosen preset, then the preset itself
+        for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy")):
+            if field in best and best[field] != off:
+                cfg = dict(best, **{field: off})
+                if field == "passage_nodes":
+                    cfg.update(passage_seed_weight=0.0, passage_ranking="atom_sum"
+                               if best.get("passage_ranking") == "node" else best.get("passage_ranking"))
+                rows.append((f"hybrid without {field}", cfg))
+        rows.append(("hybrid (retriever=hybrid)", best))
+        # levers rejected on the even half, shown on the odd half too (added to the preset)
+        rows.append(("hybrid + passage nodes (node ranking, seed 0.5)",
+                     dict(best, passage_nodes=True, passage_ranking="node", passage_seed_weight=0.5)))
+        rows.append(("hybrid + fusion ranking (dense 0.5, bm25 0.5)",
+                     dict(best, passage_ranking="fusion", fusion_dense_weight=0.5, fusion_lexical_weight=0.5)))
+    return rows
+
+
+class MemoEmbedder:
+    """The embedder with a per-text memo: every variant embeds the same questions and entities."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.memo: dict[tuple[str, bool], Any] = {}
+
+    def encode(self, texts: list[str], *, is_query: bool = False) -> Any:
+        import torch
+
+        todo = [t for t in dict.fromkeys(texts) if (t, is_query) not in self.memo]
+        if todo:
+            for t, row in zip(todo, self.inner.encode(todo, is_query=is_query)):
+                self.memo[(t, is_query)] = row
+        return torch.stack([self.memo[(t, is_query)] for t in texts]) if texts else self.inner.encode([])
+
+
+class MemoEngine(QueryEngine):
+    """QueryEngine whose spaCy query entities are memoised per (mode, question) across variants."""
+
+    memo: ClassVar[dict[tuple[str, float, str], list[str]]] = {}
+
+    def query_entities(self, queries: list[str]) -> list[list[str]]:
+        rc = self.cfg.retriever
+        key = lambda q: (rc.query_entities, rc.query_entity_max_df, q)
+        todo = [q for q in dict.fromkeys(queries) if key(q) not in self.memo]
+        if todo:
+            for q, ents in zip(todo, super().query_entities(todo)):
+                self.memo[key(q)] = ents
+        return [list(self.memo[key(q)]) for q in queries]
+
+
+def with_retriever(base: Config, fields: dict[str, Any]) -> Config:
+    d = dataclasses.asdict(base)
+    d["retriever"] = {**dataclasses.asdict(load_config({}).retriever), **fields}
+    return load_config(d)
+
+
+def bootstrap(per_q: list[float], reps: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of the mean (in points) over question resamples."""
+    rng = random.Random(seed)
+    n = len(per_q)
+    means = sorted(sum(per_q[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
+    return 100 * means[int(0.025 * reps)], 100 * means[int(0.975 * reps) - 1]
+
+
+def evaluate(engine: QueryEngine, questions: list[Any], timing: bool) -> dict[str, Any]:
+    if timing:  # warm-up and no memo: the ms/question a user sees (spaCy, embedding, BM25, PPR)
+        engine.run(questions[:8])
+        MemoEngine.memo.clear()
+        engine.embedder.memo.clear()
+    t0, c0 = time.perf_counter(), time.process_time()
+    traces, _ = engine.run(questions)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out: dict[str, Any] = {"n": len(questions), "ms_per_q": round(1000 * wall / len(questions), 1),
+                           "cpu_ms_per_q": round(1000 * cpu / len(questions), 1)}
+    for k in (2, 5):
+        per_q = [recall_at_k(t.retrieved_passages, q.supporting_ids, k) or 0.0 for q, t in zip(questions, traces)]
+        lo, hi = bootstrap(per_q)
+        out[f"R@{k}"] = round(100 * sum(per_q) / len(per_q), 1)
+        out[f"R@{k}_ci95"] = [round(lo, 1), round(hi, 1)]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--half", type=int, choices=[0, 1], default=0, help="DEV questions [half::2]")
+    ap.add_argument("--rows", action="store_true", help="run the README's ablation rows")
+    ap.add_argument("--base", default="{}", help="JSON retriever fields over ppr_minilm for --grid")
+    ap.add_argument("--grid", nargs="*", default=[], help="field=v1,v2 ... (JSON values), product over fields")
+    ap.add_argument("--point", action="append", default=[], help="JSON retriever fields over ppr_minilm (repeatable)")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--timing", action="store_true", help="time each variant cold (no memo of entities/embeddings)")
+    ap.add_argument("--resolve", action="store_true", help="atomizer.resolve_subject=true (self-contained atoms; "
+                    "index it first with scripts/index_self_contained.py)")
+    ap.add_argument("--cache-dir", default="cache")
+    args = ap.parse_args()
+    base = load_config({
+        "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},
+        "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "atomizer": {"name": "sentence", "resolve_subject": args.resolve},
+        "reader": {"name": "none"}, "retriever": {"name": "ppr"},
+    })
+    data = load_dataset(base.dataset, base.paths.resolved_data_dir())
+    questions = data.questions[args.half::2]
+    embedder = MemoEmbedder(build_embedder(base.embedder, base.fidelity))
+    graph = index_corpus(chunk_passages(data.passages, base.dataset), base, None, embedder, args.cache_dir,
+                         data.name, progress=False)
+    print(f"{len(questions)} questions (half {args.half}), graph of {graph.num_nodes:,} nodes; "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    points: list[tuple[str, dict[str, Any]]] = ablation_rows() if args.rows else []
+    points += [(p, {**PPR_MINILM, **json.loads(p)}) for p in args.point]
+    if args.grid:
+        fields = [g.split("=", 1) for g in args.grid]
+        start = {**PPR_MINILM, **json.loads(args.base)}
+        for combo in itertools.product(*[[json.loads(v) for v in vals.split(",")] for _, vals in fields]):
+            point = dict(start, **{f: v for (f, _), v in zip(fields, combo)})
+            points.append((json.dumps({f: v for (f, _), v in zip(fields, combo)}), point))
+    results = []
+    for label, fields in points:
+        res = evaluate(MemoEngine(with_retriever(base, fields), graph, embedder), questions, args.timing)
+        results.append({"label": label, "retriever": fields, "resolve_subject": args.resolve, **res})
+        print(f"{label:60s} R@2 {res['R@2']:5.1f} {res['R@2_ci95']}  R@5 {res['R@5']:5.1f} {res['R@5_ci95']}  "
+              f"{res['ms_per_q']:6.1f} ms/q", flush=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(args.json + ".tmp")
+        tmp.write_text(json.dumps({"half": args.half, "load_1min": os.getloadavg()[0], "results": results}, indent=1))
+        tmp.replace(args.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Hybrid retrieval levers: BM25 seeding, passage nodes, fused passage ranking, self-contained atoms."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from atomicrag.atomize.nlp import Sentence
+from atomicrag.atomize.selfcontained import chunk_subject, self_contained, strip_markup
+from atomicrag.config import FidelityConfig, GraphConfig, RetrieverConfig, load_config
+from atomicrag.graph.build import build_graph
+from atomicrag.retrieve.engine import QueryEngine
+from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize
+from atomicrag.retrieve.passage_nodes import build_passage_layer, per_passage
+from atomicrag.schemas import Atom, AtomizeResult, Question
+
+pytest.importorskip("bm25s")
+
+
+class BagEmbedder:
+    """Deterministic bag-of-words embedder (hashed tokens), so cosine follows word overlap."""
+
+    name = "bag"
+    dim = 64
+
+    def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
+        out = torch.zeros(len(texts), self.dim)
+        for i, t in enumerate(texts):
+            for tok in tokenize(t):
+                out[i, sum(map(ord, tok)) % self.dim] += 1.0
+        return torch.nn.functional.normalize(out + 1e-6, dim=1)
+
+
+def _atoms() -> list[Atom]:
+    rows = [  # (passage, text, entities): a two-hop chain Lothair II -> Ermengarde of Tours
+        ("p1", "Lothair II was king of Lotharingia.", ["Lothair II", "Lotharingia"]),
+        ("p1", "Lothair II was a son of Ermengarde of Tours.", ["Lothair II", "Ermengarde of Tours"]),
+        ("p2", "Ermengarde of Tours died on 20 March 851.", ["Ermengarde of Tours"]),
+        ("p2", "Ermengarde of Tours was a daughter of Hugh of Tours.", ["Ermengarde of Tours", "Hugh of Tours"]),
+        ("p3", "Lothair I was an emperor.", ["Lothair I"]),
+        ("p3", "Lothair I died in 855.", ["Lothair I"]),
+        ("p4", "Tours is a city in France.", ["Tours", "France"]),
+    ]
+    return [Atom(id=f"{p}#a{i}", text=t, chunk_id=p, passage_id=p, entities=e) for i, (p, t, e) in enumerate(rows)]
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return build_graph(AtomizeResult(atoms=_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+
+
+def test_bm25_prefers_the_rare_exact_name():
+    m = BM25Matrix(["Lothair I was an emperor", "Lothair II was a king", "a king of France"])
+    s = m.scores(["Lothair II", "king"])  # [2, 3]
+    assert s.shape == (2, 3)
+    assert int(s[0].argmax()) == 1  # "ii" only occurs in the second text
+    assert s[1, 0] == 0 and s[1, 1] > 0 and s[1, 2] > 0
+    assert torch.equal(m.scores([]), torch.zeros(0, 3))
+
+
+def test_lexical_entity_scores_are_row_normalised(graph):
+    lex = LexicalScorer([a.text for a in graph.atoms], graph.entity_texts)
+    s = lex.entity_scores(["Ermengarde", "zzz unknown"])  # [2, E]
+    assert s[0].max() == pytest.approx(1.0)
+    assert graph.entity_texts[int(s[0].argmax())] == "Ermengarde of Tours"
+    assert s[1].abs().sum() == 0  # no overlap: no signal, not an error
+
+
+def test_passage_layer_adds_passage_atom_edges(graph):
+    layer = build_passage_layer(graph, 2.0, with_nodes=True)
+    assert layer.passage_ids == ["p1", "p2", "p3", "p4"]
+    n = graph.num_nodes
+    adj = layer.adjacency.to_dense()
+    assert adj.shape == (n + 4, n + 4)
+    assert torch.equal(adj, adj.T)
+    a_p2 = graph.num_entities + 2  # atom 2 belongs to p2
+    assert adj[a_p2, n + 1] == 2.0 and adj[a_p2, n + 0] == 0.0
+    assert torch.equal(adj[:n, :n], graph.adjacency.to_dense())  # the stored graph is unchanged
+    pooled = per_passage(torch.arange(7.0).unsqueeze(0), layer, "sum")  # [1, P]
+    assert pooled.tolist() == [[1.0, 5.0, 9.0, 6.0]]
+
+
+def _engine(graph, **fields):
+    cfg = load_config({"retriever": {"name": "ppr", "damping": 0.3, "entity_sim_threshold": 0.9,
+                                     "atom_seed_weight": 0.1, "top_k": 5,
+                                     "query_entities": "spacy_match", **fields},
+                       "embedder": {"name": "fake"}})
+    return QueryEngine(cfg, graph, BagEmbedder())
+
+
+@pytest.mark.parametrize("fields", [
+    {"lexical_weight": 0.5},
+    {"passage_nodes": True, "passage_seed_weight": 0.5, "passage_ranking": "node"},
+    {"passage_ranking": "fusion", "fusion_dense_weight": 0.5, "fusion_lexical_weight": 0.5},
+    {"passage_nodes": True, "passage_ranking": "atom_sum"},
+])
+def test_hybrid_engine_finds_the_second_hop(graph, fields):
+    q = Question(id="q", question="When did Lothair II's mother die?", answers=["851"], supporting_ids=["p1", "p2"])
+    traces, _ = _engine(graph, **fields).run([q])
+    ranked = traces[0].retrieved_passages
+    assert ranked[0] == "p1" and "p2" in ranked[:3], ranked  # first hop first, the second hop retrieved
+    assert set(ranked) <= {"p1", "p2", "p3", "p4"}
+
+
+def test_hybrid_config_is_validated():
+    with pytest.raises(ValueError, match="passage_ranking"):
+        RetrieverConfig(passage_ranking="magic")
+    with pytest.raises(ValueError, match="passage_nodes"):
+        RetrieverConfig(passage_ranking="node")
+    with pytest.raises(ValueError, match="lexical_weight"):
+        RetrieverConfig(lexical_weight=1.5)
+    with pytest.raises(ValueError, match="fusion_dense_weight"):
+        RetrieverConfig(fusion_dense_weight=-1)
+
+
+def test_self_contained_atoms_resolve_the_leading_pronoun():
+    assert self_contained("He was the second son of Lothair I.", ["Lothair I"], "Lothair II") == (
+        "Lothair II was the second son of Lothair I.", ["Lothair II", "Lothair I"], True)
+    assert self_contained("His book sold well.", [], "Etan Boritzer")[0] == "Etan Boritzer's book sold well."
+    assert self_contained("The project is led by Ada Okafor.", ["Ada Okafor"], "Apollo")[0] == \
+        "Apollo is led by Ada Okafor."
+    assert self_contained("It is known that he left.", [], "X")[2] is False  # expletive "it"
+    assert self_contained("Paris is big.", ["Paris"], "France") == ("Paris is big.", ["Paris"], False)
+
+
+def test_markup_is_stripped_and_untitled_chunks_use_their_first_entity():
+    assert strip_markup("## Team\n**Ada** reports to [Bob](http://x) <b>now</b>.") == "Team\nAda reports to Bob now ."
+    assert chunk_subject("Lothair II (king)", []) == "Lothair II"
+    assert chunk_subject("", [Sentence(0, 5, ["Ada Okafor", "Acme"])]) == "Ada Okafor"
+    assert chunk_subject("", []) == ""
