@@ -34,12 +34,15 @@ def row_label(cfg: Config) -> str:
 
 
 def run_with_baselines(cfg: Config) -> list[tuple[str, dict[str, Any]]]:
-    rows = [(row_label(cfg), run_one(cfg))]
-    for name in cfg.baselines:
-        bcfg = baseline_config(cfg, name)
-        if with_overrides(cfg, BASELINES[name]) == cfg:  # the main row already is this baseline
-            continue
-        rows.append((row_label(bcfg), run_baseline(bcfg, run_one)))
+    from .llm.factory import shared_backends
+
+    with shared_backends():  # the rows share one LLM server (one launch, not one per row)
+        rows = [(row_label(cfg), run_one(cfg))]
+        for name in cfg.baselines:
+            bcfg = baseline_config(cfg, name)
+            if with_overrides(cfg, BASELINES[name]) == cfg:  # the main row already is this baseline
+                continue
+            rows.append((row_label(bcfg), run_baseline(bcfg, run_one)))
     return rows
 
 

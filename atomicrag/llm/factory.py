@@ -19,13 +19,64 @@ Every server the client talks to is probed first (``probe.py``): the structured-
 dialect follows what the server *is*, not the config it came from, and a local server that
 does not serve ``llm.model`` is an error listing what it serves. ``llm.base_urls`` drives
 several replicas of one model (least-outstanding dispatch, failover). Builders: ``backends.py``.
+
+Inside ``with shared_backends():`` (the harness wraps a run and its baseline rows in one), a
+backend is built once per LLM config and lent to every ``build_llm`` of that config: the rows
+of one run share one launched server instead of starting one each (a vLLM start-up is 25-80 s).
 """
 from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from atomicrag.config import LLMConfig, PathsConfig
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.cache import CachedLLM
-from atomicrag.llm.protocol import LLMBackend
+from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
+
+_SCOPES: list[dict[str, LLMBackend]] = []  # open shared_backends() scopes, innermost last
+
+
+class _Lent:
+    """A shared backend lent to one user: ``close()`` gives it back instead of stopping it."""
+
+    def __init__(self, backend: LLMBackend) -> None:
+        self._backend = backend
+
+    def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        return self._backend.chat(requests)
+
+    def close(self) -> None:
+        pass  # the scope that built it closes it
+
+    def __getattr__(self, name: str) -> Any:  # model, endpoint_stats(), ... of the real backend
+        return getattr(self._backend, name)
+
+
+@contextmanager
+def shared_backends() -> Iterator[None]:
+    """Share one backend per LLM config among the ``build_llm`` calls inside; close them at exit."""
+    scope: dict[str, LLMBackend] = {}
+    _SCOPES.append(scope)
+    try:
+        yield
+    finally:
+        _SCOPES.remove(scope)
+        for backend in scope.values():
+            backend.close()
+
+
+def _scoped_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
+    if not _SCOPES:
+        return build_backend(cfg, paths)
+    scope = _SCOPES[-1]
+    key = json.dumps([dataclasses.asdict(cfg), dataclasses.asdict(paths)], sort_keys=True, default=str)
+    if key not in scope:
+        scope[key] = build_backend(cfg, paths)
+    return _Lent(scope[key])  # type: ignore[return-value]
 
 
 def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
@@ -37,7 +88,7 @@ def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
 
 def build_llm(cfg: LLMConfig, paths: PathsConfig, accountant: Accountant | None = None) -> LLMBackend:
     """The configured backend, wrapped in the SQLite cache and per-module accounting."""
-    backend: LLMBackend = build_backend(cfg, paths)
+    backend: LLMBackend = _scoped_backend(cfg, paths)
     try:
         if cfg.cache:
             key_model = f"{cfg.name}:{cfg.model}:{cfg.model_path or ''}"
