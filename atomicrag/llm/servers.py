@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -374,9 +375,10 @@ def launch_vllm(
                        extra_args=extra_args, python=python, device=device, enforce_eager=enforce_eager)
     log_dir = Path(log_dir)
     # A private temp folder: vLLM leaves a vllm_dist_<uuid> file per start in TMPDIR; stop()
-    # removes the folder, so nothing is left behind.
-    tmp = log_dir / f"vllm-{port}-tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
+    # removes the folder, so nothing is left behind. It lives in the system temp folder, not
+    # beside the log: vLLM binds ZeroMQ IPC sockets inside TMPDIR, and a Unix socket path over
+    # 107 characters (a deep run or pytest folder) makes the engine fail at start-up.
+    tmp = Path(tempfile.mkdtemp(prefix=f"atomicrag-vllm-{port}-"))
     env = {"TMPDIR": str(tmp), "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
            "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache")}
     if Path(model).is_dir():  # local weights: never reach for a model hub

@@ -145,6 +145,9 @@ def test_vllm_cpu_default_config_reaches_the_cpu_command(tmp_path: Path, monkeyp
     assert env["OMP_WAIT_POLICY"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE")  # no spinning threads
     # vLLM's temp files go to a private folder that stop() removes
     assert Path(env["TMPDIR"]).is_dir() and server.cleanup == [Path(env["TMPDIR"])]
+    # vLLM binds ZeroMQ IPC sockets (a uuid name) in TMPDIR: the path must fit a Unix socket's
+    # 107 characters whatever the run folder is
+    assert len(env["TMPDIR"]) + len("/c279bd47-606b-4a5e-85ba-e85beab66478") <= 107
     assert Path(env["VLLM_CACHE_ROOT"]).parent == Path(tmp_path) / "servers"
     llm.close()
     assert not Path(env["TMPDIR"]).exists()
