@@ -295,7 +295,11 @@ def vllm_command(
         "--max-model-len", str(max_model_len),
     ]
     if device == "cpu":
-        cmd += ["--dtype", "bfloat16"]  # AVX512-BF16 here; fp32 would halve the speed
+        # bf16 only where the CPU computes it natively (AVX512-BF16/AMX): ~2x fp32 there, but
+        # emulated elsewhere (an Ice Lake VM decoded SmolLM2 at ~2 tok/s in bf16)
+        from atomicrag.embed.precision import cpu_has_native_bf16
+
+        cmd += ["--dtype", "bfloat16" if cpu_has_native_bf16() else "float32"]
     else:
         cmd += ["--tensor-parallel-size", str(tensor_parallel_size),
                 "--gpu-memory-utilization", str(gpu_memory_utilization)]

@@ -39,6 +39,11 @@ class BM25Matrix:
             import bm25s
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("retriever.lexical_weight > 0 needs bm25s: pip install 'bm25s>=0.2'") from exc
+        import logging
+
+        bm25_log = logging.getLogger("bm25s")
+        if bm25_log.level <= logging.DEBUG:  # bm25s sets its own logger to DEBUG: one line per index build
+            bm25_log.setLevel(logging.WARNING)
         self.num_docs = len(texts)
         docs = [tokenize(t) for t in texts]
         # an all-stop-word text indexes as one placeholder token so the document count stays right
