@@ -160,7 +160,9 @@ class CachedLLM:
                 for j in todo[k][1:]:
                     # Duplicates in one batch cost nothing new: report them as cache hits.
                     results[j] = self._as_hit(res, lookup_s) if res.ok else res
-                if res.ok:
+                # a reply cut at max_tokens is a counted failure of its caller (the reader): kept
+                # out of the cache, so a re-run reports it again instead of reading it as a success
+                if res.ok and res.finish_reason != "length":
                     to_store.append((k, res))
         try:
             self.put_many(to_store)

@@ -164,3 +164,22 @@ def test_accountant_is_thread_safe() -> None:
         t.join()
     s = acct.stats("atomize")
     assert s.calls == 200 and s.prompt_tokens == 600
+
+
+def test_truncated_replies_are_not_cached(tmp_path: Path) -> None:
+    """A reply cut at max_tokens is the reader's counted failure: a re-run must see it again,
+    not a cached success without its finish_reason."""
+
+    class Truncating(FakeLLM):
+        def chat(self, requests):  # type: ignore[override]
+            out = super().chat(requests)
+            for r in out:
+                r.finish_reason = "length"
+            return out
+
+    fake = Truncating()
+    llm = CachedLLM(fake, tmp_path / "c.sqlite")
+    [first] = llm.chat([_req("a long answer", schema=None)])
+    [again] = llm.chat([_req("a long answer", schema=None)])
+    assert first.finish_reason == again.finish_reason == "length" and not again.cached
+    assert fake.calls == 2 and len(llm) == 0
