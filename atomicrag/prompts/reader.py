@@ -5,8 +5,9 @@ Two readers share one layout: the model reasons after "Thought:" and gives its a
 EM/F1); ``abstract`` asks for a complete, self-contained answer (Graph-Bench Medical/Novel,
 scored by answer accuracy). Free text, so ``SCHEMA`` is None.
 
-Context lines carry provenance, "[n] (Title / passage id) text", so the thought can cite
-evidence by number and a reader of the trace can follow each claim back to its passage.
+Context lines carry their source, "[n] (Title) text" (the passage id when there is no title),
+so the thought can cite evidence by number, and the trace's context list maps each number back to
+its passage.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-VERSION = "reader-v1"
+VERSION = "reader-v2"  # v2: context sources without passage ids or repeated titles
 SCHEMA = None
 KINDS = ("precise", "abstract")
 ANSWER_MARKER = "Answer:"
@@ -42,9 +43,9 @@ USER_TEMPLATE = "{context}\n\nQuestion: {question}\nThought: "
 
 # One demonstration per reader, written for this project (a two-hop question).
 _EXAMPLE_CONTEXT = (
-    "[1] (Rhine Falls / ex-1) The Rhine Falls is a waterfall on the High Rhine in Switzerland.\n"
-    "[2] (Rhine / ex-2) The Rhine flows from the Swiss Alps to the North Sea.\n"
-    "[3] (Switzerland / ex-3) Bern is the federal city and de facto capital of Switzerland."
+    "[1] (Rhine Falls) The Rhine Falls is a waterfall on the High Rhine in Switzerland.\n"
+    "[2] (Rhine) The Rhine flows from the Swiss Alps to the North Sea.\n"
+    "[3] (Switzerland) Bern is the federal city and de facto capital of Switzerland."
 )
 _EXAMPLE_QUESTION = "What is the capital of the country where the Rhine Falls are located?"
 _EXAMPLE_THOUGHT = (
@@ -78,10 +79,17 @@ def format_context(items: Sequence[Any], style: str = "numbered") -> str:
         if isinstance(item, str):
             lines.append(f"[{n}] {item.strip()}")
             continue
-        source = " / ".join(s for s in (getattr(item, "title", "") or "",
-                                         getattr(item, "passage_id", "") or "") if s)
-        prefix = f"[{n}] ({source}) " if source else f"[{n}] "
-        lines.append(prefix + str(item.text).strip())
+        text = str(item.text).strip()
+        title = (getattr(item, "title", "") or "").strip()
+        # The source is the title, or the passage id when there is none: the number maps back to
+        # the trace's context item (with its passage id), so ids cost the reader tokens for
+        # nothing. A title the atom text already starts with (atomizer.title_context) is not
+        # repeated: 25 atoms x ~12 tokens of "(Title / 2wiki-00004)" were ~19% of the prompt.
+        if title and text.startswith(f"{title}:"):
+            source = ""
+        else:
+            source = title or (getattr(item, "passage_id", "") or "")
+        lines.append((f"[{n}] ({source}) " if source else f"[{n}] ") + text)
     return "\n".join(lines) if lines else "(no evidence was retrieved)"
 
 

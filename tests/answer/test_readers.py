@@ -43,11 +43,13 @@ def test_parse_answer_keeps_thought():
 def test_format_context_carries_provenance():
     items = [ContextItem(text="Bern is the capital.", score=1.0, passage_id="p9", title="Switzerland"),
              ContextItem(text="Untitled fact.", score=0.5, passage_id="c3"),
-             "a plain string"]
+             "a plain string",
+             ContextItem(text="Rhine: It flows north.", score=0.4, passage_id="p2", title="Rhine")]
     assert format_context(items).splitlines() == [
-        "[1] (Switzerland / p9) Bern is the capital.",
-        "[2] (c3) Untitled fact.",
+        "[1] (Switzerland) Bern is the capital.",
+        "[2] (c3) Untitled fact.",  # no title: the passage id is the source
         "[3] a plain string",
+        "[4] Rhine: It flows north.",  # a title-prefixed atom (atomizer.title_context) is not repeated
     ]
     assert "no evidence" in format_context([])
 
