@@ -105,7 +105,8 @@ def format_failures(label: str, metrics: dict[str, Any]) -> str:
              f"failed chunks {f.get('failed_chunks', 0)}/{f.get('chunks', 0)}"]
     if metrics.get("status") == FAILED:
         lines.append(f"  FAILED ({'; '.join(f.get('exceeded', []))}; max_failure_rate={f.get('threshold')}): the run "
-                     "is not marked finished. Fix the cause (is the LLM server up and serving this model?) and "
+                     "is not marked finished. The errors of each failed question are in predictions.jsonl (a "
+                     "server down or not serving this model, a reply cut at max_tokens, ...). Fix the cause and "
                      "re-run the same command: only the failed items are retried, cached successes are kept.")
     return "\n".join(lines)
 

@@ -13,6 +13,8 @@ COLUMNS = [
     ("s/q", ("cost", "seconds_per_query"), "{:.2f}"),
     ("retr. ms/q", ("cost", "retrieval_ms_per_query"), "{:.1f}"),
     ("LLM err %", ("error_rate_pct",), "{:.1f}"),  # failed LLM requests (failures.py)
+    # questions with a failed step: also replies cut at max_tokens, which are complete requests
+    ("failed q %", ("failed_q_pct",), "{:.1f}"),
 ]
 
 
@@ -24,10 +26,19 @@ def _get(d: dict[str, Any], path: tuple[str, ...]) -> Any:
     return d
 
 
+def _with_failure_pcts(m: dict[str, Any]) -> dict[str, Any]:
+    out = dict(m)
+    if isinstance(m.get("error_rate"), (int, float)):
+        out["error_rate_pct"] = 100.0 * m["error_rate"]
+    f = m.get("failures")
+    if isinstance(f, dict) and f.get("questions"):
+        out["failed_q_pct"] = 100.0 * f.get("failed_questions", 0) / f["questions"]
+    return out
+
+
 def format_comparison(rows: list[tuple[str, dict[str, Any]]]) -> str:
     """Markdown table: one row per run, the metrics that exist in at least one run."""
-    rows = [(label, {**m, "error_rate_pct": 100.0 * m["error_rate"]}
-             if isinstance(m.get("error_rate"), (int, float)) else m) for label, m in rows]
+    rows = [(label, _with_failure_pcts(m)) for label, m in rows]
     cols = [c for c in COLUMNS if any(_get(m, c[1]) is not None for _, m in rows)]
     header = "| system | n | " + " | ".join(c[0] for c in cols) + " |"
     sep = "|---|---:|" + "---:|" * len(cols)

@@ -113,6 +113,23 @@ def test_threshold_lets_a_few_failures_pass() -> None:
     assert bad["status"] == "failed" and "1 of 10 chunks" in bad["failures"]["exceeded"][0]
 
 
+def test_truncated_answers_show_in_the_comparison_table() -> None:
+    # a reply cut at max_tokens is a complete request (LLM err 0) but a failed question: the
+    # quickstart table printed "LLM err % 0.0" beside two such answers per system
+    from atomicrag.failures import format_failures, summarize_run
+
+    preds = [{"question_id": str(i), "errors": ["reader: reply truncated at max_tokens=512"] if i < 2 else []}
+             for i in range(20)]
+    m = {"n": 20, **summarize_run(0.2, {"answer": {"calls": 20, "failures": 0}}, preds)}
+    assert m["status"] == "finished" and m["error_rate"] == 0.0
+    table = format_comparison([("AtomicRAG", m)])
+    header, _, row = [line for line in table.splitlines() if line.startswith("|")][:3]
+    cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in row.split("|")]))
+    assert cells["LLM err %"] == "0.0" and cells["failed q %"] == "10.0"
+    bad = {"n": 20, **summarize_run(0.0, {"answer": {"calls": 20, "failures": 0}}, preds)}
+    assert "cut at max_tokens" in format_failures("row", bad)  # the hint covers truncation too
+
+
 def test_runs_written_before_the_status_field() -> None:
     from atomicrag.failures import error_rate, run_is_finished
 
