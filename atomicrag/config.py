@@ -299,6 +299,7 @@ class RetrieverConfig:
     # spacy | llm (paper: LLM NER on the query) | spacy_match (spaCy NER plus the graph's entity
     # names found in the query by exact token match: robust to oddly cased questions)
     # spacy_idf: spacy_match without the graph names in more than query_entity_max_df of the atoms
+    # spacy_cased: spacy_idf, graph names only where the question writes them with a capital or digit
     query_entities: str = "spacy"
     query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
     entity_top_k: int = 20
@@ -311,7 +312,8 @@ class RetrieverConfig:
     passage_edge_weight: float = 1.0  # weight of each passage-atom edge
     passage_seed_weight: float = 0.0  # passage node seed = this x dense passage score (needs passage_nodes)
     passage_seed_top_k: int = 25  # passages seeded per query
-    passage_ranking: str = "best_atom"  # best_atom (top-k atoms) | atom_sum | node | fusion (see passage_nodes.py)
+    passage_ranking: str = "best_atom"  # best_atom (top-k atoms) | atom_sum | node | fusion | bridge (passage_nodes.py)
+    bridge_weight: float = 1.0  # bridge: weight of the best other-passage atom naming a passage's subject
     fusion_dense_weight: float = 0.0  # fusion: weight of the dense passage score beside the graph score
     fusion_lexical_weight: float = 0.0  # fusion: weight of the passage BM25 score (max-normalised)
     # rwr
@@ -331,15 +333,15 @@ class RetrieverConfig:
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.RETRIEVERS.names())
-        _choice(self, "query_entities", ("spacy", "llm", "spacy_match", "spacy_idf"))
+        _choice(self, "query_entities", ("spacy", "llm", "spacy_match", "spacy_idf", "spacy_cased"))
         _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
         _unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
         _positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
             "entity_top_k", "num_walks", "walk_length", "passage_edge_weight", "passage_seed_top_k",
         )
-        _choice(self, "passage_ranking", ("best_atom", "atom_sum", "node", "fusion"))
-        _range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight")
+        _choice(self, "passage_ranking", ("best_atom", "atom_sum", "node", "fusion", "bridge"))
+        _range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight", "bridge_weight")
         if self.passage_ranking == "node" and not self.passage_nodes:
             raise ValueError("RetrieverConfig.passage_ranking='node' needs passage_nodes=true")
         _range(self, 0.0, None, "atom_seed_weight", "tol")

@@ -28,7 +28,7 @@ os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
 import yaml
 
-from atomicrag.config import Config, load_config
+from atomicrag.config import Config, RetrieverConfig, load_config
 from atomicrag.data.chunker import chunk_passages
 from atomicrag.data.loaders import load_dataset
 from atomicrag.embed.factory import build_embedder
@@ -49,7 +49,8 @@ def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
     if hybrid_file.exists():
         best = yaml.safe_load(hybrid_file.read_text())
         # one lever at a time off the chosen preset, then the preset itself
-        for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy")):
+        for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy"),
+                           ("passage_ranking", "best_atom")):
             if field in best and best[field] != off:
                 cfg = dict(best, **{field: off})
                 if field == "passage_nodes":
@@ -57,6 +58,11 @@ def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
                                if best.get("passage_ranking") == "node" else best.get("passage_ranking"))
                 rows.append((f"hybrid without {field}", cfg))
         rows.append(("hybrid (retriever=hybrid)", best))
+        if best.get("passage_ranking") == "bridge":  # the bridge ranking alone over ppr_minilm
+            rows.append(("ppr_minilm + bridge ranking", dict(PPR_MINILM, passage_ranking="bridge",
+                                                              bridge_weight=best.get("bridge_weight", 1.0))))
+        if best.get("query_entities") == "spacy_cased":  # the case filter alone
+            rows.append(("hybrid with spacy_idf query entities", dict(best, query_entities="spacy_idf")))
         # levers rejected on the even half, shown on the odd half too (added to the preset)
         rows.append(("hybrid + passage nodes (node ranking, seed 0.5)",
                      dict(best, passage_nodes=True, passage_ranking="node", passage_seed_weight=0.5)))
@@ -99,7 +105,8 @@ class MemoEngine(QueryEngine):
 
 def with_retriever(base: Config, fields: dict[str, Any]) -> Config:
     d = dataclasses.asdict(base)
-    d["retriever"] = {**dataclasses.asdict(load_config({}).retriever), **fields}
+    # over the dataclass defaults (the paper's values), not the library's default preset
+    d["retriever"] = {**dataclasses.asdict(RetrieverConfig()), **fields}
     return load_config(d)
 
 

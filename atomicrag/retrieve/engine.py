@@ -29,6 +29,10 @@ from .sieve import build_sieve
 log = logging.getLogger("atomicrag")
 
 
+def _written_as_name(span: str) -> bool:
+    return any(c.isupper() or c.isdigit() for c in span)
+
+
 class QueryEngine:
     def __init__(
         self, cfg: Config, graph: AtomEntityGraph, embedder: Any, llm: Any = None, accountant: Any = None
@@ -56,7 +60,11 @@ class QueryEngine:
         self._nlp: Any = None
         self._matcher: Any = None
         # BM25 seeding, passage nodes, fused passage ranking (retrieve/hybrid.py), when configured
-        self.hybrid = HybridRetrieval(cfg.retriever, graph) if uses_hybrid(cfg.retriever) else None
+        # Only for propagating retrievers: dense and qiter score atoms by their vectors and read no
+        # seeds or propagation scores, so the levers of a preset they are merged over do not apply
+        # (as entity_sim_threshold and damping do not).
+        self.hybrid = (HybridRetrieval(cfg.retriever, graph)
+                       if uses_hybrid(cfg.retriever) and not self.uses_atom_embeddings else None)
 
     # -- stages ---------------------------------------------------------------------------
     def _timed(self, module: str) -> Any:
@@ -74,7 +82,7 @@ class QueryEngine:
 
             self._nlp = load_spacy(self.cfg.atomizer.spacy_model, False)
         found = spacy_query_entities(self._nlp, queries)
-        if self.cfg.retriever.query_entities in ("spacy_match", "spacy_idf"):
+        if self.cfg.retriever.query_entities in ("spacy_match", "spacy_idf", "spacy_cased"):
             found = [merge_names(f, m) for f, m in zip(found, self._graph_names(queries))]
         return found
 
@@ -88,11 +96,15 @@ class QueryEngine:
             from ..atomize.matcher import TermMatcher
 
             names = self.graph.entity_texts
-            if self.cfg.retriever.query_entities == "spacy_idf":  # hubs ("film", "American") link nothing useful
+            if self.cfg.retriever.query_entities in ("spacy_idf", "spacy_cased"):  # hubs ("American") link nothing useful
                 names = rare_entity_names(self.graph, self.cfg.retriever.query_entity_max_df)
             self._matcher = TermMatcher(names)
         m = self._matcher
-        return [[m.terms[t] for _, _, t in m.find(q)] for q in queries]
+        # spacy_cased: only where the question writes the name as a name (a capital or a digit).
+        # The match is case-folded, so "the director of film X" found the graph's junk entity 'the"'
+        # and the generic "Film", which then seeded with the full weight of the real name.
+        cased = self.cfg.retriever.query_entities == "spacy_cased"
+        return [[m.terms[t] for s, e, t in m.find(q) if not cased or _written_as_name(q[s:e])] for q in queries]
 
     def _llm_entities(self, queries: list[str]) -> list[list[str]]:
         """The paper's query NER: the passage NER prompt applied to the query."""

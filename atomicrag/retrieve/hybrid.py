@@ -111,6 +111,7 @@ class HybridRetrieval:
                     passage_scores=scores[:, n:].float() if self.layer.adjacency is not None else None,
                     dense=self._dense(qe), lexical=lex,
                     dense_weight=self.cfg.fusion_dense_weight, lexical_weight=self.cfg.fusion_lexical_weight,
+                    bridge_weight=self.cfg.bridge_weight,
                 ).cpu())
         self.passage_scores = torch.cat(ranked) if ranked else None
         if not vals:

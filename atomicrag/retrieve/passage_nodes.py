@@ -18,7 +18,15 @@ Passage ranking (``retriever.passage_ranking``):
 - ``node``: by its passage node's propagation score (needs ``passage_nodes``);
 - ``fusion``: ``graph + fusion_dense_weight * dense + fusion_lexical_weight * bm25``, where graph
   is the passage node score (or the atom sum without nodes) divided by the query's best, dense is
-  the passage cosine above and bm25 the passage's best atom BM25 divided by the query's best.
+  the passage cosine above and bm25 the passage's best atom BM25 divided by the query's best;
+- ``bridge``: ``max(best atom / query's best atom, bridge_weight * bridge)``. A passage's
+  *subject* is the entity node linked to the most of its atoms (at least half of them; ties: the
+  entity mentioned first, i.e. the title entity under ``atomizer.title_context``); its bridge score
+  is the best score, divided by the query's best, of an atom of *another* passage that links that
+  subject. A multi-hop question's second passage is about the bridge entity that a first-hop atom
+  names ("Blood Street is a 1988 film co-directed by Leo Fong" -> the passage "Leo Fong"), but
+  the walk gives each of that passage's own atoms only a small share of the mass (2Wiki DEV: the
+  first hop ranked 1, the bridge passage often not in the top 25 by best atom).
 """
 from __future__ import annotations
 
@@ -35,6 +43,9 @@ class PassageLayer:
     atom_passage: torch.Tensor  # [A] int64: passage index of each atom
     centroids: torch.Tensor  # [P, d] float32, L2-normalised mean of each passage's atom embeddings
     adjacency: torch.Tensor | None = None  # CSR [N+P, N+P] with passage-atom edges; None without nodes
+    subject: torch.Tensor | None = None  # [P] int64 entity index of each passage's subject, -1 if none
+    mention_atom: torch.Tensor | None = None  # [M] atoms that link another passage's subject
+    mention_passage: torch.Tensor | None = None  # [M] the passage whose subject the atom links
 
     @property
     def num_passages(self) -> int:
@@ -63,7 +74,47 @@ def build_passage_layer(graph: AtomEntityGraph, edge_weight: float, with_nodes: 
         cols = torch.cat([base.indices()[1], pnodes, atoms])
         vals = torch.cat([base.values().float(), torch.full((2 * graph.num_atoms,), float(edge_weight))])
         adj = torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (n + p, n + p)).coalesce().to_sparse_csr()
-    return PassageLayer(list(index), atom_passage, centroids, adj)
+    subject = passage_subjects(graph, atom_passage, p)
+    m_atom, m_passage = subject_mentions(graph, atom_passage, subject)
+    return PassageLayer(list(index), atom_passage, centroids, adj, subject, m_atom, m_passage)
+
+
+def passage_subjects(graph: AtomEntityGraph, atom_passage: torch.Tensor, num_passages: int) -> torch.Tensor:
+    """``[P]`` entity index of each passage's subject: the entity linked to the most of its atoms,
+    if that is at least half of them, else -1. Ties go to the entity mentioned first (containment
+    edges are in atom order, then mention order), which under title_context is the title."""
+    cont = graph.edges["containment"]
+    e = graph.num_entities
+    ent, atom = cont.src, cont.dst - e  # [M] containment pairs (entity node, atom node)
+    m = ent.numel()
+    if m == 0 or num_passages == 0:
+        return torch.full((num_passages,), -1, dtype=torch.int64)
+    key = atom_passage[atom] * e + ent  # [M] one id per (passage, entity)
+    uniq, inv, count = torch.unique(key, return_inverse=True, return_counts=True)  # [U]
+    first = torch.full((uniq.numel(),), m, dtype=torch.int64).scatter_reduce(0, inv, torch.arange(m), "amin")
+    u_pas, u_ent = uniq // e, uniq % e
+    rank = count * (m + 1) + (m - first)  # [U] more atoms first, then the earlier first mention
+    best = torch.zeros(num_passages, dtype=torch.int64).scatter_reduce(0, u_pas, rank, "amax")  # [P]
+    winner = rank == best[u_pas]  # exactly one per passage: ranks of one passage are distinct
+    subject = torch.full((num_passages,), -1, dtype=torch.int64)
+    subject[u_pas[winner]] = u_ent[winner]
+    atoms_per_passage = torch.bincount(atom_passage, minlength=num_passages)  # [P]
+    return torch.where((best // (m + 1)) * 2 >= atoms_per_passage, subject, torch.full_like(subject, -1))
+
+
+def subject_mentions(graph: AtomEntityGraph, atom_passage: torch.Tensor,
+                     subject: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(atoms [M], passages [M])``: each atom that links the subject of a passage other than its
+    own, with that passage (an entity that is the subject of several passages points to the first)."""
+    cont = graph.edges["containment"]
+    e = graph.num_entities
+    ent, atom = cont.src, cont.dst - e  # [M]
+    owner = torch.full((e,), -1, dtype=torch.int64)  # [E] passage whose subject each entity is
+    has = torch.nonzero(subject >= 0).flatten()
+    owner[subject[has].flip(0)] = has.flip(0)  # flipped: the first passage wins the duplicate writes
+    target = owner[ent]  # [M]
+    ok = (target >= 0) & (target != atom_passage[atom])
+    return atom[ok], target[ok]
 
 
 def per_passage(atom_values: torch.Tensor, layer: PassageLayer, reduce: str) -> torch.Tensor:
@@ -104,6 +155,7 @@ def rank_passages(
     lexical: torch.Tensor | None,  # [Q, P] BM25 passage scores (max-normalised), or None
     dense_weight: float,
     lexical_weight: float,
+    bridge_weight: float = 1.0,
 ) -> torch.Tensor:
     """Relevance of every passage ``[Q, P]`` (higher is better) under ranking ``mode``."""
     if mode == "atom_sum":
@@ -119,4 +171,13 @@ def rank_passages(
         if lexical is not None and lexical_weight > 0:
             out = out + lexical_weight * lexical
         return out
+    if mode == "bridge":
+        if layer.mention_atom is None or layer.mention_passage is None:
+            raise ValueError("passage_ranking=bridge needs the passage layer's subject mentions")
+        q = atom_scores.shape[0]
+        norm = atom_scores / atom_scores.max(dim=1, keepdim=True).values.clamp_min(1e-30)  # [Q, A]
+        own = per_passage(norm, layer, "amax")  # [Q, P]
+        idx = layer.mention_passage.unsqueeze(0).expand(q, -1)  # [Q, M]
+        bridge = torch.zeros_like(own).scatter_reduce(1, idx, norm[:, layer.mention_atom], "amax")  # [Q, P]
+        return torch.maximum(own, bridge_weight * bridge)
     raise ValueError(f"unknown passage ranking {mode!r} (best_atom is ranked from the top-k atoms)")

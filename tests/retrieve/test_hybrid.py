@@ -10,7 +10,7 @@ from atomicrag.config import FidelityConfig, GraphConfig, RetrieverConfig, load_
 from atomicrag.graph.build import build_graph
 from atomicrag.retrieve.engine import QueryEngine
 from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize
-from atomicrag.retrieve.passage_nodes import build_passage_layer, per_passage
+from atomicrag.retrieve.passage_nodes import build_passage_layer, per_passage, rank_passages
 from atomicrag.schemas import Atom, AtomizeResult, Question
 
 pytest.importorskip("bm25s")
@@ -92,6 +92,7 @@ def _engine(graph, **fields):
     {"passage_nodes": True, "passage_seed_weight": 0.5, "passage_ranking": "node"},
     {"passage_ranking": "fusion", "fusion_dense_weight": 0.5, "fusion_lexical_weight": 0.5},
     {"passage_nodes": True, "passage_ranking": "atom_sum"},
+    {"passage_ranking": "bridge", "bridge_weight": 0.9},
 ])
 def test_hybrid_engine_finds_the_second_hop(graph, fields):
     q = Question(id="q", question="When did Lothair II's mother die?", answers=["851"], supporting_ids=["p1", "p2"])
@@ -99,6 +100,65 @@ def test_hybrid_engine_finds_the_second_hop(graph, fields):
     ranked = traces[0].retrieved_passages
     assert ranked[0] == "p1" and "p2" in ranked[:3], ranked  # first hop first, the second hop retrieved
     assert set(ranked) <= {"p1", "p2", "p3", "p4"}
+
+
+def _bridge_atoms() -> list[Atom]:
+    rows = [  # titled passages (title entity first, as title_context writes them)
+        ("film", "Blood Street: Blood Street is a 1988 film directed by Leo Fong.", ["Blood Street", "1988", "Leo Fong"]),
+        ("film", "Blood Street: It stars Richard Norton.", ["Blood Street", "Richard Norton"]),
+        ("fong", "Leo Fong: Leo Fong is a Chinese American actor.", ["Leo Fong", "Chinese", "American"]),
+        ("fong", "Leo Fong: He was born in 1928.", ["Leo Fong", "1928"]),
+        ("norton", "Richard Norton: Richard Norton is an Australian actor.", ["Richard Norton", "Australian"]),
+        ("kong", "Jackie Kong: Jackie Kong is an American film director.", ["Jackie Kong", "American"]),
+        ("list", "1988 in film: Films of 1988.", ["1988", "Films"]),  # one atom: ties go to the first mention
+    ]
+    return [Atom(id=f"{p}#a{i}", text=t, chunk_id=p, passage_id=p, entities=e) for i, (p, t, e) in enumerate(rows)]
+
+
+def test_passage_subjects_and_their_mentions():
+    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+    layer = build_passage_layer(g, 1.0, with_nodes=False)
+    subjects = {p: g.entity_texts[int(s)] if s >= 0 else None for p, s in zip(layer.passage_ids, layer.subject)}
+    assert subjects == {"film": "Blood Street", "fong": "Leo Fong", "norton": "Richard Norton",
+                        "kong": "Jackie Kong", "list": "1988"}
+    mentions = {(g.atoms[int(a)].id, layer.passage_ids[int(p)])
+                for a, p in zip(layer.mention_atom, layer.mention_passage)}
+    # atoms naming another passage's subject; a passage's own atoms are not its bridge
+    assert mentions == {("film#a0", "fong"), ("film#a0", "list"), ("film#a1", "norton")}
+
+
+def test_bridge_ranking_lifts_the_passage_a_top_atom_names():
+    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+    layer = build_passage_layer(g, 1.0, with_nodes=False)
+    order = {p: i for i, p in enumerate(layer.passage_ids)}
+    scores = torch.zeros(1, g.num_atoms)  # [Q=1, A]: the director atom first, the cast atom second
+    scores[0, 0], scores[0, 1], scores[0, 5] = 1.0, 0.5, 0.6  # kong's own atom beats fong's own atoms
+    kw = dict(atom_scores=scores, passage_scores=None, dense=torch.zeros(1, layer.num_passages), lexical=None,
+              dense_weight=0.0, lexical_weight=0.0)
+    ranked = rank_passages("bridge", layer, bridge_weight=0.9, **kw)[0]  # [P]
+    assert ranked[order["fong"]] == pytest.approx(0.9)  # the director atom's score, x 0.9
+    assert ranked[order["norton"]] == pytest.approx(0.45)  # named by the weaker cast atom
+    assert ranked[order["film"]] == 1.0 and ranked[order["kong"]] == pytest.approx(0.6)  # own best atoms
+    plain = rank_passages("bridge", layer, bridge_weight=0.0, **kw)[0]
+    assert plain[order["fong"]] < plain[order["kong"]]  # without the bridge the director's passage loses
+
+
+def test_cased_query_entities_drop_lowercase_graph_names():
+    atoms = _bridge_atoms() + [Atom(id="x#a0", text="Film: a film is a motion picture.", chunk_id="x",
+                                    passage_id="x", entities=["Film"])]
+    g = build_graph(AtomizeResult(atoms=atoms), BagEmbedder(), GraphConfig(), FidelityConfig())
+    q = "What nationality is the director of film Blood Street?"
+    matched = _engine(g, query_entities="spacy_match", query_entity_max_df=1.0)._graph_names([q])[0]
+    cased = _engine(g, query_entities="spacy_cased", query_entity_max_df=1.0)._graph_names([q])[0]
+    assert "Film" in matched and "Blood Street" in matched
+    assert cased == ["Blood Street"]  # "film" is written as a common noun in the question
+
+
+def test_dense_retriever_ignores_the_hybrid_levers_of_a_preset(graph):
+    # {"retriever": {"name": "dense"}} merges over the default preset (hybrid): it must still run
+    q = Question(id="q", question="When did Lothair II's mother die?", answers=["851"], supporting_ids=["p1", "p2"])
+    eng = _engine(graph, name="dense", lexical_weight=0.3, passage_ranking="bridge")
+    assert eng.hybrid is None and eng.run([q])[0][0].retrieved_passages
 
 
 def test_hybrid_config_is_validated():
@@ -110,6 +170,8 @@ def test_hybrid_config_is_validated():
         RetrieverConfig(lexical_weight=1.5)
     with pytest.raises(ValueError, match="fusion_dense_weight"):
         RetrieverConfig(fusion_dense_weight=-1)
+    with pytest.raises(ValueError, match="bridge_weight"):
+        RetrieverConfig(bridge_weight=-0.5)
 
 
 def test_self_contained_atoms_resolve_the_leading_pronoun():
