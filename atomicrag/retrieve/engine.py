@@ -144,10 +144,13 @@ class QueryEngine:
         # only retrievers that score atoms by their vectors get the embeddings: without them
         # propagate_topk takes PPR's fused top-k path (the one scripts/bench_retrieval.py times)
         emb = {"atom_embeddings": g.atom_embeddings, "query_embeddings": q_emb} if self.uses_atom_embeddings else {}
-        return propagate_topk(
+        vals, idx = propagate_topk(
             self.propagator, g.adjacency, seeds.matrix, g.num_entities, self.cfg.retriever.top_k,
             query_batch=self.cfg.retriever.query_batch, **emb,
         )
+        if self.hybrid is not None:  # passage_ranking=bridge ranks from the top-k atoms
+            self.hybrid.rank_topk(vals, idx)
+        return vals, idx
 
     def _scored(self, scores: torch.Tensor, idx: torch.Tensor) -> list[ScoredAtom]:
         out = []

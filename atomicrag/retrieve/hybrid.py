@@ -67,7 +67,7 @@ class HybridRetrieval:
     def needs_scores(self) -> bool:
         """Whether propagation must return every node's score (passage nodes or passage ranking);
         BM25 seeding alone changes only the seeds, so the engine keeps PPR's fused top-k path."""
-        return self.cfg.passage_nodes or self.cfg.passage_ranking != "best_atom"
+        return self.cfg.passage_nodes or self.cfg.passage_ranking not in ("best_atom", "bridge")
 
     @property
     def adjacency(self) -> torch.Tensor:
@@ -118,10 +118,28 @@ class HybridRetrieval:
             return torch.zeros(0, 0), torch.zeros(0, 0, dtype=torch.int64)
         return torch.cat(vals), torch.cat(idx)
 
+    def rank_topk(self, vals: torch.Tensor, idx: torch.Tensor, chunk: int = 256) -> None:
+        """Bridge ranking from the fused top-k path: ``vals``/``idx`` ``[Q, k]`` are each query's
+        top-k atoms (scores, atom indices). A passage ranks by its best top-k atom, or by a top-k
+        atom of another passage naming its subject; passages with neither are not ranked (-inf),
+        as best_atom ranks only the passages of the top-k atoms."""
+        if self.cfg.passage_ranking != "bridge" or self.cfg.passage_nodes:
+            return
+        layer, a = self.layer, self.graph.num_atoms
+        out = []
+        for q0 in range(0, vals.shape[0], chunk):
+            v, i = vals[q0:q0 + chunk].float(), idx[q0:q0 + chunk]
+            dense = torch.zeros(v.shape[0], a).scatter_(1, i, v.clamp_min(1e-30))  # [b, A], 0 off the top-k
+            scores = rank_passages("bridge", layer, atom_scores=dense, passage_scores=None, dense=dense[:, :0],
+                                   lexical=None, dense_weight=0.0, lexical_weight=0.0,
+                                   bridge_weight=self.cfg.bridge_weight)  # [b, P]
+            out.append(scores.masked_fill(scores <= 0, float("-inf")))
+        self.passage_scores = torch.cat(out) if out else None
+
     def ranked_passages(self, rows: range, depth: int = 25) -> list[str] | None:
         """Passage ids of a question (its queries' ``rows``) by their best score, or None for best_atom."""
         if self.passage_scores is None:
             return None
         best = self.passage_scores[rows.start:rows.stop].max(dim=0).values  # [P]
-        top = best.topk(min(depth, best.numel())).indices.tolist()
-        return [self.layer.passage_ids[p] for p in top]
+        vals, top = best.topk(min(depth, best.numel()))
+        return [self.layer.passage_ids[p] for v, p in zip(vals.tolist(), top.tolist()) if v != float("-inf")]
