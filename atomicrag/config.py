@@ -173,6 +173,9 @@ class AtomizerConfig:
     # sentence atoms: a leading pronoun ("He was ...") is replaced by the passage subject (title, or
     # the chunk's first entity) in atom text and entities, and markup is stripped (atomize/selfcontained.py)
     resolve_subject: bool = False
+    # sentence atoms: mentions lose surrounding quotes/punctuation; numbers-only ("1988") and
+    # stop-word-only ("the") mentions are not entities (atomize/nlp.py:clean_mention)
+    entity_filter: bool = False
     nlp_batch_size: int = 64
     nlp_processes: int = 0  # spaCy worker processes; 0 = auto: all cores (up to 4) from 1,000 chunks on, else 1
     # vocabulary atomizer

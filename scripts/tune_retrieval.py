@@ -147,11 +147,14 @@ def main() -> None:
     ap.add_argument("--timing", action="store_true", help="time each variant cold (no memo of entities/embeddings)")
     ap.add_argument("--resolve", action="store_true", help="atomizer.resolve_subject=true (self-contained atoms; "
                     "index it first with scripts/index_self_contained.py)")
+    ap.add_argument("--entity-filter", action="store_true", help="atomizer.entity_filter=true (no numbers-only or "
+                    "stop-word mentions; indexes the corpus once more, embeddings of unchanged texts reused)")
     ap.add_argument("--cache-dir", default="cache")
     args = ap.parse_args()
     base = load_config({
         "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},
-        "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "atomizer": {"name": "sentence", "resolve_subject": args.resolve},
+        "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "atomizer": {"name": "sentence", "resolve_subject": args.resolve,
+                     "entity_filter": args.entity_filter},
         "reader": {"name": "none"}, "retriever": {"name": "ppr"},
     })
     data = load_dataset(base.dataset, base.paths.resolved_data_dir())
@@ -172,7 +175,8 @@ def main() -> None:
     results = []
     for label, fields in points:
         res = evaluate(MemoEngine(with_retriever(base, fields), graph, embedder), questions, args.timing)
-        results.append({"label": label, "retriever": fields, "resolve_subject": args.resolve, **res})
+        results.append({"label": label, "retriever": fields, "resolve_subject": args.resolve,
+                        "entity_filter": args.entity_filter, **res})
         print(f"{label:60s} R@2 {res['R@2']:5.1f} {res['R@2_ci95']}  R@5 {res['R@5']:5.1f} {res['R@5_ci95']}  "
               f"{res['ms_per_q']:6.1f} ms/q", flush=True)
     if args.json:

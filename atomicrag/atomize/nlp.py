@@ -19,6 +19,37 @@ from typing import Any
 DROP_LABELS = frozenset({"CARDINAL", "ORDINAL"})
 
 
+_EDGE_PUNCT = "\"'“”‘’`«»()[]{}<>,;:!?-–—*_#|/\\ \t\n"  # not ".": "U.S.", "Inc."
+
+
+def clean_mention(mention: str) -> str | None:
+    """A mention without its surrounding quotes and punctuation, or None when what is left is
+    noise: no letter at all (numbers-only: "1988", "20", "1,000"), or only stop words ("the").
+
+    ``atomizer.entity_filter``: on 2Wiki, NER spans such as ``the"`` became graph entities that a
+    question's "the" matched, and bare years joined hundreds of unrelated atoms.
+    """
+    text = mention.strip(_EDGE_PUNCT)
+    if not any(c.isalpha() for c in text):
+        return None
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    words = [w.strip(_EDGE_PUNCT + ".").lower() for w in text.split()]
+    if all(not w or w in STOP_WORDS for w in words):
+        return None
+    return text
+
+
+def clean_mentions(mentions: list[str]) -> list[str]:
+    """``clean_mention`` over a list, dropping noise and duplicates (order kept)."""
+    out: dict[str, None] = {}
+    for m in mentions:
+        c = clean_mention(m)
+        if c:
+            out.setdefault(c, None)
+    return list(out)
+
+
 @functools.lru_cache(maxsize=4)
 def load_spacy(model: str, noun_chunks: bool) -> Any:
     """Load ``model`` with only the pipes needed; cached per (model, noun_chunks)."""

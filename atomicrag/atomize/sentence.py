@@ -11,7 +11,7 @@ from typing import Any
 from ..config import AtomizerConfig
 from ..schemas import Atom, AtomizeResult, Chunk
 from .base import atom_id, check_chunks, pbar, progress_enabled, with_title
-from .nlp import load_spacy, nlp_processes, sentences
+from .nlp import clean_mentions, load_spacy, nlp_processes, sentences
 from .selfcontained import chunk_subject, self_contained
 
 
@@ -54,6 +54,8 @@ class SentenceAtomizer:
             subject = chunk_subject(chunk.title, sents) if self.cfg.resolve_subject else ""
             for j, s in enumerate(sents):
                 text, ents = chunk.text[s.start:s.end], s.entities
+                if self.cfg.entity_filter:
+                    ents = clean_mentions(ents)
                 if self.cfg.resolve_subject:
                     text, ents, resolved = self_contained(text, ents, subject)
                     if resolved:  # the subject is in the text now: no "Title: " prefix needed

@@ -49,6 +49,8 @@ def atomize_inputs(chunks_key: str, cfg: AtomizerConfig, atomizer: Any) -> dict[
                               "cfg": {f: getattr(cfg, f) for f in _ATOMIZER_FIELDS.get(cfg.name, ())}}
     if cfg.name == "sentence" and cfg.resolve_subject:  # keyed only when on: existing caches stay valid
         inputs["cfg"]["resolve_subject"] = True
+    if cfg.name == "sentence" and cfg.entity_filter:
+        inputs["cfg"]["entity_filter"] = True
     if cfg.name != "llm":
         from ..atomize.nlp import model_version, spacy_version
 

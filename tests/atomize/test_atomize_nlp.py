@@ -57,6 +57,22 @@ def test_noun_chunks_add_entities():
     assert "queen" in rich.atoms[0].entities  # "a queen" with the determiner stripped
 
 
+def test_entity_filter_drops_numbers_and_stop_word_mentions():
+    from atomicrag.atomize.nlp import clean_mention, clean_mentions
+
+    assert clean_mention('the"') is None and clean_mention("1988") is None and clean_mention("1,000") is None
+    assert clean_mention('"Challenge of Five') == "Challenge of Five" and clean_mention("U.S.") == "U.S."
+    assert clean_mention("20 March 851") == "20 March 851"  # a date with a word stays
+    assert clean_mentions(["Leo Fong", '"Leo Fong"', "of the", "1928"]) == ["Leo Fong"]
+    text = "Blood Street is a 1988 film directed by Leo Fong. It was released in 1988 by the studio."
+    plain = SentenceAtomizer(AtomizerConfig(name="sentence"), progress=False).atomize([chunk(0, text)])
+    kept = SentenceAtomizer(AtomizerConfig(name="sentence", entity_filter=True), progress=False).atomize(
+        [chunk(0, text)])
+    assert any("1988" in a.entities for a in plain.atoms)  # spaCy's DATE span, a hub across the corpus
+    assert not any("1988" in a.entities for a in kept.atoms)
+    assert "Leo Fong" in kept.atoms[0].entities and [a.text for a in kept.atoms] == [a.text for a in plain.atoms]
+
+
 def test_chunk_atomizer_is_one_atom_per_chunk():
     res = ChunkAtomizer(AtomizerConfig(name="chunk"), progress=False).atomize([chunk(0, TEXT), chunk(1, "  ")])
     assert len(res.atoms) == 1 and res.atoms[0].text == TEXT and res.atoms[0].span == (0, len(TEXT))
