@@ -296,7 +296,7 @@ class AtomicRAG:
         return QueryResult(query=trace.question, items=items, entities_extracted=entities,
                            answer=None if output is None else output.answer, graph_stats=stats,
                            sub_questions=list(trace.sub_questions), context=[c.to_dict() for c in context],
-                           errors=errors)
+                           errors=errors, documents=list(trace.retrieved_passages))
 
     # ------------------------------------------------------------------ persistence
     def _snapshot(self) -> Snapshot:

@@ -150,6 +150,10 @@ class QueryResult:
     sub_questions: list[str] = field(default_factory=list)
     context: list[dict[str, Any]] = field(default_factory=list)  # what the reader saw (citation units)
     errors: list[str] = field(default_factory=list)
+    # document ids best first, by the retriever's passage ranking (retriever.passage_ranking: with
+    # the default ``bridge`` this includes documents about an entity a top atom names, which the
+    # atom list may not reach; Recall@k in the harness is computed on this list)
+    documents: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

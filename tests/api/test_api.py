@@ -124,6 +124,26 @@ def test_progress_callback_sees_every_stage() -> None:
     assert seen[stages.index("atomize")][1:] == (4, 4)
 
 
+def test_documents_follow_the_passage_ranking(rag: AtomicRAG) -> None:
+    one = rag.query(QUESTIONS[0])
+    # best_atom (the ppr preset): the documents of the returned atoms, in the order of their best atom
+    assert one.documents and one.documents == list(dict.fromkeys(d for i in one.items for d in i.source_doc_ids))
+    docs = [("film", "Blood Street", "Blood Street is a 1988 film directed by Leo Fong. It stars Richard Norton."),
+            ("fong", "Leo Fong", "Leo Fong is a Chinese American actor and boxer. He was born in Canton in 1928."),
+            ("kong", "Jackie Kong", "Jackie Kong is an American film director and producer."),
+            ("norton", "Richard Norton", "Richard Norton is an Australian actor."),
+            ("canton", "Canton", "Canton is a city in China. Many directors were born there.")]
+    ranked = {}
+    for ranking in ("bridge", "best_atom"):
+        lib = AtomicRAG(base_config(retriever={"passage_ranking": ranking, "bridge_weight": 0.9}), progress=False)
+        lib.index([{"id": i, "title": t, "text": x} for i, t, x in docs])
+        ranked[ranking] = lib.query("Where was the director of film Blood Street born?").documents
+    # the film's best atom names Leo Fong ("directed by"): his page follows it; by best atom alone,
+    # the cast member's page (whose own atom scores higher) came first
+    assert ranked["bridge"][:2] == ["film", "fong"]
+    assert ranked["best_atom"].index("norton") < ranked["best_atom"].index("fong")
+
+
 def test_stats_and_export(rag: AtomicRAG, tmp_path: Path) -> None:
     st = rag.stats()
     assert st["documents"] == len(DOCS) and st["atoms"] == rag.graph.num_atoms
