@@ -148,11 +148,13 @@ def index_failure_error(failed: int, total: int, reasons: list[str]) -> str:
 
 
 ERROR_COLUMN = "llm_error_rate"
+FAILED_Q_COLUMN = "failed_question_rate"
 
 
 def with_error_column(spec: Any) -> Any:
-    """``spec`` (a report_tables ``TableSpec``) plus a measured-only column: the run's failed LLM
-    requests in percent, so a cell computed from a run with failures is never read as clean."""
+    """``spec`` (a report_tables ``TableSpec``) plus two measured-only columns: the run's failed LLM
+    requests and its questions with a failed step, in percent, so a cell computed from a run with
+    failures is never read as clean."""
     import dataclasses
 
     from .report_tables.core import Column
@@ -164,6 +166,15 @@ def with_error_column(spec: Any) -> Any:
         rate = error_rate(run.metrics)
         return None if rate is None else 100.0 * rate
 
+    def failed_questions(run: Any) -> float | None:
+        f = run.metrics.get("failures")
+        if not isinstance(f, dict) or not f.get("questions"):
+            return None
+        return 100.0 * f.get("failed_questions", 0) / f["questions"]
+
     col = Column(key=ERROR_COLUMN, title="LLM err. %", extract=extract, published=False, comparable=False,
                  counted=False)
-    return dataclasses.replace(spec, columns=[*spec.columns, col])
+    # questions with a failed step, replies cut at max_tokens included (complete requests)
+    fq = Column(key=FAILED_Q_COLUMN, title="failed q. %", extract=failed_questions, published=False,
+                comparable=False, counted=False)
+    return dataclasses.replace(spec, columns=[*spec.columns, col, fq])

@@ -146,7 +146,11 @@ def test_tables_carry_an_error_rate_column(tmp_path) -> None:
     from atomicrag.report_tables.runs import Run
 
     spec = with_error_column(TABLES["table2_smoke"]("f1"))
-    col = spec.columns[-1]
+    col, fq = spec.columns[-2:]
     assert col.title == "LLM err. %" and col.published is False
     assert col.extract(Run(tmp_path, {"error_rate": 0.125})) == 12.5
+    # a reply cut at max_tokens: no failed request, but a failed question
+    cut = Run(tmp_path, {"error_rate": 0.0, "failures": {"questions": 20, "failed_questions": 3}})
+    assert fq.title == "failed q. %" and col.extract(cut) == 0.0 and fq.extract(cut) == 15.0
+    assert fq.extract(Run(tmp_path, {"error_rate": 0.0})) is None  # runs written before failures were counted
     assert build(spec, [], {}, {}).rows  # builds with the extra column
