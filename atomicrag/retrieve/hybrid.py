@@ -19,6 +19,7 @@ from ..graph.structure import AtomEntityGraph
 from .lexical import LexicalScorer
 from .passage_nodes import (
     PassageLayer,
+    bridge_topk,
     build_passage_layer,
     dense_passage_scores,
     passage_seeds,
@@ -62,6 +63,7 @@ class HybridRetrieval:
             graph, f"passages:{cfg.passage_nodes}:{cfg.passage_edge_weight}",
             lambda: build_passage_layer(graph, cfg.passage_edge_weight, cfg.passage_nodes))
         self.passage_scores: torch.Tensor | None = None  # [Q, P] of the last propagate() call
+        self.topk_passages: tuple[torch.Tensor, torch.Tensor] | None = None  # bridge: ([Q, d], [Q, d])
 
     @property
     def needs_scores(self) -> bool:
@@ -114,30 +116,29 @@ class HybridRetrieval:
                     bridge_weight=self.cfg.bridge_weight,
                 ).cpu())
         self.passage_scores = torch.cat(ranked) if ranked else None
+        self.topk_passages = None
         if not vals:
             return torch.zeros(0, 0), torch.zeros(0, 0, dtype=torch.int64)
         return torch.cat(vals), torch.cat(idx)
 
-    def rank_topk(self, vals: torch.Tensor, idx: torch.Tensor, chunk: int = 256) -> None:
+    def rank_topk(self, vals: torch.Tensor, idx: torch.Tensor, depth: int = 25) -> None:
         """Bridge ranking from the fused top-k path: ``vals``/``idx`` ``[Q, k]`` are each query's
-        top-k atoms (scores, atom indices). A passage ranks by its best top-k atom, or by a top-k
-        atom of another passage naming its subject; passages with neither are not ranked (-inf),
-        as best_atom ranks only the passages of the top-k atoms."""
+        top-k atoms (scores, atom indices); kept as each query's ``depth`` best passages."""
         if self.cfg.passage_ranking != "bridge" or self.cfg.passage_nodes:
             return
-        layer, a = self.layer, self.graph.num_atoms
-        out = []
-        for q0 in range(0, vals.shape[0], chunk):
-            v, i = vals[q0:q0 + chunk].float(), idx[q0:q0 + chunk]
-            dense = torch.zeros(v.shape[0], a).scatter_(1, i, v.clamp_min(1e-30))  # [b, A], 0 off the top-k
-            scores = rank_passages("bridge", layer, atom_scores=dense, passage_scores=None, dense=dense[:, :0],
-                                   lexical=None, dense_weight=0.0, lexical_weight=0.0,
-                                   bridge_weight=self.cfg.bridge_weight)  # [b, P]
-            out.append(scores.masked_fill(scores <= 0, float("-inf")))
-        self.passage_scores = torch.cat(out) if out else None
+        self.passage_scores = None
+        self.topk_passages = bridge_topk(self.layer, vals, idx, self.cfg.bridge_weight, depth)
 
     def ranked_passages(self, rows: range, depth: int = 25) -> list[str] | None:
         """Passage ids of a question (its queries' ``rows``) by their best score, or None for best_atom."""
+        if self.topk_passages is not None:  # bridge ranking: [Q, depth] per query, merged by best score
+            scores, passages = (t[rows.start:rows.stop] for t in self.topk_passages)
+            best: dict[int, float] = {}
+            for s, p in zip(scores.reshape(-1).tolist(), passages.reshape(-1).tolist()):
+                if p >= 0 and s > best.get(p, float("-inf")):
+                    best[p] = s
+            top = sorted(best, key=lambda p: -best[p])[:depth]  # stable: ties keep first-seen order
+            return [self.layer.passage_ids[p] for p in top]
         if self.passage_scores is None:
             return None
         best = self.passage_scores[rows.start:rows.stop].max(dim=0).values  # [P]

@@ -46,6 +46,8 @@ class PassageLayer:
     subject: torch.Tensor | None = None  # [P] int64 entity index of each passage's subject, -1 if none
     mention_atom: torch.Tensor | None = None  # [M] atoms that link another passage's subject
     mention_passage: torch.Tensor | None = None  # [M] the passage whose subject the atom links
+    _mention_ptr: torch.Tensor | None = None  # [A+1] CSR pointers of the mentions by atom (lazy)
+    _mention_targets: torch.Tensor | None = None  # [M] their passages in atom order
 
     @property
     def num_passages(self) -> int:
@@ -115,6 +117,54 @@ def subject_mentions(graph: AtomEntityGraph, atom_passage: torch.Tensor,
     target = owner[ent]  # [M]
     ok = (target >= 0) & (target != atom_passage[atom])
     return atom[ok], target[ok]
+
+
+def bridge_topk(layer: PassageLayer, vals: torch.Tensor, idx: torch.Tensor, weight: float,
+                depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The bridge ranking from each query's top-k atoms only: ``(scores [b, depth], passages
+    [b, depth])``, padded with -inf / -1. Sparse: memory grows with the top-k atoms and their
+    mentions, not with the corpus (a dense ``[b, A]`` or ``[b, P]`` would not fit a large index).
+
+    ``vals``/``idx`` ``[b, k]``: top-k atom scores and indices. A passage scores its best top-k
+    atom, or ``weight`` x a top-k atom of another passage that names its subject (both divided
+    by the query's best atom); passages reached by neither are not ranked.
+    """
+    if layer.mention_atom is None or layer.mention_passage is None:
+        raise ValueError("passage_ranking=bridge needs the passage layer's subject mentions")
+    if layer._mention_ptr is None:  # mentions grouped by atom, once per layer
+        order = torch.argsort(layer.mention_atom, stable=True)
+        a = layer.atom_passage.numel()
+        counts = torch.bincount(layer.mention_atom, minlength=a)  # [A]
+        layer._mention_ptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])  # [A+1]
+        layer._mention_targets = layer.mention_passage[order]  # [M]
+    b, k = idx.shape
+    p = layer.num_passages
+    v = vals.float().clamp_min(1e-30)
+    norm = (v / v.max(dim=1, keepdim=True).values).reshape(-1)  # [b*k] in (0, 1]
+    flat = idx.reshape(-1)  # [b*k]
+    row = torch.arange(b).repeat_interleave(k)  # [b*k]
+    ptr, targets = layer._mention_ptr, layer._mention_targets
+    deg = ptr[flat + 1] - ptr[flat]  # [b*k] mentions of each top-k atom
+    total = int(deg.sum())
+    first = ptr[flat].repeat_interleave(deg)  # [T]
+    offset = torch.arange(total) - (deg.cumsum(0) - deg).repeat_interleave(deg)  # [T] position in its run
+    keys = torch.cat([row * p + layer.atom_passage[flat],  # own passages
+                      row.repeat_interleave(deg) * p + targets[first + offset]])  # bridged passages
+    scores = torch.cat([norm, weight * norm.repeat_interleave(deg)])
+    uniq, inv = torch.unique(keys, return_inverse=True)  # one slot per (query, passage)
+    best = torch.full((uniq.numel(),), float("-inf")).scatter_reduce(0, inv, scores, "amax")  # [U]
+    urow, upas = uniq // p, uniq % p
+    order = torch.argsort(best, descending=True, stable=True)
+    order = order[torch.argsort(urow[order], stable=True)]  # by query, then score descending
+    urow, upas, best = urow[order], upas[order], best[order]
+    counts = torch.bincount(urow, minlength=b)
+    rank = torch.arange(urow.numel()) - (counts.cumsum(0) - counts)[urow]  # rank within its query
+    keep = rank < depth
+    out_s = torch.full((b, depth), float("-inf"))
+    out_p = torch.full((b, depth), -1, dtype=torch.int64)
+    out_s[urow[keep], rank[keep]] = best[keep]
+    out_p[urow[keep], rank[keep]] = upas[keep]
+    return out_s, out_p
 
 
 def per_passage(atom_values: torch.Tensor, layer: PassageLayer, reduce: str) -> torch.Tensor:

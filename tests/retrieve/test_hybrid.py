@@ -10,7 +10,7 @@ from atomicrag.config import FidelityConfig, GraphConfig, RetrieverConfig, load_
 from atomicrag.graph.build import build_graph
 from atomicrag.retrieve.engine import QueryEngine
 from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize
-from atomicrag.retrieve.passage_nodes import build_passage_layer, per_passage, rank_passages
+from atomicrag.retrieve.passage_nodes import bridge_topk, build_passage_layer, per_passage, rank_passages
 from atomicrag.schemas import Atom, AtomizeResult, Question
 
 pytest.importorskip("bm25s")
@@ -141,6 +141,22 @@ def test_bridge_ranking_lifts_the_passage_a_top_atom_names():
     assert ranked[order["film"]] == 1.0 and ranked[order["kong"]] == pytest.approx(0.6)  # own best atoms
     plain = rank_passages("bridge", layer, bridge_weight=0.0, **kw)[0]
     assert plain[order["fong"]] < plain[order["kong"]]  # without the bridge the director's passage loses
+
+
+def test_sparse_bridge_topk_equals_the_dense_ranking_over_the_top_k_atoms():
+    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+    layer = build_passage_layer(g, 1.0, with_nodes=False)
+    gen = torch.Generator().manual_seed(0)
+    scores = torch.rand(6, g.num_atoms, generator=gen)  # [Q, A], distinct values
+    vals, idx = scores.topk(3, dim=1)  # [Q, 3]: the fused path keeps only these
+    dense = torch.zeros_like(scores).scatter_(1, idx, vals)  # [Q, A], 0 off the top-k
+    ref = rank_passages("bridge", layer, atom_scores=dense, passage_scores=None, dense=dense[:, :0], lexical=None,
+                        dense_weight=0.0, lexical_weight=0.0, bridge_weight=0.9)  # [Q, P]
+    got_s, got_p = bridge_topk(layer, vals, idx, 0.9, depth=4)  # [Q, 4]
+    for q in range(6):
+        reached = [int(p) for p in ref[q].argsort(descending=True) if ref[q, p] > 0][:4]
+        assert got_p[q][got_p[q] >= 0].tolist() == reached
+        assert torch.allclose(got_s[q][: len(reached)], ref[q, reached])
 
 
 def test_cased_query_entities_drop_lowercase_graph_names():
