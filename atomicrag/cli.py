@@ -114,7 +114,17 @@ def cmd_insert(args: argparse.Namespace) -> int:
     from .api import AtomicRAG
 
     with AtomicRAG.load(args.index, progress=_progress(args)) as rag:
+        before = dict(rag._states)
         rag.insert(_paths(args.docs), replace=args.replace)
+        # the documents this call added or replaced: when every one of their chunks failed, the
+        # index is left as it was on disk and the command fails (as `index` does)
+        new = [st for i, st in rag._states.items() if before.get(i) is not st]
+        chunks, failed = sum(st.chunks for st in new), sum(len(st.failures) for st in new)
+        if chunks and failed == chunks:
+            from .failures import index_failure_error
+
+            raise RuntimeError(index_failure_error(failed, chunks, [f.reason for st in new for f in st.failures])
+                               + f"; {args.index} was not changed")
         rag.save(args.index)
         print(f"{rag!r} saved to {args.index}")
     return 0

@@ -63,3 +63,19 @@ def test_index_with_the_default_failure_budget_aborts(tmp_path: Path, monkeypatc
     _down(monkeypatch)
     assert main(["-q", "index", str(docs), "--out", str(tmp_path / "idx"), "--config", str(cfg)]) != 0
     assert "max_chunk_failures_frac" in capsys.readouterr().err
+
+
+def test_insert_where_every_new_chunk_failed_exits_nonzero_and_keeps_the_index(
+        tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    docs, cfg = _corpus(tmp_path, atomizer={"name": "llm", "max_chunk_failures_frac": 1.0})
+    idx = tmp_path / "idx"
+    assert main(["-q", "index", str(docs), "--out", str(idx), "--config", str(cfg)]) == 0
+    manifest = (idx / "manifest.json").read_text()
+    capsys.readouterr()
+    _down(monkeypatch)
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "extra", "text": "Ada Lovelace wrote the first program in 1843."}) + "\n")
+    assert main(["-q", "insert", str(new), "--index", str(idx)]) != 0
+    err = capsys.readouterr().err
+    assert "all 1 chunks failed" in err and "was not changed" in err
+    assert (idx / "manifest.json").read_text() == manifest  # nothing saved: the old index stands
