@@ -85,6 +85,21 @@ def test_result_does_not_depend_on_the_batch(setup):
         torch.testing.assert_close(v1[0], v[q], atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_certified_scores_are_the_ppr_scores_of_those_atoms(setup, dtype):
+    # a certified query's top-k is read off its iterate as it stops (the column is never copied
+    # out of the block): each returned score must be that atom's PPR score, in descending order,
+    # for the right query (a mixed-up column would be off by far more than the iterate's error,
+    # 0.4% at most here)
+    adj, seeds, num_e, exact = setup
+    fast = PPR(restart=0.3, max_iter=20, stop="topk", dtype=dtype)
+    v, i = fast.topk(adj, seeds, num_e, K)
+    assert fast.last_query_steps.max() < 20  # they were certified, not run out
+    ref = exact[torch.arange(seeds.shape[0]).unsqueeze(1), num_e + i]  # [Q, K] exact scores there
+    torch.testing.assert_close(v.double(), ref, rtol=0.02, atol=0)
+    assert (v[:, :-1] >= v[:, 1:]).all()
+
+
 def first_accurate_step(adj: torch.Tensor, seeds: torch.Tensor, c: float, target: float) -> int:
     """The first Chebyshev iterate y_k whose residual L1 norm is at most ``target`` (dense, float64)."""
     from atomicrag.retrieve.propagate.solvers import chebyshev_weights
