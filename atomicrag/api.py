@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .api_io import Snapshot, load_dir, load_pg, save_dir, save_pg
+from .api_io import Snapshot, check_build_settings, load_dir, load_pg, save_dir, save_pg
 from .api_types import (
     DocState,
     Document,
@@ -47,8 +47,6 @@ log = logging.getLogger("atomicrag")
 CORPUS_LEVEL_ATOMIZERS = frozenset({"vocabulary"})
 _ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk atomizers are unaffected
 # Config sections that decide how the stored index was built; a loaded index cannot change them.
-_BUILD_SECTIONS = ("atomizer", "graph")
-_BUILD_DATASET_FIELDS = ("chunk_tokens", "chunk_overlap", "chunk_tokenizer")
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +177,22 @@ class AtomicRAG:
                     self._states = self._atomize(list(self._docs.values()))
                 self._rebuild()
         return len(gone)
+
+    def retry_failed(self) -> int:
+        """Atomize again the documents with failed chunks (LLM errors, replies that stayed malformed
+        after repair) and update the index in place; documents keep their place. Returns how many
+        chunks still fail (0: the index is complete). Failures survive ``save``/``load``. When more
+        than ``atomizer.max_chunk_failures_frac`` of the retried chunks fail again it raises, as
+        ``index`` does, and the index is left as it was."""
+        ids = [i for i, s in self._states.items() if s.failures]
+        if ids:
+            with self._transaction():
+                if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS:
+                    self._states = self._atomize(list(self._docs.values()))
+                else:
+                    self._states.update(self._atomize([self._docs[i] for i in ids]))
+                self._rebuild()
+        return sum(len(s.failures) for s in self._states.values())
 
     def _add(self, docs: list[Document]) -> None:
         if not docs:
@@ -327,7 +341,7 @@ class AtomicRAG:
             raise ValueError("load() needs exactly one of path=... or uri=...")
         info, snap = load_pg(uri, schema) if uri is not None else load_dir(path)  # type: ignore[arg-type]
         # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
-        # conflicting one is caught by _check_build_settings instead of silently rewriting the manifest
+        # conflicting one is caught by check_build_settings instead of silently rewriting the manifest
         saved = load_config(info["config"], env_prefix=None)
         if config is None:
             cfg = load_config(dataclasses.asdict(saved))
@@ -337,7 +351,7 @@ class AtomicRAG:
             from .presets import override
 
             cfg = load_config(override(dataclasses.asdict(saved), config))  # {"retriever": "dense"} works too
-        cls._check_build_settings(saved, cfg, byo_embedder=embedder is not None)
+        check_build_settings(saved, cfg, byo_embedder=embedder is not None)
         if embedder is None:  # no model load until texts must be embedded (docs, stats, delete need none)
             from .embed.lazy import lazy_saved_embedder
 
@@ -352,24 +366,6 @@ class AtomicRAG:
                         "different models do not compare", snap.embedder["name"], rag.embedder.name)
         rag._docs, rag._states, rag._indexed = snap.documents, snap.states, snap.indexed
         return rag
-
-    @staticmethod
-    def _check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
-        from .graph.build import GRAPH_FIDELITY_FIELDS
-
-        diffs = [s for s in _BUILD_SECTIONS if getattr(saved, s) != getattr(cfg, s)]
-        diffs += [f"dataset.{f}" for f in _BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
-        diffs += [f"fidelity.{f}" for f in GRAPH_FIDELITY_FIELDS if getattr(saved.fidelity, f) != getattr(cfg.fidelity, f)]
-        if not byo_embedder and saved.embedder != cfg.embedder:
-            diffs.append("embedder")
-        if diffs:
-            import os
-
-            env = sorted(k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k
-                         and any(k[10:].lower().startswith(d.split(".")[0]) for d in diffs))
-            hint = f" (set by the environment: {', '.join(env)})" if env else ""
-            raise ValueError(f"these settings decide how the saved index was built and cannot change on load: "
-                             f"{', '.join(diffs)}{hint}; build a new index with index(documents) instead")
 
     # ------------------------------------------------------------------ reporting
     def stats(self) -> dict[str, Any]:

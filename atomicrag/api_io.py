@@ -256,3 +256,26 @@ def export_data(docs: dict[str, Document], graph: Any, path: str | Path | None =
     if path is not None:
         Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return data
+
+
+# what decides how a saved index was built: these cannot change when it is loaded
+BUILD_SECTIONS = ("atomizer", "graph")
+BUILD_DATASET_FIELDS = ("chunk_tokens", "chunk_overlap", "chunk_tokenizer")
+
+
+def check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
+    """Raise ``ValueError`` naming every build setting of ``cfg`` that differs from the saved
+    index's (and the ``ATOMICRAG_*`` variables that set them), instead of silently mixing builds."""
+    from .graph.build import GRAPH_FIDELITY_FIELDS
+
+    diffs = [s for s in BUILD_SECTIONS if getattr(saved, s) != getattr(cfg, s)]
+    diffs += [f"dataset.{f}" for f in BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
+    diffs += [f"fidelity.{f}" for f in GRAPH_FIDELITY_FIELDS if getattr(saved.fidelity, f) != getattr(cfg.fidelity, f)]
+    if not byo_embedder and saved.embedder != cfg.embedder:
+        diffs.append("embedder")
+    if diffs:
+        env = sorted(k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k
+                     and any(k[10:].lower().startswith(d.split(".")[0]) for d in diffs))
+        hint = f" (set by the environment: {', '.join(env)})" if env else ""
+        raise ValueError(f"these settings decide how the saved index was built and cannot change on load: "
+                         f"{', '.join(diffs)}{hint}; build a new index with index(documents) instead")
