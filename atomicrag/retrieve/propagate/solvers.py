@@ -284,7 +284,7 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
     return result, steps
 
 
-# Steps between certificate checks after the first. A check costs 1.4-2x a product at full
+# Steps between certificate checks after the first. A check costs 1.4-2.5x a product at full
 # width; every other step (a query then stops at most one step after it could have) measured
 # faster than every step in all four cases of HotpotQA-sized synthetic / real 2Wiki graph x
 # restart 0.3 / 0.7 (1,024 queries: 2.59 vs 2.75, 1.70 vs 2.13, 1.97 vs 2.14, 0.78 vs 0.89
