@@ -84,7 +84,7 @@ def load_encoder(dev: torch.device):
         from atomicrag.embed.encoders import offline_minilm_path
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        hf = AutoModel.from_pretrained(offline_minilm_path(), local_files_only=True).to(dev).eval()
+        hf = AutoModel.from_pretrained(offline_minilm_path(), local_files_only=True).to(dev).train(False)
 
         def run(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             h = hf(input_ids=ids, attention_mask=mask.long()).last_hidden_state.float()
@@ -94,7 +94,7 @@ def load_encoder(dev: torch.device):
     except Exception as exc:  # noqa: BLE001 - any missing piece means: use the random encoder
         print(f"MiniLM weights unavailable ({type(exc).__name__}: {exc}); using a random-init MiniLM-shaped encoder")
     torch.manual_seed(0)
-    model = MiniLMShaped().to(dev).eval()
+    model = MiniLMShaped().to(dev).train(False)
     return "random-init MiniLM-shaped encoder", lambda ids, mask: model(ids, mask).float(), model, 30522
 
 

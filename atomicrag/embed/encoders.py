@@ -138,7 +138,7 @@ class SentenceTransformerEmbedder(_Encoder):
             # ~3 digits (norms off by 0.3%), so the token states are handed on as float32
             st[0].to(self.dtype)
             st[0].register_forward_hook(_float_token_states)
-        st.eval()
+        st.train(False)  # inference mode (dropout off)
         self.model = st
         self.dim = int(_st_dim(st))
 
@@ -209,7 +209,7 @@ class TransformersEmbedder(_Encoder):
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=self.local_only)
         model = AutoModel.from_pretrained(self.path, local_files_only=self.local_only)
         # cast after loading: the dtype keyword was renamed across transformers releases
-        self.model = model.to(self.dtype).to(self.device).eval()
+        self.model = model.to(self.dtype).to(self.device).train(False)
         if self.pooling == "auto":
             self.pooling = _model_pooling(self.path, self.local_only)
         self.max_length = clamp_max_length(self.tokenizer, self.max_length)

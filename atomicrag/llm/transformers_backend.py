@@ -50,7 +50,7 @@ class TransformersBackend(SyncBackend):
         # transformers renamed torch_dtype to dtype (4.56); pass the name this version knows.
         dtype_kw = "dtype" if _version_at_least(transformers.__version__, (4, 56)) else "torch_dtype"
         self.lm = AutoModelForCausalLM.from_pretrained(source, **{dtype_kw: dtype}, **kwargs)
-        self.lm.to(device).eval()
+        self.lm.to(device).train(False)  # inference mode (dropout off)
         self._torch = torch
         self._lock = threading.Lock()  # one generate() at a time: the model is not re-entrant
 

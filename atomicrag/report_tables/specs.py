@@ -163,7 +163,7 @@ def table2_smoke(metric: str = "f1") -> TableSpec:
     )
 
 
-def table2_retrieval(metric: str = "recall") -> TableSpec:
+def table2_retrieval_only(metric: str = "recall") -> TableSpec:
     """Retrieval-only ablations on the full 2Wiki DEV set, offline: R@2/R@5 with intervals."""
     ds = DATASET_NAMES["2wiki"]
     cols = []

@@ -20,7 +20,7 @@ from ..graph.structure import AtomEntityGraph
 from ..schemas import QueryTrace, Question, ScoredAtom
 from .context import unique_in_order
 from .decompose import build_decomposer
-from .hybrid import HybridRetrieval, uses_hybrid
+from .hybrid import HybridRetriever, uses_hybrid
 from .merge import ContextItem, merge_context, passage_ranking
 from .propagate import build_propagator, propagate_topk
 from .seeds import SeedSet, build_seeds, merge_names, rare_entity_names, spacy_query_entities
@@ -63,7 +63,7 @@ class QueryEngine:
         # Only for propagating retrievers: dense and qiter score atoms by their vectors and read no
         # seeds or propagation scores, so the levers of a preset they are merged over do not apply
         # (as entity_sim_threshold and damping do not).
-        self.hybrid = (HybridRetrieval(cfg.retriever, graph)
+        self.hybrid = (HybridRetriever(cfg.retriever, graph)
                        if uses_hybrid(cfg.retriever) and not self.uses_atom_embeddings else None)
 
     # -- stages ---------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def _cached(graph: AtomEntityGraph, what: str, build: Any) -> Any:
     return _PARTS[key][2]
 
 
-class HybridRetrieval:
+class HybridRetriever:
     """Seeding inputs, propagation and passage scores of the hybrid levers for one graph."""
 
     def __init__(self, cfg: RetrieverConfig, graph: AtomEntityGraph) -> None:
