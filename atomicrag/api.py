@@ -173,8 +173,7 @@ class AtomicRAG:
             with self._transaction():
                 for i in gone:
                     del self._docs[i], self._states[i]
-                if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS and self._docs:
-                    self._states = self._atomize(list(self._docs.values()))
+                self._reatomize([])  # corpus-level atomizers: the remaining corpus changed
                 self._rebuild()
         return len(gone)
 
@@ -187,24 +186,24 @@ class AtomicRAG:
         ids = [i for i, s in self._states.items() if s.failures]
         if ids:
             with self._transaction():
-                if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS:
-                    self._states = self._atomize(list(self._docs.values()))
-                else:
-                    self._states.update(self._atomize([self._docs[i] for i in ids]))
+                self._reatomize([self._docs[i] for i in ids])
                 self._rebuild()
         return sum(len(s.failures) for s in self._states.values())
 
     def _add(self, docs: list[Document]) -> None:
         if not docs:
             return
-        if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS:
-            self._docs.update({d.id: d for d in docs})
-            self._states = self._atomize(list(self._docs.values()))
-        else:
-            states = self._atomize(docs)
-            self._docs.update({d.id: d for d in docs})
-            self._states.update(states)
+        self._docs.update({d.id: d for d in docs})
+        self._reatomize(docs)
         self._rebuild()
+
+    def _reatomize(self, docs: list[Document]) -> None:
+        """New states for ``docs`` (already in ``_docs``); a corpus-level atomizer (its output
+        depends on the whole corpus) redoes every document instead."""
+        if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS:
+            self._states = self._atomize(list(self._docs.values())) if self._docs else {}
+        elif docs:
+            self._states.update(self._atomize(docs))
 
     def _atomize(self, docs: list[Document]) -> dict[str, DocState]:
         from .data.chunker import Chunker
