@@ -143,7 +143,7 @@ class TopkCertificate:
         if self._top is None:  # stopped on the accuracy bound alone: no check ran on this iterate
             a = self.atom_rows.numel()
             ya, groups = self._atom_values(y)
-            vals, pos = _top_values(ya, self.k, groups)[1:] if self.k < a else _sorted(ya[:a], a)
+            vals, pos = _top_values(ya, self.k, groups)[1:] if self.k < a else torch.topk(ya[:a].T, a, dim=1)
             self._top = (vals[:, : self.k], pos[:, : self.k])
         vals, pos = self._top
         total = torch.ones(y.shape[0], dtype=y.dtype, device=y.device) @ y  # [N] @ [N, b] -> [b]
@@ -168,12 +168,6 @@ def column_max(x: torch.Tensor) -> torch.Tensor:
         torch.maximum(acc, x[i: i + rows], out=acc)
     out = acc.amax(0)
     return torch.maximum(out, x[full:].amax(0)) if full < r else out
-
-
-def _sorted(ya: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(values, rows)`` ``[b, k]`` of the k largest entries of every column of ``ya``."""
-    v, i = torch.topk(ya.T, k, dim=1)
-    return v, i
 
 
 def _top_values(ya: torch.Tensor, k: int, groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
