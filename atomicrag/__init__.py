@@ -26,15 +26,15 @@ for _message in ("Sparse CSR tensor support is in beta", "Sparse invariant check
     warnings.filterwarnings("ignore", message=_message, category=UserWarning)
 
 _LAZY = {
-    "AtomicRAG": "atomicrag.api",
-    "CORPUS_LEVEL_ATOMIZERS": "atomicrag.api",
-    "Document": "atomicrag.api_types",
-    "QueryResult": "atomicrag.api_types",
-    "ResultItem": "atomicrag.api_types",
-    "Config": "atomicrag.config",
-    "load_config": "atomicrag.config",
-    "as_llm": "atomicrag.adapters.byo",
-    "as_embedder": "atomicrag.adapters.byo",
+    "AtomicRAG": "atomicrag.library.api",
+    "CORPUS_LEVEL_ATOMIZERS": "atomicrag.library.api",
+    "Document": "atomicrag.library.types",
+    "QueryResult": "atomicrag.library.types",
+    "ResultItem": "atomicrag.library.types",
+    "Config": "atomicrag.core.config",
+    "load_config": "atomicrag.core.config",
+    "as_llm": "atomicrag.library.adapters.dispatch",
+    "as_embedder": "atomicrag.library.adapters.dispatch",
 }
 
 __all__ = [
@@ -51,10 +51,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
-    from .adapters.byo import as_embedder, as_llm
-    from .api import CORPUS_LEVEL_ATOMIZERS, AtomicRAG
-    from .api_types import Document, QueryResult, ResultItem
-    from .config import Config, load_config
+    from atomicrag.core.config import Config, load_config
+    from atomicrag.library.adapters.dispatch import as_embedder, as_llm
+    from atomicrag.library.api import CORPUS_LEVEL_ATOMIZERS, AtomicRAG
+    from atomicrag.library.types import Document, QueryResult, ResultItem
 
 
 def __getattr__(name: str) -> Any:

@@ -1,59 +1,6 @@
-"""Hydra entry point of the research harness.
-
-    python -m atomicrag.run                              # the quickstart (README)
-    python -m atomicrag.run retriever=dense sieve=none   # any override
-    python -m atomicrag.run -m +experiment=table2/wo_ergr,table2/wo_aqd   # a sweep
-
-Each configuration becomes one run folder (see atomicrag.tracking); ``baselines`` adds rows
-computed in the same process (e.g. the vanilla dense-passage RAG) and the comparison table is
-printed at the end. Returns the headline metric so Hydra sweepers can optimise it.
-"""
-from __future__ import annotations
-
-import logging
-import os
-import signal
-import sys
-from pathlib import Path
-
-import hydra
-from omegaconf import DictConfig
-
-from .config import register_configs, to_dataclass
-
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-log = logging.getLogger("atomicrag")
-
-register_configs()
-
-
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def main(dcfg: DictConfig) -> float:
-    # SIGTERM → SystemExit, so atexit handlers stop any LLM server this run launched
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from .failures import RunFailed, format_failures, raise_if_failed
-    from .pipeline import run_with_baselines
-    from .report import format_comparison
-
-    cfg = to_dataclass(dcfg)
-    rows = run_with_baselines(cfg)
-    print(format_comparison(rows))
-    print("\n".join(format_failures(label, m) for label, m in rows))
-    try:
-        raise_if_failed(rows)  # a run past cfg.max_failure_rate exits non-zero (and is not marked finished)
-    except RunFailed as exc:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
-        if HydraConfig.get().mode == RunMode.RUN:  # one run: a clean message, exit status 1
-            print(f"atomicrag: error: {exc}", file=sys.stderr)
-            sys.exit(1)
-        raise  # a sweep: Hydra runs the other jobs, then exits non-zero
-    headline = rows[0][1].get("headline", {})
-    return float(headline.get("value", 0.0) or 0.0)
-
+"""``python -m atomicrag.run``: the research harness's command (Hydra), kept at the package top so
+the command stays short. Everything it runs lives in :mod:`atomicrag.harness.run`."""
+from atomicrag.harness.run import main
 
 if __name__ == "__main__":
     main()

@@ -81,7 +81,7 @@ def load_encoder(dev: torch.device):
     try:
         from transformers import AutoModel
 
-        from atomicrag.embed.encoders import offline_minilm_path
+        from atomicrag.core.offline_models import offline_minilm_path
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         hf = AutoModel.from_pretrained(offline_minilm_path(), local_files_only=True).to(dev).train(False)

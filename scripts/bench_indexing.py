@@ -28,10 +28,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from graph_stats import ROOT, conf_group, passages_as_chunks, peak_rss_gb, read_passages
 
-from atomicrag.config import AtomizerConfig, Config, EmbedderConfig, FidelityConfig, GraphConfig
+from atomicrag.core.config import AtomizerConfig, Config, EmbedderConfig, FidelityConfig, GraphConfig
+from atomicrag.core.hardware import cpu_has_native_bf16
 from atomicrag.embed.factory import build_embedder
-from atomicrag.embed.precision import cpu_has_native_bf16
-from atomicrag.graph.index import index_corpus
+from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.stats import graph_stats, stats_markdown
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "2wikimultihopqa" / "corpus.jsonl"

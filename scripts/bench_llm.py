@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from atomicrag.core.offline_models import resolve_model_path
 from atomicrag.llm.hf_models import find_server_python, hf_model
-from atomicrag.llm.offline_models import resolve_model_path
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.llm.servers import LocalServer, launch_llamacpp, launch_vllm

@@ -43,6 +43,7 @@ from atomicrag.retrieve.propagate import PPR, topk_atoms
 from atomicrag.retrieve.propagate.base import prepare_graph
 from atomicrag.retrieve.propagate.solvers import chebyshev_weights
 
+
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -312,7 +313,7 @@ def run_scale(name: str, args: argparse.Namespace, restart: float) -> dict:
 
 def time_methods(args: argparse.Namespace) -> None:
     """Seconds per query of every propagator of Table 11 at the hotpot scale (random embeddings)."""
-    from atomicrag.config import FidelityConfig, RetrieverConfig
+    from atomicrag.core.config import FidelityConfig, RetrieverConfig
     from atomicrag.retrieve.propagate import METHODS, build_propagator
 
     e, a, rel, syn = SCALES["hotpot"]

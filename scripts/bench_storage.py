@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from atomicrag.core.schemas import Atom
 from atomicrag.graph.edges import adjacency
 from atomicrag.graph.io import load_graph, save_graph
 from atomicrag.graph.structure import AtomEntityGraph, EdgeList
-from atomicrag.schemas import Atom
-from atomicrag.storage.pgvector import PgVectorStore
+from atomicrag.library.storage.pgvector import PgVectorStore
 
 MIB = 2**20
 T = TypeVar("T")

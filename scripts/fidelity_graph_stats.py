@@ -30,9 +30,17 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from graph_stats import conf_group, load_chunks  # noqa: E402  (same folder)
 
-from atomicrag.config import AtomizerConfig, Config, DatasetConfig, EmbedderConfig, FidelityConfig, GraphConfig, PathsConfig  # noqa: E402
+from atomicrag.core.config import (  # noqa: E402
+    AtomizerConfig,
+    Config,
+    DatasetConfig,
+    EmbedderConfig,
+    FidelityConfig,
+    GraphConfig,
+    PathsConfig,
+)
 from atomicrag.graph.build import build_graph  # noqa: E402
-from atomicrag.graph.index import atomize_cached, index_corpus  # noqa: E402
+from atomicrag.graph.cached_build import atomize_cached, index_corpus  # noqa: E402
 from atomicrag.graph.stats import TABLE3_COLUMNS, TABLE6_COLUMNS, graph_stats  # noqa: E402
 
 COLUMNS = list(dict.fromkeys(TABLE6_COLUMNS + TABLE3_COLUMNS + (

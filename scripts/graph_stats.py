@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from omegaconf import OmegaConf
 
-from atomicrag.config import (
+from atomicrag.core.config import (
     AtomizerConfig,
     Config,
     DatasetConfig,
@@ -34,9 +34,9 @@ from atomicrag.config import (
     LLMConfig,
     PathsConfig,
 )
-from atomicrag.graph.index import index_corpus
+from atomicrag.core.schemas import Chunk, Passage
+from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.stats import TABLE6_COLUMNS, graph_stats, stats_markdown
-from atomicrag.schemas import Chunk, Passage
 
 
 def conf_group(group: str, name: str, cls: type) -> Any:
@@ -69,7 +69,7 @@ def load_chunks(dataset_cfg: Any, data_dir: Path, rechunk: bool) -> tuple[list[C
 
     ds = load_dataset(dataset_cfg, data_dir)
     if rechunk:
-        from atomicrag.data.chunker import chunk_passages
+        from atomicrag.data.token_windows import chunk_passages
 
         return chunk_passages(ds.passages, dataset_cfg), len(ds.passages)
     return passages_as_chunks(ds.passages), len(ds.passages)
@@ -129,7 +129,7 @@ def main() -> None:
 
     embedder = build_embedder(cfg.embedder, cfg.fidelity)
     llm = None
-    from atomicrag.engine import needs_llm
+    from atomicrag.core.needs import needs_llm
 
     if needs_llm(cfg, ("atomizer",)):  # from the atomizer's registry declaration
         from atomicrag.llm.factory import build_llm

@@ -27,12 +27,12 @@ import torch
 from atomicrag.atomize.base import title_entity
 from atomicrag.atomize.selfcontained import self_contained
 from atomicrag.atomize.sentence import SentenceAtomizer
-from atomicrag.config import load_config
-from atomicrag.data.chunker import chunk_passages
+from atomicrag.core.config import load_config
+from atomicrag.core.schemas import AtomizeResult, Chunk
 from atomicrag.data.loaders import load_dataset
+from atomicrag.data.token_windows import chunk_passages
 from atomicrag.embed.factory import build_embedder
-from atomicrag.graph.index import atomize_cached, index_corpus
-from atomicrag.schemas import AtomizeResult, Chunk
+from atomicrag.graph.cached_build import atomize_cached, index_corpus
 
 BASE = {
     "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},

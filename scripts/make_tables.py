@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from atomicrag.report_tables import TABLES, make_tables, parse_where
+from atomicrag.harness.report_tables import TABLES, make_tables, parse_where
 
 
 def main(argv: list[str] | None = None) -> int:

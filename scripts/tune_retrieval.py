@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Ablation and grid search of the hybrid offline retriever on one half of 2Wiki DEV.
 
-Loads (or builds) the cached sentence-atom graph once and runs the batched QueryEngine per
+Loads (or builds) the cached sentence-atom graph once and runs the batched BatchRetriever per
 retriever variant (seconds each), printing passage Recall@2/@5 with 95% bootstrap intervals and
 ms per question. Choose on the even half (``--half 0``); report the odd half (``--half 1``),
 which the search never saw (experiments/retrieval_2wiki/README.md).
@@ -28,13 +28,13 @@ os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
 import yaml
 
-from atomicrag.config import Config, RetrieverConfig, load_config
-from atomicrag.data.chunker import chunk_passages
+from atomicrag.core.config import Config, RetrieverConfig, load_config
 from atomicrag.data.loaders import load_dataset
+from atomicrag.data.token_windows import chunk_passages
 from atomicrag.embed.factory import build_embedder
 from atomicrag.evaluate.metrics import recall_at_k
-from atomicrag.graph.index import index_corpus
-from atomicrag.retrieve.engine import QueryEngine
+from atomicrag.graph.cached_build import index_corpus
+from atomicrag.retrieve.query_batch import BatchRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
 PPR_MINILM = yaml.safe_load((ROOT / "conf/retriever/ppr_minilm.yaml").read_text())
@@ -88,8 +88,8 @@ class MemoEmbedder:
         return torch.stack([self.memo[(t, is_query)] for t in texts]) if texts else self.inner.encode([])
 
 
-class MemoEngine(QueryEngine):
-    """QueryEngine whose spaCy query entities are memoised per (mode, question) across variants."""
+class MemoEngine(BatchRetriever):
+    """BatchRetriever whose spaCy query entities are memoised per (mode, question) across variants."""
 
     memo: ClassVar[dict[tuple[str, float, str], list[str]]] = {}
 
@@ -118,7 +118,7 @@ def bootstrap(per_q: list[float], reps: int = 1000, seed: int = 0) -> tuple[floa
     return 100 * means[int(0.025 * reps)], 100 * means[int(0.975 * reps) - 1]
 
 
-def evaluate(engine: QueryEngine, questions: list[Any], timing: bool) -> dict[str, Any]:
+def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict[str, Any]:
     if timing:  # warm-up and no memo: the ms/question a user sees (spaCy, embedding, BM25, PPR)
         engine.run(questions[:8])
         MemoEngine.memo.clear()

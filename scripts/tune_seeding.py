@@ -3,7 +3,7 @@
 
 The paper's seeding values (entity cosine >= 0.3, alpha = 0.1, restart 0.3) assume bge-large;
 this script is how ``conf/retriever/ppr_minilm.yaml`` was chosen for the offline MiniLM. It loads
-(or builds) the cached sentence-atom graph once and runs the batched QueryEngine per grid point
+(or builds) the cached sentence-atom graph once and runs the batched BatchRetriever per grid point
 (a few seconds each), printing passage Recall@2/@5. Tune on ``--half 0``, report on ``--half 1``.
 
     .venv/bin/python scripts/tune_seeding.py --half 0            # the grid
@@ -21,13 +21,13 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
-from atomicrag.config import Config, load_config
-from atomicrag.data.chunker import chunk_passages
+from atomicrag.core.config import Config, load_config
 from atomicrag.data.loaders import load_dataset
+from atomicrag.data.token_windows import chunk_passages
 from atomicrag.embed.factory import build_embedder
 from atomicrag.evaluate.metrics import recall_at_k
-from atomicrag.graph.index import index_corpus
-from atomicrag.retrieve.engine import QueryEngine
+from atomicrag.graph.cached_build import index_corpus
+from atomicrag.retrieve.query_batch import BatchRetriever
 
 BEST = {"entity_sim_threshold": 0.9, "atom_seed_weight": 0.5, "damping": 0.7}
 
@@ -62,7 +62,7 @@ def main() -> None:
         grid += [{"entity_sim_threshold": t, "atom_seed_weight": a, "damping": r}
                  for t, a, r in itertools.product((0.6, 0.7, 0.8, 0.9), (0.5, 1.0, 2.0), (0.3, 0.7))]
     for point in grid:
-        engine = QueryEngine(with_retriever(base, **point), graph, embedder)
+        engine = BatchRetriever(with_retriever(base, **point), graph, embedder)
         t0 = time.perf_counter()
         traces, _ = engine.run(questions)
         r2 = sum(recall_at_k(t.retrieved_passages, q.supporting_ids, 2) or 0 for q, t in zip(questions, traces))

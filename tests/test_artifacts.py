@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from atomicrag.artifacts import StageCache, atomic_path, content_hash, read_jsonl, write_jsonl_atomic
+from atomicrag.core.artifacts import StageCache, atomic_path, content_hash, read_jsonl, write_jsonl_atomic
 
 
 def test_hash_is_order_independent_for_dict_keys_and_sensitive_to_values() -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from atomicrag import config as config_mod
-from atomicrag.config import Config, load_config
+from atomicrag.core import config as config_mod
+from atomicrag.core.config import Config, load_config
 
 
 def _config_classes() -> list[type]:
@@ -40,7 +40,7 @@ def _needs_check(t: Any) -> bool:
 
 
 def test_every_numeric_choice_and_text_field_has_a_check() -> None:
-    from atomicrag.config import CHECKED
+    from atomicrag.core.config_checks import CHECKED
 
     load_config({})  # runs every __post_init__
     missing = []
@@ -50,7 +50,7 @@ def test_every_numeric_choice_and_text_field_has_a_check() -> None:
             if _needs_check(hints[f.name]) and f.name not in CHECKED.get(cls.__name__, set()):
                 missing.append(f"{cls.__name__}.{f.name}")
     assert not missing, (f"config fields without a range/choice check (add one to __post_init__ with the "
-                         f"helpers of atomicrag/config_checks.py): {missing}")
+                         f"helpers of atomicrag/core/config_checks.py): {missing}")
 
 
 @pytest.mark.parametrize("bad", [
@@ -87,7 +87,7 @@ def test_a_key_pasted_into_api_key_env_is_refused_without_echoing_it(value: str)
 
 
 def test_unset_key_variable_warns(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from atomicrag.config import warn_if_key_missing
+    from atomicrag.core.config_checks import warn_if_key_missing
 
     monkeypatch.delenv("MY_ENDPOINT_KEY", raising=False)
     cfg = load_config({"llm": {"name": "openai", "api_key_env": "MY_ENDPOINT_KEY", "base_url": "http://x/v1"}})
@@ -105,7 +105,7 @@ def test_unset_key_variable_warns(monkeypatch: pytest.MonkeyPatch, caplog: pytes
 ])
 def test_config_file_errors_name_the_file(tmp_path: Path, name: str, content: bytes, needle: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    from atomicrag.cli import main
+    from atomicrag.library.cli import main
 
     path = tmp_path / name
     path.write_bytes(content)
@@ -129,8 +129,8 @@ def test_non_utf8_corpus_line_is_reported_as_file_and_line(tmp_path: Path) -> No
 
 
 def test_cli_documents_that_are_not_utf8_name_file_and_line(tmp_path: Path) -> None:
-    from atomicrag.cli import read_documents
     from atomicrag.data.validate import DataError
+    from atomicrag.library.cli import read_documents
 
     (tmp_path / "docs.jsonl").write_bytes(b'{"text": "ok"}\n\n{"text": "caf\xe9"}\n')
     with pytest.raises(DataError, match=r"docs.jsonl:3: not UTF-8"):
@@ -142,7 +142,7 @@ def test_cli_documents_that_are_not_utf8_name_file_and_line(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("doc", ["", "   \n", {"doc_id": "x", "text": ""}])
 def test_library_rejects_documents_with_empty_text(doc: Any) -> None:
-    from atomicrag.api_types import normalize_documents
+    from atomicrag.library.types import normalize_documents
 
     with pytest.raises(ValueError, match="empty text"):
         normalize_documents([doc])

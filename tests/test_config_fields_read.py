@@ -8,7 +8,7 @@ config_query.py, excluded: their validation reads every field). A field ``F`` of
 - ``x.F`` where ``x`` is a parameter annotated with the section's class (``cfg: LLMConfig``), or an
   attribute ``self.x`` its class assigned from such a parameter;
 - the string ``"F"`` as a field name (in a tuple/list literal, as getattr's name or a subscript key)
-  in a module that uses the section: the cache-key field lists of ``graph.index``, the dict of an
+  in a module that uses the section: the cache-key field lists of ``graph.cached_build``, the dict of an
   embedder config;
 - ``self.F`` in a method of the config class other than ``__post_init__`` (``resolved_data_dir``).
 """
@@ -18,18 +18,16 @@ import ast
 import dataclasses
 from pathlib import Path
 
-from atomicrag import config as config_module
-from atomicrag.config import Config
+from atomicrag.core import config as config_module
+from atomicrag.core.config import Config
 
-PKG = Path(config_module.__file__).resolve().parent
+CORE = Path(config_module.__file__).resolve().parent
+PKG = CORE.parent  # the whole package is searched for reads
 # where the config dataclasses are defined (their validation reads every field: not a use)
-DEFINITIONS = (PKG / "config.py", PKG / "config_query.py")
+DEFINITIONS = (CORE / "config.py", CORE / "config_query.py")
 
-# Wired by another issue's branch; remove when it is merged.
-ALLOWED_UNREAD = {
-    ("judge", "embedder"),  # issue #13 (fidelity): the judge's own embedder
-    ("fidelity", "vector_index"),  # issue #13 (fidelity): faiss vs exact index
-}
+# Fields defined ahead of the code that reads them (empty: every field is read).
+ALLOWED_UNREAD: set[tuple[str, str]] = set()
 
 
 def _sections() -> dict[str, type]:

@@ -3,7 +3,7 @@
 The commands are read from the fenced code blocks of README.md, experiments/README.md and
 experiments/*/README.md (backslash-continued lines joined; ``make run ARGS="..."`` counts too,
 as the Makefile runs ``python -m atomicrag.run $(ARGS)``). Each is composed with Hydra's compose
-API the way ``atomicrag.run`` composes it (conf/config.yaml, the structured schema registered),
+API the way ``atomicrag.harness.run`` composes it (conf/config.yaml, the structured schema registered),
 its overrides applied; a ``-m`` sweep is expanded with Hydra's own BasicSweeper logic, glob(...)
 resolved against the config groups, and its first and last job composed (every job with
 ATOMICRAG_DOC_COMMANDS_ALL=1; each experiment file alone is test_experiments_compose.py's job),
@@ -36,7 +36,7 @@ from hydra.core.override_parser.types import Glob
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from atomicrag.config import Config, register_configs, to_dataclass
+from atomicrag.core.config import Config, register_configs, to_dataclass
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
@@ -87,7 +87,7 @@ def _code_lines(path: Path) -> list[tuple[int, str]]:
 
 
 def _hydra_args(tokens: list[str]) -> tuple[bool, list[str]]:
-    """Split the arguments after ``atomicrag.run`` into (multirun?, overrides)."""
+    """Split the arguments after ``atomicrag.harness.run`` into (multirun?, overrides)."""
     multirun, overrides = False, []
     it = iter(tokens)
     for tok in it:
@@ -192,7 +192,7 @@ CHOICES = group_choices()
 
 @pytest.fixture(scope="module")
 def hydra_ctx():
-    """Hydra initialised on conf/ as atomicrag.run does; yields its config loader."""
+    """Hydra initialised on conf/ as atomicrag.harness.run does; yields its config loader."""
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         yield GlobalHydra.instance().config_loader()

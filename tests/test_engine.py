@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from atomicrag import AtomicRAG
-from atomicrag.config import load_config
-from atomicrag.pipeline import run_one, run_with_baselines
-from atomicrag.tracking import run_dir
+from atomicrag.core.config import load_config
+from atomicrag.harness.pipeline import run_one, run_with_baselines
+from atomicrag.harness.tracking import run_dir
 
 # two corpora that share entity names: a question must be answered from its own corpus only
 CORPUS = [
@@ -118,7 +118,7 @@ def test_library_and_harness_answer_alike(tmp_path: Path) -> None:
 
 
 def rag_questions(text: str) -> list[Any]:
-    from atomicrag.schemas import Question
+    from atomicrag.core.schemas import Question
 
     return [Question(id="q0", question=text)]
 
@@ -140,8 +140,7 @@ def test_pipeline_takes_the_fused_ppr_topk_path(tmp_path: Path, monkeypatch: pyt
 
 def test_dense_baseline_runs_once_per_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Sweep points that differ only in fields the baseline never reads share its run."""
-    from atomicrag import pipeline
-    from atomicrag.engine import baselines
+    from atomicrag.harness import baselines, pipeline
 
     monkeypatch.setattr(baselines, "_MEMO", {})
     runs: list[str] = []
@@ -183,7 +182,7 @@ def test_llm_sampling_comes_from_the_config_with_stage_overrides(tmp_path: Path)
 
 
 def test_registry_declarations_decide_what_is_built(tmp_path: Path) -> None:
-    from atomicrag.engine import needs_llm
+    from atomicrag.core.needs import needs_llm
 
     assert not needs_llm(config(tmp_path))
     assert needs_llm(config(tmp_path, retriever={"query_entities": "llm"}))
@@ -195,7 +194,7 @@ def test_registry_declarations_decide_what_is_built(tmp_path: Path) -> None:
 
 def test_a_new_retriever_is_one_builder_plus_one_registration(tmp_path: Path) -> None:
     """Registering a builder makes its name a valid config value and the engine uses it."""
-    from atomicrag.registry import RETRIEVERS
+    from atomicrag.core.registry import RETRIEVERS
     from atomicrag.retrieve.propagate.variants import WeightedBFS
 
     def one_hop(cfg: Any, fidelity: Any, **over: Any) -> Any:

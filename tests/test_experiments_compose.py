@@ -9,10 +9,10 @@ pytest.importorskip("hydra")
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from atomicrag.config import Config, register_configs, to_dataclass
-from atomicrag.report_tables import TABLES, experiment_names
-from atomicrag.report_tables.core import row_matches
-from atomicrag.report_tables.runs import Run, values_equal
+from atomicrag.core.config import Config, register_configs, to_dataclass
+from atomicrag.harness.report_tables import TABLES, experiment_names
+from atomicrag.harness.report_tables.core import row_matches
+from atomicrag.harness.report_tables.runs import Run, values_equal
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 NAMES = experiment_names(CONF)

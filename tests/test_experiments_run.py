@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from atomicrag.config import register_configs, to_dataclass
-from atomicrag.pipeline import run_one
-from atomicrag.report_tables import experiment_names
+from atomicrag.core.config import register_configs, to_dataclass
+from atomicrag.harness.pipeline import run_one
+from atomicrag.harness.report_tables import experiment_names
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 register_configs()

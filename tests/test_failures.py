@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from test_pipeline import make_cfg  # tests/ is on sys.path (rootdir conftest)
 
+from atomicrag.harness.comparison import format_comparison
+from atomicrag.harness.pipeline import run_with_baselines
+from atomicrag.harness.tracking import is_finished, run_dir
 from atomicrag.llm.fake import FakeLLM, prompt_text
 from atomicrag.llm.protocol import ChatRequest
-from atomicrag.pipeline import run_with_baselines
-from atomicrag.report import format_comparison
-from atomicrag.tracking import is_finished, run_dir
 
 
 class FlakyServer:
@@ -59,7 +59,7 @@ def test_failed_reader_calls_fail_the_run_and_a_rerun_retries_exactly_them(tmp_p
     assert f["by_module"]["answer"] == {"calls": 4, "failures": 2, "rate": 0.5}
     assert f["failed_questions"] == 2 and m["error_rate"] == pytest.approx(0.5)
     assert "em" in m["overall"] and "f1" in m["overall"]  # failed answers score 0, the columns stay
-    from atomicrag.failures import RunFailed, format_failures, raise_if_failed
+    from atomicrag.engine.failures import RunFailed, format_failures, raise_if_failed
 
     assert "answer 2/4" in format_failures("row", m) and "FAILED" in format_failures("row", m)
     assert "LLM err %" in format_comparison(rows) and "50.0" in format_comparison(rows)
@@ -81,7 +81,7 @@ def test_every_answer_failing_keeps_em_f1_and_exits_nonzero(tmp_path, shared_dat
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """The Hydra entry point: the table is printed with the error rate, then the process exits 1."""
-    from atomicrag import run as run_mod
+    from atomicrag.harness import run as run_mod
 
     server.down_for = ["Answer"]  # every reader prompt
     monkeypatch.chdir(tmp_path)
@@ -101,7 +101,7 @@ def test_every_answer_failing_keeps_em_f1_and_exits_nonzero(tmp_path, shared_dat
 
 
 def test_threshold_lets_a_few_failures_pass() -> None:
-    from atomicrag.failures import summarize_run
+    from atomicrag.engine.failures import summarize_run
 
     modules = {"answer": {"calls": 100, "failures": 2}, "atomize": {"calls": 50, "failures": 9}}
     preds: list[dict[str, Any]] = [{"question_id": str(i), "errors": ["reader: x"] if i < 2 else []}
@@ -116,7 +116,7 @@ def test_threshold_lets_a_few_failures_pass() -> None:
 def test_truncated_answers_show_in_the_comparison_table() -> None:
     # a reply cut at max_tokens is a complete request (LLM err 0) but a failed question: the
     # quickstart table printed "LLM err % 0.0" beside two such answers per system
-    from atomicrag.failures import format_failures, summarize_run
+    from atomicrag.engine.failures import format_failures, summarize_run
 
     preds = [{"question_id": str(i), "errors": ["reader: reply truncated at max_tokens=512"] if i < 2 else []}
              for i in range(20)]
@@ -131,7 +131,7 @@ def test_truncated_answers_show_in_the_comparison_table() -> None:
 
 
 def test_runs_written_before_the_status_field() -> None:
-    from atomicrag.failures import error_rate, run_is_finished
+    from atomicrag.engine.failures import error_rate, run_is_finished
 
     legacy_ok = {"cost": {"modules": {"answer": {"calls": 3, "failures": 0}}}}
     legacy_bad = {"cost": {"modules": {"answer": {"calls": 3, "failures": 3}}}}
@@ -140,10 +140,9 @@ def test_runs_written_before_the_status_field() -> None:
 
 
 def test_tables_carry_an_error_rate_column(tmp_path) -> None:
-    from atomicrag.failures import with_error_column
-    from atomicrag.report_tables import TABLES
-    from atomicrag.report_tables.core import build
-    from atomicrag.report_tables.runs import Run
+    from atomicrag.harness.report_tables import TABLES
+    from atomicrag.harness.report_tables.core import build, with_error_column
+    from atomicrag.harness.report_tables.runs import Run
 
     spec = with_error_column(TABLES["table2_smoke"]("f1"))
     col, fq = spec.columns[-2:]

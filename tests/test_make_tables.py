@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atomicrag.report_tables import TABLES, experiment_names, find_paper_tables, make_tables
+from atomicrag.harness.report_tables import TABLES, experiment_names, find_paper_tables, make_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 # accounting key, prompt tokens, wall seconds: the index timer wraps atomization, whose LLM calls are
@@ -32,7 +32,7 @@ def write_run(
     f1: float = 50.0, recall5: float = 60.0, stats: dict | None = None, finished: str = "2025-01-01T00:00:00",
     fidelity: str = "reference_code", predictions: list[dict] | None = None,
 ) -> Path:
-    """A run folder as atomicrag.tracking writes it (metrics.json + config.yaml)."""
+    """A run folder as atomicrag.harness.tracking writes it (metrics.json + config.yaml)."""
     path = root / experiment / dataset / "dev" / name
     path.mkdir(parents=True)
     full = {
@@ -52,7 +52,7 @@ def write_run(
         "headline": {"name": "acc" if acc is not None else "f1", "value": acc if acc is not None else f1},
         "overall": {"em": f1 - 10, "f1": f1, "recall@2": recall5 - 10, "recall@5": recall5},
         "by_type": {t: {"em": f1 - 10, "f1": f1 + i, "n": 5} for i, t in enumerate(GB_TYPES)},
-        "cost": {  # as atomicrag.pipeline.cost_summary writes it
+        "cost": {  # as atomicrag.harness.pipeline.cost_summary writes it
             "modules": {m: {"prompt_tokens": p, "completion_tokens": p // 10, "total_tokens": p + p // 10,
                             "calls": 20 if p else 0, "wall_s": w}
                         for m, p, w in MODULES},
@@ -278,7 +278,7 @@ def test_cells_carry_n_bootstrap_interval_and_paired_drop(tmp_path: Path) -> Non
 
 
 def test_interval_marks_a_published_value_inside() -> None:
-    from atomicrag.report_tables.core import Cell
+    from atomicrag.harness.report_tables.core import Cell
 
     assert Cell(measured=50.0, published=51.0, ci=(47.0, 53.0)).inside is True
     assert Cell(measured=50.0, published=60.0, ci=(47.0, 53.0)).inside is False
@@ -287,8 +287,8 @@ def test_interval_marks_a_published_value_inside() -> None:
 
 def test_stratified_interval_of_a_type_average(tmp_path: Path) -> None:
     """Graph-Bench Avg. resamples within each type: a tiny type cannot swing the whole average away."""
-    from atomicrag.report_tables.intervals import bootstrap_ci, strata
-    from atomicrag.report_tables.runs import Run
+    from atomicrag.harness.report_tables.intervals import bootstrap_ci, strata
+    from atomicrag.harness.report_tables.runs import Run
 
     recs = ([{"question_id": f"f{i}", "question_type": "Fact Retrieval", "acc": 1.0} for i in range(50)]
             + [{"question_id": f"r{i}", "question_type": "Complex Reasoning", "acc": float(i % 2)} for i in range(50)])

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from atomicrag.config import Config, register_configs, to_dataclass
-from atomicrag.pipeline import run_one, run_with_baselines
-from atomicrag.tracking import run_dir
+from atomicrag.core.config import Config, register_configs, to_dataclass
+from atomicrag.harness.pipeline import run_one, run_with_baselines
+from atomicrag.harness.tracking import run_dir
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 register_configs()

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
-from atomicrag.config import Config, load_config, register_configs, to_dataclass
-from atomicrag.presets import CONF_DIR, default_presets, load_preset
+from atomicrag.core.config import Config, load_config, register_configs, to_dataclass
+from atomicrag.core.presets import CONF_DIR, default_presets, load_preset
 
 register_configs()
 
@@ -40,7 +40,7 @@ def test_library_defaults_equal_the_harness_defaults_except_the_dataset() -> Non
 
 def test_defaults_follow_conf_config_yaml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Changing a default preset in conf/config.yaml changes the library's default."""
-    from atomicrag import presets
+    from atomicrag.core import presets
 
     conf = tmp_path / "conf"
     for group in ("retriever", "llm", "embedder"):
@@ -114,10 +114,23 @@ def test_a_full_config_object_round_trips() -> None:
 
 
 def test_query_time_overrides_on_a_saved_config_can_name_presets() -> None:
-    from atomicrag.presets import override
+    from atomicrag.core.presets import override
 
     saved = dataclasses.asdict(load_config({"retriever": {"top_k": 7}}))
     cfg = load_config(override(saved, {"retriever": "dense"}))
     assert (cfg.retriever.name, cfg.retriever.top_k) == ("dense", 25)  # the preset, not the saved fields
     cfg = load_config(override(saved, {"retriever": {"top_k": 3}, "sieve": {"max_context": 5}}))
     assert (cfg.retriever.top_k, cfg.retriever.damping, cfg.sieve.max_context) == (3, saved["retriever"]["damping"], 5)
+
+
+def test_config_groups_are_the_dataclass_sections_of_config() -> None:
+    """presets reads the groups from conf/config.yaml's defaults list (core must not import the
+    config module it serves); that list names every dataclass section of Config, no more."""
+    import dataclasses
+
+    from atomicrag.core.config import Config
+    from atomicrag.core.presets import config_groups
+
+    sections = {f.name for f in dataclasses.fields(Config)
+                if dataclasses.is_dataclass(f.default_factory() if callable(f.default_factory) else f.default)}
+    assert set(config_groups()) == sections

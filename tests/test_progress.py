@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from atomicrag import progress
-from atomicrag.progress import reporting, task
+from atomicrag.core import progress
+from atomicrag.core.progress import reporting, task
 
 Seen = list[tuple[str, int, int]]
 
@@ -36,7 +36,7 @@ def test_tasks_count_advances_of_their_unit_and_complete_at_exit() -> None:
 
 
 def test_real_encoder_reports_every_batch() -> None:
-    from atomicrag.config import EmbedderConfig
+    from atomicrag.core.config import EmbedderConfig
     from atomicrag.embed.factory import build_embedder
     from atomicrag.graph.build import encode
 
@@ -50,7 +50,7 @@ def test_real_encoder_reports_every_batch() -> None:
 
 
 def test_library_answer_batch_moves_per_question() -> None:
-    from api.conftest import DOCS, QUESTIONS, base_config
+    from library.conftest import DOCS, QUESTIONS, base_config
 
     from atomicrag import AtomicRAG
 
@@ -67,7 +67,7 @@ def test_library_answer_batch_moves_per_question() -> None:
 def test_harness_shows_one_bar_per_question_batch(tmp_path: Path, shared_data: Path) -> None:
     from test_pipeline import make_cfg
 
-    from atomicrag.pipeline import run_one
+    from atomicrag.harness.pipeline import run_one
 
     cfg = make_cfg(tmp_path, "llm=fake", "embedder=fake", "sieve=llm", "reader=precise", "dataset.limit=5")
     seen, sink = _recorder()
@@ -84,13 +84,13 @@ def test_a_fresh_process_prints_no_torch_sparse_warning(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from api.conftest import DOCS, base_config
+    from library.conftest import DOCS, base_config
 
     from atomicrag import AtomicRAG
 
     AtomicRAG(base_config(), progress=False).index(DOCS[:6]).save(tmp_path / "idx")
     root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "-W", "default", "-m", "atomicrag.cli", "-q", "query", "Where is Warsaw?",
+    run = subprocess.run([sys.executable, "-W", "default", "-m", "atomicrag.library.cli", "-q", "query", "Where is Warsaw?",
                           "--index", str(tmp_path / "idx"), "--no-answer"], check=False, cwd=tmp_path,
                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
     assert run.returncode == 0, run.stderr

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from atomicrag.config import ReaderConfig
+from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import reader as prompt
@@ -115,7 +115,7 @@ def build_reader(name: str, llm: Any, cfg: ReaderConfig | None = None, *,
                  dataset_reader: str = "precise", **kwargs: Any) -> LLMReader | None:
     """Reader for ``name`` (precise | abstract | dataset | none: the ``registry.READERS`` entry).
     ``none`` (retrieval-only runs) returns None: the pipeline then skips answering."""
-    from ..registry import READERS
+    from atomicrag.core.registry import READERS
 
     kind = resolve_reader_name(name, dataset_reader)
     return READERS.build(kind, llm=llm, kind=kind, cfg=cfg, **kwargs)

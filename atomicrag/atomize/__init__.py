@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import AtomizerConfig
+from atomicrag.core.config import AtomizerConfig
 
 
 def build_atomizer(cfg: AtomizerConfig, llm: Any = None, **deps: Any) -> Any:
     """Instantiate the registered atomizer ``cfg.name`` (deps: checkpoint_path, progress, ...)."""
-    from ..registry import ATOMIZERS
+    from atomicrag.core.registry import ATOMIZERS
 
     return ATOMIZERS.build(cfg.name, cfg=cfg, llm=llm, **deps)
 

@@ -6,13 +6,13 @@ mentions (surface forms; the graph canonicalises them) and provenance: ``chunk_i
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ..schemas import AtomizeResult, Chunk
+from atomicrag.core.progress import progress_enabled  # noqa: F401  (atomizers read it from here)
+from atomicrag.core.schemas import AtomizeResult, Chunk
 
 T = TypeVar("T")
 
@@ -66,13 +66,6 @@ def check_chunks(chunks: list[Chunk]) -> None:
         if c.id in seen:
             raise ValueError(f"duplicate chunk id {c.id!r}: chunk ids must be unique")
         seen.add(c.id)
-
-
-def progress_enabled(progress: bool | None) -> bool:
-    """Progress bars on by default, off when asked or when ATOMICRAG_NO_PROGRESS is set."""
-    if progress is not None:
-        return progress
-    return not os.environ.get("ATOMICRAG_NO_PROGRESS")
 
 
 def pbar(iterable: Iterable[T] | None = None, *, total: int | None = None, desc: str = "",

@@ -22,17 +22,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import AtomizerConfig
-from ..engine.sampling import attempt_sampling, sampling_fingerprint
-from ..llm.protocol import ChatRequest, ChatResult, LLMBackend
-from ..prompts import extraction as extraction_prompt
-from ..prompts import ner as ner_prompt
-from ..prompts._common import PromptParseError
-from ..schemas import Atom, AtomizeResult, Chunk, ChunkFailure, Triple
-from .base import atom_id, batched, check_chunks, dedupe_keep_order, find_span, pbar, progress_enabled
-from .checkpoint import ChunkCheckpoint
-from .jsonfix import salvage_json
-from .matcher import TermMatcher
+from atomicrag.atomize.base import (
+    atom_id,
+    batched,
+    check_chunks,
+    dedupe_keep_order,
+    find_span,
+    pbar,
+    progress_enabled,
+)
+from atomicrag.atomize.checkpoint import ChunkCheckpoint
+from atomicrag.atomize.jsonfix import salvage_json
+from atomicrag.atomize.matcher import TermMatcher
+from atomicrag.core.config import AtomizerConfig
+from atomicrag.core.schemas import Atom, AtomizeResult, Chunk, ChunkFailure, Triple
+from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
+from atomicrag.llm.sampling import attempt_sampling, sampling_fingerprint
+from atomicrag.prompts import extraction as extraction_prompt
+from atomicrag.prompts import ner as ner_prompt
+from atomicrag.prompts._common import PromptParseError
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +102,7 @@ class LLMAtomizer:
         self.retries = max(0, retries)
         self.ner_max_tokens = ner_max_tokens
         self.extraction_max_tokens = extraction_max_tokens
-        self.temperature, self.seed = temperature, seed  # llm.temperature/seed (engine.sampling)
+        self.temperature, self.seed = temperature, seed  # llm.temperature/seed (llm.sampling)
         self.progress = progress_enabled(progress)
 
     def fingerprint(self) -> dict[str, Any]:

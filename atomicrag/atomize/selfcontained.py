@@ -67,7 +67,7 @@ def resolve_subject(text: str, subject: str) -> tuple[str, bool]:
 
 def chunk_subject(title: str, sents: list[Any]) -> str:
     """What a chunk is about: the entity its title names, else the first entity of its first sentence."""
-    from .base import title_entity
+    from atomicrag.atomize.base import title_entity
 
     if title.strip():
         return title_entity(title)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..config import AtomizerConfig
-from ..schemas import Atom, AtomizeResult, Chunk
-from .base import atom_id, check_chunks, pbar, progress_enabled, with_title
-from .nlp import clean_mentions, load_spacy, nlp_processes, sentences
-from .selfcontained import chunk_subject, self_contained
+from atomicrag.atomize.base import atom_id, check_chunks, pbar, progress_enabled, with_title
+from atomicrag.atomize.nlp import clean_mentions, load_spacy, nlp_processes, sentences
+from atomicrag.atomize.selfcontained import chunk_subject, self_contained
+from atomicrag.core.config import AtomizerConfig
+from atomicrag.core.schemas import Atom, AtomizeResult, Chunk
 
 
 class SentenceAtomizer:

@@ -16,17 +16,17 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
-from ..config import AtomizerConfig
-from ..engine.sampling import attempt_sampling, sampling_fingerprint
-from ..llm.protocol import ChatRequest, LLMBackend
-from ..prompts import vocabulary as vocab_prompt
-from ..prompts._common import PromptParseError
-from ..schemas import Atom, AtomizeResult, Chunk
-from .base import atom_id, batched, check_chunks, dedupe_keep_order, pbar
-from .llm import reply_object
-from .matcher import TermMatcher, tokens
-from .nlp import DROP_LABELS, _strip_span, load_spacy, sentences
-from .sentence import SentenceAtomizer
+from atomicrag.atomize.base import atom_id, batched, check_chunks, dedupe_keep_order, pbar
+from atomicrag.atomize.llm import reply_object
+from atomicrag.atomize.matcher import TermMatcher, tokens
+from atomicrag.atomize.nlp import DROP_LABELS, _strip_span, load_spacy, sentences
+from atomicrag.atomize.sentence import SentenceAtomizer
+from atomicrag.core.config import AtomizerConfig
+from atomicrag.core.schemas import Atom, AtomizeResult, Chunk
+from atomicrag.llm.protocol import ChatRequest, LLMBackend
+from atomicrag.llm.sampling import attempt_sampling, sampling_fingerprint
+from atomicrag.prompts import vocabulary as vocab_prompt
+from atomicrag.prompts._common import PromptParseError
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class VocabularyAtomizer(SentenceAtomizer):
         super().__init__(cfg or AtomizerConfig(name="vocabulary"), progress=progress, nlp=nlp)
         self.llm = llm
         self.retries = max(0, retries)
-        self.temperature, self.seed = temperature, seed  # llm.temperature/seed (engine.sampling)
+        self.temperature, self.seed = temperature, seed  # llm.temperature/seed (llm.sampling)
         self.uses_llm = bool(self.cfg.vocab_llm_filter)
         if self.uses_llm and llm is None:
             raise ValueError("vocabulary atomizer with vocab_llm_filter=True needs an LLM backend (llm=...)")

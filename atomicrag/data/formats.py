@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..config import DatasetConfig
-from ..schemas import Passage, Question
-from .validate import (
+from atomicrag.core.config import DatasetConfig
+from atomicrag.core.schemas import Passage, Question
+from atomicrag.data.validate import (
     DataError,
     IdRegistry,
     Where,

@@ -10,10 +10,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..config import DatasetConfig
-from ..schemas import Passage, Question
-from .formats import ID_PREFIX, Loaded
-from .validate import (
+from atomicrag.core.config import DatasetConfig
+from atomicrag.core.schemas import Passage, Question
+from atomicrag.data.formats import ID_PREFIX, Loaded
+from atomicrag.data.validate import (
     DataError,
     IdRegistry,
     Where,

@@ -33,7 +33,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from .validate import DataError, iter_jsonl, read_text
+from atomicrag.data.validate import DataError, iter_jsonl, read_text
 
 log = logging.getLogger("atomicrag")
 

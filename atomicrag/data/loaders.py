@@ -19,10 +19,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..artifacts import content_hash
-from ..config import DatasetConfig
-from ..schemas import Passage, Question
-from .validate import (
+from atomicrag.core.artifacts import content_hash
+from atomicrag.core.config import DatasetConfig
+from atomicrag.core.schemas import Passage, Question
+from atomicrag.data.validate import (
     DataError,
     IdRegistry,
     Where,
@@ -70,7 +70,7 @@ def load_dataset(cfg: DatasetConfig, data_dir: str | Path, *, require_corpus: bo
     ``require_corpus=False`` allows question-only sets (e.g. MuSiQue here, which has no
     corpus offline): ``passages`` is then empty instead of an error.
     """
-    from ..registry import DATASETS
+    from atomicrag.core.registry import DATASETS
 
     if cfg.format not in DATASETS:
         raise ValueError(f"unknown dataset format {cfg.format!r}; known: {', '.join(DATASETS.names())}")

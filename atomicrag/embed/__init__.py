@@ -3,11 +3,11 @@
 Heavy libraries (sentence-transformers, transformers, faiss) load only when an embedder or an
 index of that kind is built.
 """
-from .cache import embed_cached
-from .factory import build_embedder
-from .fake import FakeEmbedder
-from .index import FaissIndex, TorchExactIndex, VectorIndex, build_index
-from .protocol import Embedder
+from atomicrag.embed.cache import embed_cached
+from atomicrag.embed.factory import build_embedder
+from atomicrag.embed.fake import FakeEmbedder
+from atomicrag.embed.protocol import Embedder
+from atomicrag.embed.vector_index import FaissIndex, TorchExactIndex, VectorIndex, build_index
 
 __all__ = [
     "Embedder", "FaissIndex", "FakeEmbedder", "TorchExactIndex", "VectorIndex",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .protocol import Embedder
+from atomicrag.embed.protocol import Embedder
 
 _ENCODER_FIELDS = ("normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device",
                    "precision")
@@ -19,24 +19,24 @@ def _kwargs(cfg: dict[str, Any], pooling: str) -> dict[str, Any]:
 
 
 def fake(cfg: dict[str, Any], pooling: str) -> Embedder:
-    from .fake import FakeEmbedder
+    from atomicrag.embed.fake import FakeEmbedder
 
     return FakeEmbedder(cfg["dim"])
 
 
 def sentence_transformers(cfg: dict[str, Any], pooling: str) -> Embedder:
-    from .encoders import SentenceTransformerEmbedder
+    from atomicrag.embed.encoders import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(cfg["model"], **_kwargs(cfg, pooling))
 
 
 def transformers(cfg: dict[str, Any], pooling: str) -> Embedder:
-    from .encoders import TransformersEmbedder
+    from atomicrag.embed.encoders import TransformersEmbedder
 
     return TransformersEmbedder(cfg["model"], **_kwargs(cfg, pooling))
 
 
 def onnx(cfg: dict[str, Any], pooling: str) -> Embedder:
-    from .onnx_encoder import OnnxEmbedder
+    from atomicrag.embed.onnx_encoder import OnnxEmbedder
 
     return OnnxEmbedder(cfg["model"], **_kwargs(cfg, pooling))

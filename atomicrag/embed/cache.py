@@ -19,9 +19,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from .. import progress
-from ..artifacts import atomic_path
-from .protocol import Embedder
+from atomicrag.core import progress
+from atomicrag.core.artifacts import atomic_path
+from atomicrag.embed.protocol import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def embed_cached(
 ) -> torch.Tensor:
     """Embed ``texts`` (``[len(texts), dim]`` float32 CPU), reusing vectors in ``cache_path``.
 
-    ``stage`` names the progress bar of the texts to embed (``atomicrag.progress``)."""
+    ``stage`` names the progress bar of the texts to embed (``atomicrag.core.progress``)."""
     path = Path(cache_path)
     name, dim = embedder.name, embedder.dim
     keys, vectors = _load(path, name, dim)

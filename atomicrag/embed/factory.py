@@ -28,8 +28,8 @@ import dataclasses
 from functools import lru_cache
 from typing import Any
 
-from ..config import EmbedderConfig, FidelityConfig
-from .protocol import Embedder
+from atomicrag.core.config import EmbedderConfig, FidelityConfig
+from atomicrag.embed.protocol import Embedder
 
 
 def effective_pooling(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> str:
@@ -43,7 +43,7 @@ def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) 
     """Return the embedder ``cfg`` describes; identical settings share one loaded model."""
     if fidelity is not None and fidelity.embed_instruction == "released":
         # switch #10: the released code's instruction, glued on with no separator; none on passages
-        from .released_instructions import QUERY_TO_PASSAGE
+        from atomicrag.embed.released_instructions import QUERY_TO_PASSAGE
 
         cfg = dataclasses.replace(cfg, query_prefix=QUERY_TO_PASSAGE, passage_prefix="")
     key = tuple(sorted(dataclasses.asdict(cfg).items()))
@@ -56,12 +56,7 @@ def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) 
 def _build(key: tuple[tuple[str, Any], ...], pooling: str) -> Embedder:
     # Loading a model costs seconds (bge-large: ~1.3 GB); graph building, seeding and the
     # judge all ask for the run's embedder, so one instance is shared. encode() keeps no state.
-    from ..registry import EMBEDDERS
+    from atomicrag.core.registry import EMBEDDERS
 
     cfg = dict(key)
     return EMBEDDERS.get(cfg["name"])(cfg, pooling)
-
-
-def clear_embedder_cache() -> None:
-    """Drop the shared models (frees GPU memory between runs in one process)."""
-    _build.cache_clear()

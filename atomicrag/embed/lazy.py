@@ -53,7 +53,7 @@ def lazy_saved_embedder(cfg: Any, saved: dict[str, Any]) -> LazyEmbedder | None:
         return None
 
     def build() -> Any:
-        from .factory import build_embedder
+        from atomicrag.embed.factory import build_embedder
 
         return build_embedder(cfg.embedder, cfg.fidelity)
 

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import progress
-from ..artifacts import content_hash
-from .encoders import _Encoder, _model_pooling, clamp_max_length, length_batches, pool
+from atomicrag.core import progress
+from atomicrag.core.artifacts import content_hash
+from atomicrag.embed.encoders import _Encoder, _model_pooling, clamp_max_length, length_batches, pool
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,6 @@
 """The one index/query engine shared by the research harness and the library (see ``core``).
 
-Names load on first use, so ``atomicrag.engine.baselines`` (read by config validation) and
-``atomicrag.engine.sampling`` import without torch.
+Names load on first use, so importing the package stays cheap (no torch).
 """
 from __future__ import annotations
 
@@ -10,9 +9,7 @@ from typing import Any
 
 _EXPORTS = {
     "Batch": ".core", "ConfigModels": ".core", "Engine": ".core", "Models": ".core",
-    "CorpusIndex": ".index", "combined_stats": ".index",
-    "needs_llm": ".needs", "stage_needs": ".needs",
-    "sampling": ".sampling",
+    "CorpusIndex": ".corpus_index", "combined_stats": ".corpus_index",
 }
 
 

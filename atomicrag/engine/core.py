@@ -8,7 +8,7 @@
 Indexing is atomize → ``graph.build.update_graph``: a build is an update from empty, the
 library's ``insert``/``delete`` are updates of a previous graph (``engine.update``), and the
 stage cache (``graph.index``: atomize and graph folders keyed by their inputs) is an option of
-the engine, not a second path. Querying runs ``retrieve.engine.QueryEngine`` per corpus (graph
+the engine, not a second path. Querying runs ``retrieve.engine.BatchRetriever`` per corpus (graph
 retrievers) or the passage retriever of the registry, then the reader.
 """
 from __future__ import annotations
@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import Config
-from ..graph.incremental import IndexedGraph
-from ..registry import RETRIEVERS
-from ..schemas import Atom, AtomizeResult, Chunk, Passage, QueryTrace, Question, Triple
-from .index import CorpusIndex, group_chunks
-from .needs import INDEX_STAGES, QUERY_STAGES, needs, needs_llm
-from .sampling import sampling
+from atomicrag.core.config import Config
+from atomicrag.core.needs import INDEX_STAGES, QUERY_STAGES, needs, needs_llm
+from atomicrag.core.registry import RETRIEVERS
+from atomicrag.core.schemas import Atom, AtomizeResult, Chunk, Passage, QueryTrace, Question, Triple
+from atomicrag.engine.corpus_index import CorpusIndex, group_chunks
+from atomicrag.graph.incremental import IndexedGraph
+from atomicrag.llm.sampling import sampling
 
 log = logging.getLogger("atomicrag")
 
@@ -52,7 +52,7 @@ class ConfigModels:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from ..embed.factory import build_embedder
+            from atomicrag.embed.factory import build_embedder
 
             self._embedder = build_embedder(self.cfg.embedder, self.cfg.fidelity)
         return self._embedder
@@ -60,7 +60,7 @@ class ConfigModels:
     @property
     def llm(self) -> Any:
         if self._llm is None:
-            from ..llm.factory import build_llm
+            from atomicrag.llm.factory import build_llm
 
             self._llm = build_llm(self.cfg.llm, self.cfg.paths, self.accountant)
         return self._llm
@@ -91,7 +91,7 @@ class Batch:
 class Engine:
     def __init__(self, cfg: Config, models: Models | None = None, accountant: Any = None, *,
                  cache_dir: str | Path | None = None, dataset_name: str = "", progress: Any = None) -> None:
-        from ..llm.accounting import Accountant
+        from atomicrag.llm.accounting import Accountant
 
         self.cfg = cfg
         self.accountant = accountant if accountant is not None else Accountant()
@@ -99,7 +99,7 @@ class Engine:
         self.cache_dir = cache_dir  # None: no stage cache (the library keeps its index itself)
         self.dataset_name = dataset_name
         self.progress = progress  # callable(stage, done, total) or None
-        self._query_engines: dict[str, tuple[Any, Any]] = {}  # corpus -> (graph, QueryEngine)
+        self._retrievers: dict[str, tuple[Any, Any]] = {}  # corpus -> (graph, BatchRetriever)
 
     def _timed(self, module: str) -> Any:
         return self.accountant.time(module)
@@ -114,7 +114,7 @@ class Engine:
 
     # ------------------------------------------------------------------ indexing
     def atomizer(self, **deps: Any) -> Any:
-        from ..atomize import build_atomizer
+        from atomicrag.atomize import build_atomizer
 
         llm = self.llm_for(INDEX_STAGES)
         return build_atomizer(self.cfg.atomizer, llm=llm, **sampling_deps(self.cfg, llm), **deps)
@@ -136,9 +136,9 @@ class Engine:
     def update(self, prev: IndexedGraph | None, atoms: list[Atom], triples: list[Triple],
                meta: dict[str, Any] | None = None) -> IndexedGraph:
         """The graph of ``atoms``/``triples`` reusing ``prev`` (None: a build)."""
-        from ..graph.build import update_graph
+        from atomicrag.graph.build import update_graph
 
-        self._query_engines.clear()
+        self._retrievers.clear()
         with self._timed("graph"):
             return update_graph(prev, atoms, triples, self.models.embedder, self.cfg.graph, self.cfg.fidelity,
                                 progress=self.progress, meta=meta)
@@ -146,7 +146,7 @@ class Engine:
     def index_chunks(self, chunks: list[Chunk], corpus: str = "") -> IndexedGraph:
         """The graph of one corpus's chunks: through the stage cache when the engine has one."""
         if self.cache_dir is not None:
-            from ..graph.index import index_corpus
+            from atomicrag.graph.cached_build import index_corpus
 
             llm = self.llm_for(INDEX_STAGES)
             atomizer = self.atomizer() if chunks else None
@@ -169,7 +169,7 @@ class Engine:
         With ``questions`` and several corpora, only the corpora they ask about are indexed (a
         ``dataset.limit`` run over Graph-Bench Novel builds the novels it needs, not all 20)."""
         if chunks is None:
-            from ..data.chunker import chunk_passages
+            from atomicrag.data.token_windows import chunk_passages
 
             with self._timed("chunk"):
                 chunks = chunk_passages(passages, self.cfg.dataset)
@@ -190,14 +190,14 @@ class Engine:
 
     # ------------------------------------------------------------------ querying
     def query_engine(self, index: CorpusIndex, corpus: str) -> Any:
-        """The ``QueryEngine`` over ``corpus``'s graph (kept while the graph object stays the same)."""
+        """The ``BatchRetriever`` over ``corpus``'s graph (kept while the graph object stays the same)."""
         graph = index.graphs[corpus].graph
-        held = self._query_engines.get(corpus)
+        held = self._retrievers.get(corpus)
         if held is None or held[0] is not graph:
-            from ..retrieve.engine import QueryEngine
+            from atomicrag.retrieve.query_batch import BatchRetriever
 
-            qe = QueryEngine(self.cfg, graph, self.models.embedder, self.llm_for(QUERY_STAGES), self.accountant)
-            self._query_engines[corpus] = held = (graph, qe)
+            qe = BatchRetriever(self.cfg, graph, self.models.embedder, self.llm_for(QUERY_STAGES), self.accountant)
+            self._retrievers[corpus] = held = (graph, qe)
         return held[1]
 
     def retrieve(self, index: CorpusIndex, questions: list[Question]) -> Batch:
@@ -226,7 +226,7 @@ class Engine:
 
     def answer(self, batch: Batch, kind: str) -> list[Any]:
         """Reader outputs for every question of ``batch`` (``kind``: precise | abstract | none)."""
-        from ..answer.readers import build_reader
+        from atomicrag.answer.readers import build_reader
 
         if kind == "none" or not batch.questions:
             return []

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from atomicrag.config import FidelityConfig
+from atomicrag.core.config import FidelityConfig
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import judge as prompt
 

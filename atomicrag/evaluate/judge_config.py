@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import Config
-from .judge import AnswerAccuracyJudge, build_judge
+from atomicrag.core.config import Config
+from atomicrag.evaluate.judge import AnswerAccuracyJudge, build_judge
 
 
 class _QueryEncoder:
@@ -36,7 +36,7 @@ def judge_llm(cfg: Config, run_llm: Any, accountant: Any = None) -> tuple[Any, b
         if run_llm is None:
             raise ValueError("judge.llm_source=run but the run has no LLM (llm=...)")
         return run_llm, False
-    from ..llm.factory import build_llm
+    from atomicrag.llm.factory import build_llm
 
     return build_llm(cfg.judge.llm, cfg.paths, accountant), True
 
@@ -47,7 +47,7 @@ def judge_embedder(cfg: Config, run_embedder: Any) -> Any:
             raise ValueError("judge.embedder_source=run but the run has no embedder")
         base = run_embedder
     else:
-        from ..embed.factory import build_embedder
+        from atomicrag.embed.factory import build_embedder
 
         base = build_embedder(cfg.judge.embedder, None)  # no fidelity: see the module docstring
     return _QueryEncoder(base) if cfg.judge.embed_as_query else base

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..schemas import Question, QueryTrace
-from .aggregate import aggregate, row_for
-from .metrics import qa_scores
+from atomicrag.core.schemas import QueryTrace, Question
+from atomicrag.evaluate.aggregate import aggregate, row_for
+from atomicrag.evaluate.metrics import qa_scores
 
 ACC_COLUMNS = {
     "Fact Retrieval": "fact",
@@ -80,7 +80,7 @@ def score_run(
         if table:
             table["avg"] = round(sum(table.values()) / len(table), 3)
         metrics["acc_table"] = table
-        from .judge import summarize
+        from atomicrag.evaluate.judge import summarize
 
         metrics["judge"] = summarize(verdicts)
     overall = metrics["overall"]

@@ -11,7 +11,7 @@ from typing import Any
 
 _EXPORTS = {
     "build_graph": ".build",
-    "index_corpus": ".index",
+    "index_corpus": ".cached_build",
     "graph_stats": ".stats",
     "save_graph": ".io",
     "load_graph": ".io",

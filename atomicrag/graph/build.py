@@ -16,14 +16,18 @@ from typing import Any
 
 import torch
 
-from ..config import FidelityConfig, GraphConfig
-from ..embed.protocol import Embedder
-from ..schemas import Atom, AtomizeResult, Triple
-from .edges import adjacency, containment_edges, drop_pairs, entity_nodes, relevance_edges
-from .embedding import Progress, embed_reusing, encode  # noqa: F401  (encode re-exported)
-from .incremental import IndexedGraph, SynonymRows, rows_to_edges, update_synonym_rows
-from .reference import directed_rows_to_edges, entity_embedding_texts, prepare_atoms_triples
-from .structure import AtomEntityGraph, EdgeList
+from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.schemas import Atom, AtomizeResult, Triple
+from atomicrag.embed.protocol import Embedder
+from atomicrag.graph.edges import adjacency, containment_edges, drop_pairs, entity_nodes, relevance_edges
+from atomicrag.graph.embedding import Progress, embed_reusing, encode  # noqa: F401  (encode re-exported)
+from atomicrag.graph.incremental import IndexedGraph, SynonymRows, rows_to_edges, update_synonym_rows
+from atomicrag.graph.released_code import (
+    directed_rows_to_edges,
+    entity_embedding_texts,
+    prepare_atoms_triples,
+)
+from atomicrag.graph.structure import AtomEntityGraph, EdgeList
 
 log = logging.getLogger(__name__)
 

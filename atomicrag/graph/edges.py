@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..schemas import Atom, Triple
-from .canon import canonical_key
-from .structure import EdgeList
+from atomicrag.core.schemas import Atom, Triple
+from atomicrag.graph.canon import canonical_key
+from atomicrag.graph.structure import EdgeList
 
 
 @dataclass

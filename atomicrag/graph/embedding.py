@@ -7,9 +7,9 @@ from typing import Any
 
 import torch
 
-from .. import progress
-from ..embed.protocol import Embedder
-from ..progress import reporting
+from atomicrag.core import progress
+from atomicrag.core.progress import reporting
+from atomicrag.embed.protocol import Embedder
 
 Progress = Callable[[str, int, int], None]
 
@@ -22,7 +22,7 @@ _EMBED_STAGES = {"atom": "embed_atoms", "entity": "embed_entities"}  # the libra
 def encode(embedder: Embedder, texts: list[str], what: str) -> torch.Tensor:
     """Passage-side embeddings [n, dim] float32, L2-normalised, with a clear dimension check.
 
-    A progress task counts the texts as the encoder finishes each batch (``atomicrag.progress``).
+    A progress task counts the texts as the encoder finishes each batch (``atomicrag.core.progress``).
     """
     if not texts:
         return torch.zeros(0, embedder.dim, dtype=torch.float32)
@@ -48,7 +48,7 @@ def embed_reusing(texts: list[str], prev_texts: list[str], prev_emb: torch.Tenso
     """Embeddings of ``texts``: rows of ``prev_emb`` where the text was embedded before, else encoded.
 
     Returns ``(embeddings [len(texts), dim], number of texts encoded)``. ``progress`` receives
-    the encoding's progress (else the current ``atomicrag.progress`` sink does).
+    the encoding's progress (else the current ``atomicrag.core.progress`` sink does).
     """
     if prev_emb is not None and prev_emb.shape[1] != embedder.dim:
         raise ValueError(f"embedder {embedder.name!r} has dim={embedder.dim} but the index holds "

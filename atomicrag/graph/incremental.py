@@ -29,16 +29,12 @@ differently, as they could between two fresh builds on different hardware.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
-from ..config import GraphConfig
-from .canon import alnum_count
-from .structure import AtomEntityGraph, EdgeList
-
-if TYPE_CHECKING:
-    from .build import update_graph  # noqa: F401  (importable from here, see __getattr__)
+from atomicrag.core.config import GraphConfig
+from atomicrag.graph.canon import alnum_count
+from atomicrag.graph.structure import AtomEntityGraph, EdgeList
 
 # Cap on the [rows, candidates] similarity block, in elements (256 MB of float32 on CPU),
 # whatever synonym_batch says: the block is the only large temporary of the KNN.
@@ -182,12 +178,3 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
     rows_out = SynonymRows(torch.cat([kept.src, *out_s]), torch.cat([kept.dst, *out_d]),
                            torch.cat([kept.weight, *out_w]))
     return rows_out, int(pos_rows.numel())
-
-
-def __getattr__(name: str) -> object:
-    # update_graph lives in graph.build (a build is an update from empty); kept importable here
-    if name == "update_graph":
-        from .build import update_graph
-
-        return update_graph
-    raise AttributeError(name)

@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
-from ..artifacts import atomic_path, read_jsonl, write_json_atomic, write_jsonl_atomic
-from ..schemas import Atom, AtomizeResult, ChunkFailure, Triple
-from .structure import EDGE_TYPES, AtomEntityGraph, EdgeList
+from atomicrag.core.artifacts import atomic_path, read_jsonl, write_json_atomic, write_jsonl_atomic
+from atomicrag.core.schemas import Atom, AtomizeResult, ChunkFailure, Triple
+from atomicrag.graph.structure import EDGE_TYPES, AtomEntityGraph, EdgeList
 
 FORMAT_VERSION = 1
 
@@ -56,7 +56,7 @@ def load_graph(folder: str | Path) -> AtomEntityGraph:
     raises ``IndexDamagedError`` naming the file."""
     from safetensors.torch import load_file
 
-    from .verify import check_graph_tensors, damaged, read_file, read_json_object
+    from atomicrag.graph.verify import check_graph_tensors, damaged, read_file, read_json_object
 
     folder = Path(folder)
     gpath = folder / "graph.json"

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .structure import AtomEntityGraph
+from atomicrag.graph.structure import AtomEntityGraph
 
 _ROW_BLOCK = 4096
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..schemas import Atom
+from atomicrag.core.schemas import Atom
 
 EDGE_TYPES = ("containment", "relevance", "synonym")
 
@@ -55,6 +55,3 @@ class AtomEntityGraph:
     @property
     def num_nodes(self) -> int:
         return self.num_entities + self.num_atoms
-
-    def atom_node(self, atom_index: int) -> int:
-        return self.num_entities + atom_index

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from .incremental import _MAX_BLOCK_ELEMENTS, resolve_device  # noqa: F401  (re-exported)
-from .structure import EdgeList
+from atomicrag.graph.incremental import _MAX_BLOCK_ELEMENTS, resolve_device  # noqa: F401  (re-exported)
+from atomicrag.graph.structure import EdgeList
 
 
 def synonym_edges(entity_keys: list[str], embeddings: torch.Tensor, *, threshold: float, max_neighbors: int,
@@ -20,8 +20,8 @@ def synonym_edges(entity_keys: list[str], embeddings: torch.Tensor, *, threshold
     The full KNN is the incremental row update from nothing (``incremental.update_synonym_rows``
     with every row recomputed): one code path for builds and updates.
     """
-    from ..config import GraphConfig
-    from .incremental import rows_to_edges, update_synonym_rows
+    from atomicrag.core.config import GraphConfig
+    from atomicrag.graph.incremental import rows_to_edges, update_synonym_rows
 
     cfg = GraphConfig(synonym_threshold=threshold, synonym_max_neighbors=max_neighbors,
                       synonym_min_alnum=min_alnum, synonym_batch=batch, device=device)

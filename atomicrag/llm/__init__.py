@@ -32,7 +32,6 @@ _LAZY = {
     "AttachedServer": "servers",
     "launch_llamacpp": "servers",
     "launch_vllm": "servers",
-    "resolve_model_path": "offline_models",
 }
 
 __all__ = [
@@ -55,7 +54,6 @@ __all__ = [
     "launch_vllm",
     "parse_reply",
     "repair_json",
-    "resolve_model_path",
 ]
 
 

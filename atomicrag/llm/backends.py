@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from atomicrag.config import LLMConfig, PathsConfig, warn_if_key_missing
+from atomicrag.core.config import LLMConfig, PathsConfig
+from atomicrag.core.config_checks import warn_if_key_missing
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import LLMBackend
@@ -93,7 +94,7 @@ def llamacpp(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     # llama.cpp's C++ llama-server accepts it too, so attach and launch use the same style.
     if _urls(cfg):
         return _attach(cfg, "json_object")
-    from atomicrag.llm.offline_models import resolve_model_path
+    from atomicrag.core.offline_models import resolve_model_path
 
     model_file = resolve_model_path(cfg.model_path or cfg.model, paths.cache_dir)
     server = launch_llamacpp(

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atomicrag import progress
+from atomicrag.core import progress
 from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.core.config import LLMConfig, PathsConfig
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.cache import CachedLLM
 from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
@@ -81,7 +81,7 @@ def _scoped_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
 
 def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     """The bare backend for ``cfg`` (no cache, no accounting): the ``registry.LLMS`` entry's builder."""
-    from atomicrag.registry import LLMS
+    from atomicrag.core.registry import LLMS
 
     return LLMS.get(cfg.name)(cfg, paths)
 

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from atomicrag.llm.base import RawReply, SyncBackend
 from atomicrag.llm.protocol import ChatRequest
+from atomicrag.llm.retry import RawReply, SyncBackend
 
 Responder = Callable[[ChatRequest, int], str]
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")

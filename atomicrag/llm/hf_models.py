@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from atomicrag.llm.offline_models import ALIASES, resolve_model_path, sha256_file
+from atomicrag.core.offline_models import ALIASES, resolve_model_path, sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONVERTER = Path(__file__).with_name("gguf_to_hf.py")

@@ -27,17 +27,17 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from atomicrag import progress
-from atomicrag.llm.base import (
+from atomicrag.core import progress
+from atomicrag.llm.endpoints import Endpoint, EndpointPool
+from atomicrag.llm.probe import LOCAL_KINDS, ServerInfo, check_model_served, probe_server
+from atomicrag.llm.protocol import ChatRequest, ChatResult
+from atomicrag.llm.retry import (
     FatalLLMError,
     RawReply,
     ResultBuilder,
     backoff_delay,
     request_for_attempt,
 )
-from atomicrag.llm.endpoints import Endpoint, EndpointPool
-from atomicrag.llm.probe import LOCAL_KINDS, ServerInfo, check_model_served, probe_server
-from atomicrag.llm.protocol import ChatRequest, ChatResult
 
 if TYPE_CHECKING:
     from typing_extensions import Self

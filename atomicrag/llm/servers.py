@@ -297,7 +297,7 @@ def vllm_command(
     if device == "cpu":
         # bf16 only where the CPU computes it natively (AVX512-BF16/AMX): ~2x fp32 there, but
         # emulated elsewhere (an Ice Lake VM decoded SmolLM2 at ~2 tok/s in bf16)
-        from atomicrag.embed.precision import cpu_has_native_bf16
+        from atomicrag.core.hardware import cpu_has_native_bf16
 
         cmd += ["--dtype", "bfloat16" if cpu_has_native_bf16() else "float32"]
     else:

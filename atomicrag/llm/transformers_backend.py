@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from atomicrag.llm.base import RawReply, SyncBackend
 from atomicrag.llm.protocol import ChatRequest
+from atomicrag.llm.retry import RawReply, SyncBackend
 
 SCHEMA_HINT = "\n\nReply with JSON only (no prose, no code fence) that matches this JSON schema:\n{schema}"
 
@@ -111,7 +111,7 @@ def _version_at_least(version: str, minimum: tuple[int, int]) -> bool:
 
 def _source(model: str, cache_dir: str | Path) -> tuple[str, dict[str, Any]]:
     """(from_pretrained source, extra kwargs) for an id, folder, .gguf file, or offline alias."""
-    from atomicrag.llm.offline_models import ALIASES, resolve_model_path
+    from atomicrag.core.offline_models import ALIASES, resolve_model_path
 
     path: Path | None = None
     if model.lower() in ALIASES or model.lower().endswith(".gguf"):

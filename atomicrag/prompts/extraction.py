@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import PromptParseError, clean_str, dedupe
-from .ner import passage_text
+from atomicrag.prompts._common import PromptParseError, clean_str, dedupe
+from atomicrag.prompts.ner import passage_text
 
 VERSION = "extraction-v2"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import PromptParseError, clean_str, dedupe
+from atomicrag.prompts._common import PromptParseError, clean_str, dedupe
 
 VERSION = "ner-v1"
 

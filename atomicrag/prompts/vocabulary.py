@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._common import PromptParseError, clean_str
+from atomicrag.prompts._common import PromptParseError, clean_str
 
 VERSION = "vocabulary-v1"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..embed.index import build_index
+from atomicrag.embed.vector_index import build_index
 
 # HNSW parameters: faiss defaults for M, a search breadth that keeps recall high on 10^4-10^5 atoms
 HNSW_M = 32

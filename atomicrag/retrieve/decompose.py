@@ -17,9 +17,9 @@ answered undecomposed and ``Decomposition.failed`` records it, so failure rates 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from atomicrag.config import DecomposeConfig, FidelityConfig
+from atomicrag.core.config import DecomposeConfig, FidelityConfig
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import decompose as prompt
 
@@ -48,12 +48,6 @@ class Decomposition:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-class Decomposer(Protocol):
-    name: str
-
-    def decompose(self, questions: list[str]) -> list[Decomposition]: ...
 
 
 def trigger_fires(score: float, needs: bool, n_sub_questions: int, *, threshold: float,
@@ -150,7 +144,7 @@ class NoDecomposer:
 def build_decomposer(cfg: DecomposeConfig, fidelity: FidelityConfig, llm: Any = None,
                      **kwargs: Any) -> LLMDecomposer | NoDecomposer:
     """The ``registry.DECOMPOSERS`` entry ``decompose.name``; ``kwargs``: sampling (temperature, ...)."""
-    from ..registry import DECOMPOSERS
+    from atomicrag.core.registry import DECOMPOSERS
 
     return DECOMPOSERS.build(cfg.name, cfg=cfg, llm=llm, fidelity=fidelity, **kwargs)
 

@@ -12,19 +12,19 @@ from typing import Any
 
 import torch
 
-from ..config import Config
-from ..schemas import Chunk, Question, QueryTrace
-from .context import unique_in_order
-from .merge import ContextItem
+from atomicrag.core.config import Config
+from atomicrag.core.schemas import Chunk, QueryTrace, Question
+from atomicrag.retrieve.context import unique_in_order
+from atomicrag.retrieve.merge import ContextItem
 
 
 def _encode_chunks(chunks: list[Chunk], embedder: Any, cfg: Config) -> torch.Tensor:
     texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in chunks]
     try:
-        from ..embed.cache import embed_cached
+        from atomicrag.embed.cache import embed_cached
     except ImportError:  # the cache is an optimisation, not a requirement
         return embedder.encode(texts)
-    from ..artifacts import content_hash
+    from atomicrag.core.artifacts import content_hash
 
     path = Path(cfg.paths.cache_dir) / cfg.dataset.name / "passage_embeddings" / f"{content_hash(embedder.name)}.safetensors"
     return embed_cached(embedder, texts, path, stage="embed_passages")

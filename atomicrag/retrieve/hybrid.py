@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from ..config import RetrieverConfig
-from ..graph.structure import AtomEntityGraph
-from .lexical import LexicalScorer
-from .passage_nodes import (
+from atomicrag.core.config import RetrieverConfig
+from atomicrag.graph.structure import AtomEntityGraph
+from atomicrag.retrieve.lexical import LexicalScorer
+from atomicrag.retrieve.passage_nodes import (
     PassageLayer,
     bridge_topk,
     build_passage_layer,
@@ -26,7 +26,7 @@ from .passage_nodes import (
     per_passage,
     rank_passages,
 )
-from .propagate import topk_atoms
+from atomicrag.retrieve.propagate import topk_atoms
 
 # Built parts per graph: keyed by the identity of the graph's adjacency and atom embeddings, which
 # every update (graph/incremental.py) replaces; holding them keeps those ids from being reused.

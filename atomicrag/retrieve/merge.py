@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from atomicrag.schemas import ScoredAtom
+from atomicrag.core.schemas import ScoredAtom
 
 MODES = ("citation_units", "string_dedupe")
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..graph.structure import AtomEntityGraph
+from atomicrag.graph.structure import AtomEntityGraph
 
 
 @dataclass

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from ..config import FidelityConfig, RetrieverConfig
-from ..graph.structure import AtomEntityGraph
+from atomicrag.core.config import FidelityConfig, RetrieverConfig
+from atomicrag.graph.structure import AtomEntityGraph
 
 
 @dataclass
@@ -172,7 +172,7 @@ def build_seeds(
     n_q = query_embeddings.shape[0]
     e_count = graph.num_entities
     if fidelity.embed_instruction == "released":  # switch #10: the released query-to-node instruction
-        from ..embed.released_instructions import QUERY_TO_NODE, glue
+        from atomicrag.embed.released_instructions import QUERY_TO_NODE, glue
 
         plain_encode = encode_entities
         encode_entities = lambda xs: plain_encode(glue(QUERY_TO_NODE, xs))  # noqa: E731
@@ -195,7 +195,7 @@ def build_seeds(
             seed_sim = (1 - w) * atom_sim + w * lexical.atom_scores(queries)  # [Q, A]
         ann = None
         if fidelity.vector_index == "faiss" and fidelity.atom_seeding == "topk":  # switch #11 (dense part)
-            from .ann import ann_topk
+            from atomicrag.retrieve.ann import ann_topk
 
             ann = ann_topk(graph.atom_embeddings, query_embeddings, min(cfg.atom_seed_top_k, graph.num_atoms))
         idx, v = atom_seed_weights(seed_sim, cfg, fidelity, ann)

@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from atomicrag.config import FidelityConfig, SieveConfig
+from atomicrag.core.config import FidelityConfig, SieveConfig
+from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import sieve as prompt
-from atomicrag.schemas import ScoredAtom
 
 MODULE = "sieve"
 
@@ -215,7 +215,7 @@ class NoSieve:
 def build_sieve(cfg: SieveConfig, fidelity: FidelityConfig, llm: Any = None,
                 **kwargs: Any) -> LLMSieve | NoSieve:
     """The ``registry.SIEVES`` entry ``sieve.name``; ``kwargs``: sampling (temperature, ...)."""
-    from ..registry import SIEVES
+    from atomicrag.core.registry import SIEVES
 
     return SIEVES.build(cfg.name, cfg=cfg, llm=llm, fidelity=fidelity, **kwargs)
 

@@ -1,7 +1,7 @@
 import pytest
 
 from atomicrag.answer.readers import LLMReader, build_reader, format_context, parse_answer, summarize
-from atomicrag.config import ReaderConfig
+from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.protocol import ChatResult
 from atomicrag.prompts import reader as prompt
 from atomicrag.retrieve.merge import ContextItem

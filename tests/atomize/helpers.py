@@ -5,8 +5,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from atomicrag.core.schemas import Chunk
 from atomicrag.llm.protocol import ChatRequest, ChatResult
-from atomicrag.schemas import Chunk
 
 
 def chunk(i: int, text: str, title: str = "") -> Chunk:

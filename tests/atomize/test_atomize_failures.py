@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from atomicrag.atomize.llm import LLMAtomizer
-from atomicrag.config import AtomizerConfig, Config
+from atomicrag.core.config import AtomizerConfig, Config
+from atomicrag.core.schemas import Chunk
 from atomicrag.embed.fake import FakeEmbedder
-from atomicrag.graph.index import index_corpus
+from atomicrag.graph.cached_build import index_corpus
 from atomicrag.llm.protocol import ChatRequest, ChatResult
-from atomicrag.schemas import Chunk
 
 from .helpers import KB, PASSAGE_A, PASSAGE_B, ScriptedLLM, facts_script, passage_of
 
@@ -61,8 +61,8 @@ def test_default_failure_fraction_aborts_with_a_clear_message(tmp_path) -> None:
 
 def test_a_cache_that_an_older_version_marked_complete_with_failures_is_redone(tmp_path) -> None:
     """Caches written before this fix hold failed chunks under a finished manifest: retry them."""
-    from atomicrag.artifacts import StageCache, content_hash
-    from atomicrag.graph.index import atomize_inputs, chunks_hash, incomplete
+    from atomicrag.core.artifacts import StageCache, content_hash
+    from atomicrag.graph.cached_build import atomize_inputs, chunks_hash, incomplete
     from atomicrag.graph.io import save_atomize_result
 
     cfg = Config(atomizer=AtomizerConfig(name="llm", max_chunk_failures_frac=0.5))
@@ -83,8 +83,8 @@ def test_a_cache_that_an_older_version_marked_complete_with_failures_is_redone(t
 
 
 def test_vocabulary_filter_failures_count_as_incomplete() -> None:
-    from atomicrag.graph.index import incomplete
-    from atomicrag.schemas import AtomizeResult
+    from atomicrag.core.schemas import AtomizeResult
+    from atomicrag.graph.cached_build import incomplete
 
     assert incomplete(AtomizeResult(atoms=[], triples=[], failures=[], llm_calls=3,
                                     stats={"vocab_failed_batches": 1}))

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from atomicrag.atomize.llm import LLMAtomizer
-from atomicrag.config import AtomizerConfig
+from atomicrag.core.config import AtomizerConfig
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.protocol import ChatRequest, ChatResult
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from atomicrag.config import AtomizerConfig, LLMConfig, PathsConfig
-from atomicrag.schemas import Chunk
+from atomicrag.core.config import AtomizerConfig, LLMConfig, PathsConfig
+from atomicrag.core.schemas import Chunk
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def _skip_reason() -> str | None:
     if llamacpp_server_missing():
         return f"llama-cpp-python[server] is not installed (missing {llamacpp_server_missing()})"
     try:
-        from atomicrag.llm.offline_models import smollm2_gguf
+        from atomicrag.core.offline_models import smollm2_gguf
 
         smollm2_gguf()
     except Exception as exc:  # noqa: BLE001  any resolution problem is a skip reason

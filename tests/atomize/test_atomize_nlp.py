@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from atomicrag.atomize.chunk import ChunkAtomizer
 from atomicrag.atomize.sentence import SentenceAtomizer
 from atomicrag.atomize.vocabulary import VocabularyAtomizer
-from atomicrag.config import AtomizerConfig
+from atomicrag.atomize.whole_chunk import ChunkAtomizer
+from atomicrag.core.config import AtomizerConfig
 from atomicrag.llm.protocol import ChatRequest, ChatResult
 
 from .helpers import ScriptedLLM, chunk, ok

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from atomicrag.atomize.llm import LLMAtomizer
-from atomicrag.config import AtomizerConfig, Config
+from atomicrag.core.config import AtomizerConfig, Config
+from atomicrag.core.schemas import Chunk
 from atomicrag.embed.fake import FakeEmbedder
-from atomicrag.graph.index import index_corpus
-from atomicrag.schemas import Chunk
+from atomicrag.graph.cached_build import index_corpus
 
 from .helpers import KB, PASSAGE_A, PASSAGE_B, ScriptedLLM, facts_script
 

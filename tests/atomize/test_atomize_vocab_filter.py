@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from atomicrag.atomize.vocabulary import VocabularyAtomizer
-from atomicrag.config import AtomizerConfig
+from atomicrag.core.config import AtomizerConfig
 from atomicrag.llm.protocol import ChatRequest, ChatResult
 
 from .helpers import ScriptedLLM, ok

@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from atomicrag.config import DatasetConfig
+from atomicrag.core.config import DatasetConfig
+from atomicrag.core.schemas import Passage
 from atomicrag.data import Chunker, chunk_passages
-from atomicrag.data.chunker import regex_spans
-from atomicrag.schemas import Passage
+from atomicrag.data.token_windows import regex_spans
 
 LONG = " ".join(f"Word{i}, said the {i % 7}th speaker." for i in range(200))  # ~1,400 regex tokens
 
@@ -73,8 +73,8 @@ def test_config_defaults_and_validation() -> None:
 def test_hf_tokenizer_offsets() -> None:
     from transformers import AutoTokenizer
 
-    from atomicrag.data.chunker import hf_span_fn
-    from atomicrag.embed.encoders import offline_minilm_path
+    from atomicrag.core.offline_models import offline_minilm_path
+    from atomicrag.data.token_windows import hf_span_fn
 
     p = Passage(id="p", text=LONG)
     chunker = Chunker(size=128, overlap=16, tokenizer="minilm")
@@ -88,7 +88,7 @@ def test_hf_tokenizer_offsets() -> None:
 
 
 def test_long_text_pieces_break_before_spaces() -> None:
-    from atomicrag.data.chunker import _pieces
+    from atomicrag.data.token_windows import _pieces
 
     text = ("word " * 9000) + "x" * 30_000
     pieces = _pieces(text, size=1000)

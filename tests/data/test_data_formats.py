@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from atomicrag.config import DatasetConfig
+from atomicrag.core.config import DatasetConfig
 from atomicrag.data import DataError, load_dataset
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from atomicrag.config import DatasetConfig, PathsConfig
+from atomicrag.core.config import DatasetConfig, PathsConfig
 from atomicrag.data import DataError, Dataset, load_dataset
 
 DATA_DIR = PathsConfig().resolved_data_dir()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from atomicrag.api_types import normalize_documents
 from atomicrag.data.ingest import html_text, read_path
 from atomicrag.data.validate import DataError
+from atomicrag.library.types import normalize_documents
 
 
 def write_pdf(path: Path, pages: list[str], title: str = "") -> None:

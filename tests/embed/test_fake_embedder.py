@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from atomicrag.config import EmbedderConfig, FidelityConfig
+from atomicrag.core.config import EmbedderConfig, FidelityConfig
 from atomicrag.embed import Embedder, FakeEmbedder, build_embedder
 
 

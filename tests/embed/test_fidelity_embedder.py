@@ -1,7 +1,7 @@
 """Switch #10 at the factory: what the embedder is built with under each fidelity (no model load)."""
 from __future__ import annotations
 
-from atomicrag.config import EmbedderConfig, FidelityConfig
+from atomicrag.core.config import EmbedderConfig, FidelityConfig
 from atomicrag.embed import factory
 from atomicrag.embed.released_instructions import QUERY_TO_NODE, QUERY_TO_PASSAGE, glue
 

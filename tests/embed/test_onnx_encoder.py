@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from atomicrag.config import EmbedderConfig
+from atomicrag.core.config import EmbedderConfig
 from atomicrag.embed import build_embedder
 from atomicrag.embed.onnx_encoder import OnnxEmbedder
 

@@ -6,7 +6,7 @@ import importlib.util
 import pytest
 import torch
 
-from atomicrag.config import EmbedderConfig, FidelityConfig
+from atomicrag.core.config import EmbedderConfig, FidelityConfig
 from atomicrag.embed import build_embedder
 from atomicrag.embed.encoders import SentenceTransformerEmbedder, TransformersEmbedder
 

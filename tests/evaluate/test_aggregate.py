@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from atomicrag.core.schemas import Question
 from atomicrag.evaluate.aggregate import acc_type, aggregate, group_of, native_type, row_for
-from atomicrag.schemas import Question
 
 
 @pytest.mark.parametrize(

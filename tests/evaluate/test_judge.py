@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from atomicrag.config import FidelityConfig
+from atomicrag.core.config import FidelityConfig
 from atomicrag.evaluate.judge import (
     AnswerAccuracyJudge,
     answer_accuracy,
@@ -165,7 +165,7 @@ def test_failed_judge_calls_score_zero_under_the_released_code():
 
 def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     """The judge is built from cfg.judge: the run's models only when the config says so."""
-    from atomicrag.config import Config, JudgeConfig
+    from atomicrag.core.config import Config, JudgeConfig
     from atomicrag.evaluate import judge_config
 
     built = {}

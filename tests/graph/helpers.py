@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from atomicrag.schemas import Atom, AtomizeResult, Triple
+from atomicrag.core.schemas import Atom, AtomizeResult, Triple
 
 
 class TableEmbedder:

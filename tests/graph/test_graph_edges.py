@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from atomicrag.config import FidelityConfig, GraphConfig
+from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.schemas import AtomizeResult, ChunkFailure
 from atomicrag.graph.build import build_graph
 from atomicrag.graph.canon import canonical_key
 from atomicrag.graph.synonyms import synonym_edges
-from atomicrag.schemas import AtomizeResult, ChunkFailure
 
 from .helpers import VECTORS, TableEmbedder, corpus
 

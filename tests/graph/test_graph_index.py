@@ -6,12 +6,12 @@ import json
 import pytest
 import torch
 
-from atomicrag.config import AtomizerConfig, Config, FidelityConfig, GraphConfig
+from atomicrag.core.config import AtomizerConfig, Config, FidelityConfig, GraphConfig
+from atomicrag.core.schemas import AtomizeResult, Chunk
 from atomicrag.embed.fake import FakeEmbedder
 from atomicrag.graph.build import build_graph
-from atomicrag.graph.index import index_corpus
+from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.io import load_graph, save_graph
-from atomicrag.schemas import AtomizeResult, Chunk
 
 from .helpers import VECTORS, TableEmbedder, corpus
 

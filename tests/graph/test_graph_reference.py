@@ -5,10 +5,10 @@ import dataclasses
 
 import pytest
 
-from atomicrag.config import FidelityConfig, GraphConfig
+from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.schemas import Atom, AtomizeResult, Triple
 from atomicrag.graph.build import build_graph
-from atomicrag.graph.reference import dedupe_triples_per_chunk, merge_identical_atoms, prepare_for_graph
-from atomicrag.schemas import Atom, AtomizeResult, Triple
+from atomicrag.graph.released_code import dedupe_triples_per_chunk, merge_identical_atoms, prepare_for_graph
 
 from .helpers import VECTORS, TableEmbedder, corpus
 
@@ -37,7 +37,7 @@ def test_one_way_synonyms_weigh_half_a_mutual_one():
     import torch
 
     from atomicrag.graph.incremental import SynonymRows
-    from atomicrag.graph.reference import directed_rows_to_edges
+    from atomicrag.graph.released_code import directed_rows_to_edges
 
     # paris <-> eiffel tower find each other (0.9 both ways): a mutual pair keeps its cosine
     assert pairs(build().edges["synonym"]) == pairs(build(synonym_direction="directed").edges["synonym"]) == {
@@ -77,8 +77,9 @@ def test_paper_fidelity_leaves_the_extraction_untouched():
 
 
 def test_reference_code_preset_changes_the_graph_paper_does_not():
-    from omegaconf import OmegaConf
     from pathlib import Path
+
+    from omegaconf import OmegaConf
 
     conf = Path(__file__).resolve().parents[2] / "conf" / "fidelity"
     ref = FidelityConfig(**OmegaConf.to_container(OmegaConf.load(conf / "reference_code.yaml")))

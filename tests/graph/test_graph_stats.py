@@ -6,10 +6,10 @@ import random
 import pytest
 import torch
 
+from atomicrag.core.schemas import Atom
 from atomicrag.graph.edges import adjacency
 from atomicrag.graph.stats import graph_stats, stats_markdown
 from atomicrag.graph.structure import AtomEntityGraph, EdgeList
-from atomicrag.schemas import Atom
 
 
 def el(pairs: list[tuple[int, int]], w: float = 1.0) -> EdgeList:

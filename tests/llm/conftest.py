@@ -63,8 +63,8 @@ class VllmHandle:
 
 @pytest.fixture(scope="session")
 def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmHandle]:
+    from atomicrag.core.offline_models import OfflineModelError
     from atomicrag.llm.hf_models import ServerEnvError, find_server_python, hf_model
-    from atomicrag.llm.offline_models import OfflineModelError
 
     try:
         python = find_server_python(os.environ.get("ATOMICRAG_VLLM_PYTHON"))

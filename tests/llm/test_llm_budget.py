@@ -3,13 +3,13 @@ lowest-ranked context, count it, and never send a prompt the server would refuse
 from __future__ import annotations
 
 from atomicrag.answer.readers import LLMReader, summarize
-from atomicrag.config import FidelityConfig, ReaderConfig, SieveConfig
+from atomicrag.core.config import FidelityConfig, ReaderConfig, SieveConfig
+from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.budget import context_window, estimate_tokens, fit_items
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.prompts import reader as reader_prompt
 from atomicrag.retrieve.sieve import LLMSieve
-from atomicrag.schemas import ScoredAtom
 
 SENTENCE = "The Rhine Falls is a waterfall on the High Rhine in Switzerland, near Schaffhausen. "
 

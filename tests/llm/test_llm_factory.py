@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 from llm_stub_server import StubServer, completion
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.core.config import LLMConfig, PathsConfig
+from atomicrag.core.offline_models import OfflineModelError, resolve_model_path
 from atomicrag.llm import ChatRequest
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.cache import CachedLLM
 from atomicrag.llm.factory import build_llm
 from atomicrag.llm.fake import FakeLLM
-from atomicrag.llm.offline_models import OfflineModelError, resolve_model_path
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.probe import ModelNotServedError
 
@@ -82,7 +82,7 @@ def test_context_window_from_vllm_or_config(tmp_path: Path, stub: StubServer) ->
 
 
 def test_sampling_uses_config_defaults_with_stage_overrides() -> None:
-    from atomicrag.engine.sampling import sampling
+    from atomicrag.llm.sampling import sampling
 
     cfg = LLMConfig(temperature=0.2, max_tokens=77, seed=5)
     assert sampling(cfg, "decompose") == {"temperature": 0.2, "max_tokens": 77, "seed": 5}

@@ -7,9 +7,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.core.config import LLMConfig, PathsConfig
+from atomicrag.core.offline_models import OfflineModelError, resolve_model_path
 from atomicrag.llm.factory import build_llm
-from atomicrag.llm.offline_models import OfflineModelError, resolve_model_path
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.llm.servers import LocalServer, launch_llamacpp, llamacpp_server_missing

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 @pytest.fixture()
 def second(vllm: VllmHandle, tmp_path: Path) -> Iterator[LocalServer]:
     if not llamacpp_server_missing():
-        from atomicrag.llm.offline_models import resolve_model_path
+        from atomicrag.core.offline_models import resolve_model_path
 
         srv = launch_llamacpp(resolve_model_path("smollm2"), log_dir=tmp_path, n_threads=1, n_ctx=2048,
                               model_alias=vllm.served, startup_timeout_s=180)

@@ -102,7 +102,7 @@ def _launch_recorded(yaml_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     LocalServer.start and the client's probe are replaced, so no GPU or vLLM is needed."""
     from omegaconf import OmegaConf
 
-    from atomicrag.config import LLMConfig, PathsConfig
+    from atomicrag.core.config import LLMConfig, PathsConfig
     from atomicrag.llm import servers
     from atomicrag.llm.factory import build_backend
     from atomicrag.llm.openai_client import OpenAIClient
@@ -138,7 +138,7 @@ def test_vllm_cpu_default_config_reaches_the_cpu_command(tmp_path: Path, monkeyp
     assert asked == [("smollm2", sys.executable)] and cmd[0] == sys.executable
     assert cmd[cmd.index("--model") + 1] == str(converted)
     assert cmd[cmd.index("--served-model-name") + 1] == "smollm2-135m-instruct" == cfg.model
-    from atomicrag.embed.precision import cpu_has_native_bf16
+    from atomicrag.core.hardware import cpu_has_native_bf16
 
     # bf16 only on CPUs that compute it natively; emulated bf16 decodes several times slower
     want = "bfloat16" if cpu_has_native_bf16() else "float32"

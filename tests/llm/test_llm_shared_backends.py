@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.core.config import LLMConfig, PathsConfig
 from atomicrag.llm import factory
 from atomicrag.llm.protocol import ChatRequest
 
@@ -63,8 +63,8 @@ def test_without_a_scope_each_build_owns_its_backend(counting: type[_Counting], 
 def test_quickstart_rows_launch_the_llm_once(counting: type[_Counting], tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The harness: AtomicRAG row + the dense-passage baseline with a reader build one backend."""
-    from atomicrag import pipeline
-    from atomicrag.config import load_config
+    from atomicrag.core.config import load_config
+    from atomicrag.harness import pipeline
 
     cfg = load_config({"llm": "fake", "embedder": "fake", "reader": {"name": "none"},
                        "judge": {"name": "none"}, "baselines": ["dense_passage"],

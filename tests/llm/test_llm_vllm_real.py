@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 from conftest import VllmHandle
 
-from atomicrag.config import LLMConfig, PathsConfig
+from atomicrag.core.config import LLMConfig, PathsConfig
 from atomicrag.llm.accounting import Accountant
 from atomicrag.llm.factory import build_llm
 from atomicrag.llm.openai_client import OpenAIClient

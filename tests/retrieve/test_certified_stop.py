@@ -140,7 +140,7 @@ def test_a_tie_at_the_kth_place_is_never_certified():
 
 
 def test_fixed_and_accuracy_modes_from_config():
-    from atomicrag.config import FidelityConfig, RetrieverConfig
+    from atomicrag.core.config import FidelityConfig, RetrieverConfig
     from atomicrag.retrieve.propagate import build_propagator
 
     fixed = build_propagator(RetrieverConfig(ppr_stop="fixed", max_iter=7), FidelityConfig())

@@ -1,6 +1,6 @@
 import pytest
 
-from atomicrag.config import DecomposeConfig, FidelityConfig
+from atomicrag.core.config import DecomposeConfig, FidelityConfig
 from atomicrag.llm.protocol import ChatResult
 from atomicrag.prompts import decompose as prompt
 from atomicrag.retrieve.decompose import (

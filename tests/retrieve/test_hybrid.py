@@ -6,12 +6,12 @@ import torch
 
 from atomicrag.atomize.nlp import Sentence
 from atomicrag.atomize.selfcontained import chunk_subject, self_contained, strip_markup
-from atomicrag.config import FidelityConfig, GraphConfig, RetrieverConfig, load_config
+from atomicrag.core.config import FidelityConfig, GraphConfig, RetrieverConfig, load_config
+from atomicrag.core.schemas import Atom, AtomizeResult, Question
 from atomicrag.graph.build import build_graph
-from atomicrag.retrieve.engine import QueryEngine
 from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize
 from atomicrag.retrieve.passage_nodes import bridge_topk, build_passage_layer, per_passage, rank_passages
-from atomicrag.schemas import Atom, AtomizeResult, Question
+from atomicrag.retrieve.query_batch import BatchRetriever
 
 pytest.importorskip("bm25s")
 
@@ -84,7 +84,7 @@ def _engine(graph, **fields):
                                      "atom_seed_weight": 0.1, "top_k": 5,
                                      "query_entities": "spacy_match", **fields},
                        "embedder": {"name": "fake"}})
-    return QueryEngine(cfg, graph, BagEmbedder())
+    return BatchRetriever(cfg, graph, BagEmbedder())
 
 
 @pytest.mark.parametrize("fields", [

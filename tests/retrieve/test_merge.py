@@ -1,7 +1,7 @@
 import pytest
 
+from atomicrag.core.schemas import ScoredAtom
 from atomicrag.retrieve.merge import context_passage_ids, merge_context, passage_ranking
-from atomicrag.schemas import ScoredAtom
 
 
 def atom(aid, pid, score, text=None):

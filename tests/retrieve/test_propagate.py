@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from atomicrag.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.config import FidelityConfig, RetrieverConfig
 from atomicrag.retrieve.propagate import (
     PPR,
     build_propagator,

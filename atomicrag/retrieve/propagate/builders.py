@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import Propagator
+from atomicrag.retrieve.propagate.base import Propagator
 
 if TYPE_CHECKING:  # only torch at import time (the GPU check runs this package on a bare machine)
-    from ...config import FidelityConfig, RetrieverConfig
+    from atomicrag.core.config import FidelityConfig, RetrieverConfig
 
 EXACT_TOL = 1e-10  # L1 change per query at which the "power" (exact) variant stops
 EXACT_MAX_ITER = 1000
@@ -29,7 +29,7 @@ def restart_probability(cfg: RetrieverConfig, fidelity: FidelityConfig) -> float
 
 
 def ppr(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
-    from .ppr import PPR
+    from atomicrag.retrieve.propagate.ppr import PPR
 
     kw: dict[str, Any] = {
         "restart": restart_probability(cfg, fidelity), "max_iter": cfg.max_iter, "tol": cfg.tol,
@@ -48,7 +48,7 @@ def power(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> P
 
 
 def rwr(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
-    from .rwr import RandomWalkRestart
+    from atomicrag.retrieve.propagate.rwr import RandomWalkRestart
 
     return RandomWalkRestart(**{"restart": restart_probability(cfg, fidelity), "num_walks": cfg.num_walks,
                                 "walk_length": cfg.walk_length, "rng_seed": cfg.rng_seed,
@@ -56,25 +56,25 @@ def rwr(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Pro
 
 
 def katz(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
-    from .variants import Katz
+    from atomicrag.retrieve.propagate.variants import Katz
 
     return Katz(**{"beta": cfg.katz_beta, "max_iter": cfg.max_iter, "device": cfg.device, **overrides})
 
 
 def labelprop(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
-    from .variants import LabelPropagation
+    from atomicrag.retrieve.propagate.variants import LabelPropagation
 
     return LabelPropagation(**{"max_iter": cfg.max_iter, "device": cfg.device, **overrides})
 
 
 def bfs(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
-    from .variants import WeightedBFS
+    from atomicrag.retrieve.propagate.variants import WeightedBFS
 
     return WeightedBFS(**{"decay": cfg.bfs_decay, "max_hops": cfg.bfs_max_hops, "device": cfg.device, **overrides})
 
 
 def qiter(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
-    from .qiter import QIter
+    from atomicrag.retrieve.propagate.qiter import QIter
 
     return QIter(**{"traversal_depth": cfg.traversal_depth, "beam_size": cfg.beam_size,
                     "anchor_top_k": cfg.anchor_top_k, "query_update_weight": cfg.query_update_weight,
@@ -82,7 +82,7 @@ def qiter(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> P
 
 
 def dense(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
-    from .variants import DenseSimilarity
+    from atomicrag.retrieve.propagate.variants import DenseSimilarity
 
     ann_k = cfg.top_k if fidelity.vector_index == "faiss" else None  # switch #11: HNSW top-k
     return DenseSimilarity(**{"device": cfg.device, "ann_k": ann_k, **overrides})

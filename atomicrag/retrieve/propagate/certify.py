@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from .base import SeedTriplets
+from atomicrag.retrieve.propagate.base import SeedTriplets
 
 GROUP = 64  # atoms per group of the two-stage top-(k+1)
 

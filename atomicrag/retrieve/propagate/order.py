@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import PreparedGraph
+from atomicrag.retrieve.propagate.base import PreparedGraph
 
 ORDERS = ("rcm", "degree", "none")
 

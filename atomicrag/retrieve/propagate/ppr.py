@@ -42,10 +42,17 @@ from typing import Any
 
 import torch
 
-from .base import GraphCache, PreparedGraph, SeedTriplets, block_width, resolve_device, seed_triplets
-from .certify import TopkCertificate, make_certificate
-from .order import locality_order
-from .solvers import SolveParams, solve_cg, solve_chebyshev, solve_power
+from atomicrag.retrieve.propagate.base import (
+    GraphCache,
+    PreparedGraph,
+    SeedTriplets,
+    block_width,
+    resolve_device,
+    seed_triplets,
+)
+from atomicrag.retrieve.propagate.certify import TopkCertificate, make_certificate
+from atomicrag.retrieve.propagate.order import locality_order
+from atomicrag.retrieve.propagate.solvers import SolveParams, solve_cg, solve_chebyshev, solve_power
 
 SOLVERS = {"chebyshev": solve_chebyshev, "cg": solve_cg, "power": solve_power}
 MIN_CERT_WIDTH = 128  # blocks this wide (or of one query) use the top-k certificate

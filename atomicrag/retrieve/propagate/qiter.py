@@ -23,7 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .base import GraphCache, resolve_device, seed_triplets
+from atomicrag.retrieve.propagate.base import GraphCache, resolve_device, seed_triplets
 
 _EPS_SCORE = 1e-6
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from .base import GraphCache, resolve_device, seed_triplets
+from atomicrag.retrieve.propagate.base import GraphCache, resolve_device, seed_triplets
 
 _ROULETTE_CAP = 1000  # steps of the tail phase at most
 

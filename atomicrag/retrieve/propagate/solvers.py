@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from .base import PreparedGraph, SeedTriplets
-from .certify import TopkCertificate, select_columns
+from atomicrag.retrieve.propagate.base import PreparedGraph, SeedTriplets
+from atomicrag.retrieve.propagate.certify import TopkCertificate, select_columns
 
 
 @dataclass

@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from .base import Propagator
+from atomicrag.retrieve.propagate.base import Propagator
 
 
 def topk_atoms(scores: torch.Tensor, num_entities: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,7 +9,13 @@ from typing import Any
 
 import torch
 
-from .base import GraphCache, SeedTriplets, block_width, resolve_device, seed_triplets
+from atomicrag.retrieve.propagate.base import (
+    GraphCache,
+    SeedTriplets,
+    block_width,
+    resolve_device,
+    seed_triplets,
+)
 
 
 class _Blocked:
@@ -172,7 +178,7 @@ class DenseSimilarity:
         if self.ann_k is None:
             out[:, num_entities:] = q @ a.T  # [Q, d] @ [d, A] -> [Q, A]
             return out
-        from ..ann import ann_topk
+        from atomicrag.retrieve.ann import ann_topk
 
         vals, ids = ann_topk(atom_embeddings, query_embeddings, self.ann_k)  # [Q, k] each
         atoms = torch.full((q.shape[0], a.shape[0]), -2.0, device=dev)  # [Q, A]

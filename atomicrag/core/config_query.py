@@ -1,0 +1,185 @@
+"""Configuration sections read at query time, and the fidelity switches (re-exported by ``config``).
+
+``FidelityConfig`` (paper text vs released code), ``RetrieverConfig``, ``DecomposeConfig``,
+``SieveConfig`` and ``ReaderConfig``: the groups a retrieval/answering sweep varies. Same rules as
+``config.py``: validation in ``__post_init__`` with the ``config_checks`` helpers, allowed stage
+names are the registry keys.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from atomicrag.core import registry
+from atomicrag.core.config_checks import _choice, _device, _positive, _range, _text, _unit
+
+
+@dataclass
+class FidelityConfig:
+    """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
+
+    preset: str = "paper"  # label only: paper | reference_code | custom
+    # 1: what the damping value means
+    damping_semantics: str = "restart"  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
+    dangling: str = "seed"  # where dangling-node mass goes: seed (released code) | uniform
+    # 2: atom seeds
+    atom_seeding: str = "topk"  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
+    # 3: containment edge keys
+    containment_keys: str = "canonical"  # canonical | raw (code bug: non-canonical keys drop edges)
+    # 4: relevance edge weight
+    relevance_weight: str = "distinct_relations"  # distinct_relations (Eq. 2) | occurrences (code)
+    # 5: synonym edge on a pair that also has a relevance edge
+    synonym_overwrites_relevance: bool = False
+    # entity nodes: all extracted entities vs only triple subjects/objects (code)
+    entity_nodes: str = "all"  # all | triples_only
+    # 6: sieve target
+    sieve_target: str = "original_question"  # original_question | sub_query
+    # 7: merge
+    merge: str = "citation_units"  # citation_units (Eq. 11) | string_dedupe (code)
+    # 8: decomposition trigger
+    decompose_trigger: str = "score"  # score | score_and_flag (code)
+    # 9: answer accuracy
+    acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
+    acc_similarity: str = "cosine"  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
+    judge_failures: str = "excluded"  # a failed judge call: excluded from means | zero (released code); counted both ways
+    # 10: pooling for bge-style encoders
+    embed_pooling: str = "model"  # model (CLS for bge) | mean (code)
+    # 10: the released code glues its instruction strings onto queries with no separator
+    embed_instruction: str = "model"  # model (embedder.query_prefix) | released (released instructions, no separator)
+    # 11: vector index
+    vector_index: str = "exact"  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
+    # differences of the released code outside the numbered list (part of reference_code)
+    triple_dedupe: str = "none"  # none | per_chunk (released: a triple repeated within one chunk counts once)
+    synonym_direction: str = "mutual"  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
+    entity_embedding_text: str = "surface"  # surface | canonical (released: embeds the processed entity string)
+    entity_link_fallback: str = "none"  # none | best (released: the best entity when none passes the threshold)
+    reader_context: str = "numbered"  # numbered ("[n] (title / id) text") | wikipedia_title (released)
+    atom_merge: str = "none"  # none | identical_text (released: one node per distinct atom text)
+
+    def __post_init__(self) -> None:
+        _choice(self, "preset", ("paper", "reference_code", "custom"))
+        _choice(self, "damping_semantics", ("restart", "continue"))
+        _choice(self, "dangling", ("seed", "uniform"))
+        _choice(self, "atom_seeding", ("topk", "all_minmax"))
+        _choice(self, "containment_keys", ("canonical", "raw"))
+        _choice(self, "relevance_weight", ("distinct_relations", "occurrences"))
+        _choice(self, "entity_nodes", ("all", "triples_only"))
+        _choice(self, "sieve_target", ("original_question", "sub_query"))
+        _choice(self, "merge", ("citation_units", "string_dedupe"))
+        _choice(self, "decompose_trigger", ("score", "score_and_flag"))
+        _choice(self, "acc_similarity", ("cosine", "rescaled"))
+        _choice(self, "judge_failures", ("excluded", "zero"))
+        _choice(self, "embed_pooling", ("model", "mean"))
+        _choice(self, "vector_index", ("exact", "faiss"))
+        _choice(self, "embed_instruction", ("model", "released"))
+        _choice(self, "triple_dedupe", ("none", "per_chunk"))
+        _choice(self, "synonym_direction", ("mutual", "directed"))
+        _choice(self, "entity_embedding_text", ("surface", "canonical"))
+        _choice(self, "entity_link_fallback", ("none", "best"))
+        _choice(self, "reader_context", ("numbered", "wikipedia_title"))
+        _choice(self, "atom_merge", ("none", "identical_text"))
+        _unit(self, "acc_weight")
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = "ppr"  # ppr | rwr | power | katz | labelprop | bfs | qiter | dense (w/o ERGR) | dense_passage
+    top_k: int = 25  # atoms kept per query
+    passage_top_k: int = 5  # dense_passage (vanilla RAG): passages given to the reader
+    reranker: Optional[str] = None  # dense_passage: a cross-encoder id/path (e.g. BAAI/bge-reranker-large)
+    rerank_candidates: int = 25  # dense_passage: passages re-scored by the reranker
+    damping: float = 0.3  # rho; its meaning is fidelity.damping_semantics
+    max_iter: int = 20  # propagation iterations (ppr/katz/labelprop)
+    tol: float = 0.0  # stop early when the L1 change of every column is below this (0 = fixed iterations)
+    # ppr: topk = stop a query once its top-k atom set is certified exact (residual bound), else at
+    # the accuracy of max_iter power steps; accuracy = only the latter; fixed = exactly max_iter power steps
+    ppr_stop: str = "topk"
+    device: str = "auto"  # auto | cpu | cuda
+    query_batch: int = 1024  # queries propagated together
+    # seeding
+    # spacy | llm (paper: LLM NER on the query) | spacy_match (spaCy NER plus the graph's entity
+    # names found in the query by exact token match: robust to oddly cased questions)
+    # spacy_idf: spacy_match without the graph names in more than query_entity_max_df of the atoms
+    # spacy_cased: spacy_idf, graph names only where the question writes them with a capital or digit
+    query_entities: str = "spacy"
+    query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
+    entity_top_k: int = 20
+    entity_sim_threshold: float = 0.3
+    atom_seed_weight: float = 0.1  # alpha
+    atom_seed_top_k: int = 25  # atoms seeded per query when fidelity.atom_seeding=topk
+    # hybrid offline retrieval (retrieve/hybrid.py); the defaults leave the paper's PPR unchanged
+    lexical_weight: float = 0.0  # BM25 share (0..1) beside the cosine in entity linking and atom seeds
+    passage_nodes: bool = False  # passage nodes joined to their atoms inside the PPR (HippoRAG 2)
+    passage_edge_weight: float = 1.0  # weight of each passage-atom edge
+    passage_seed_weight: float = 0.0  # passage node seed = this x dense passage score (needs passage_nodes)
+    passage_seed_top_k: int = 25  # passages seeded per query
+    passage_ranking: str = "best_atom"  # best_atom (top-k atoms) | atom_sum | node | fusion | bridge (passage_nodes.py)
+    bridge_weight: float = 1.0  # bridge: weight of the best other-passage atom naming a passage's subject
+    fusion_dense_weight: float = 0.0  # fusion: weight of the dense passage score beside the graph score
+    fusion_lexical_weight: float = 0.0  # fusion: weight of the passage BM25 score (max-normalised)
+    # rwr
+    num_walks: int = 1000
+    walk_length: int = 10
+    rng_seed: int = 0
+    # katz
+    katz_beta: float = 0.1
+    # bfs
+    bfs_decay: float = 0.5
+    bfs_max_hops: int = 3
+    # qiter
+    traversal_depth: int = 2
+    beam_size: int = 10
+    anchor_top_k: int = 10
+    query_update_weight: float = 0.3
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", registry.RETRIEVERS.names())
+        _choice(self, "query_entities", ("spacy", "llm", "spacy_match", "spacy_idf", "spacy_cased"))
+        _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
+        _unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
+        _positive(
+            self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
+            "entity_top_k", "num_walks", "walk_length", "passage_edge_weight", "passage_seed_top_k",
+        )
+        _choice(self, "passage_ranking", ("best_atom", "atom_sum", "node", "fusion", "bridge"))
+        _range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight", "bridge_weight")
+        if self.passage_ranking == "node" and not self.passage_nodes:
+            raise ValueError("RetrieverConfig.passage_ranking='node' needs passage_nodes=true")
+        _range(self, 0.0, None, "atom_seed_weight", "tol")
+        _positive(self, "atom_seed_top_k", "beam_size", "anchor_top_k", "traversal_depth")
+        _range(self, 0, None, "bfs_max_hops", "rng_seed")
+        _range(self, 0.0, 1.0, "katz_beta", "query_update_weight")
+        _device(self, "device")
+        _text(self, "reranker")
+
+
+@dataclass
+class DecomposeConfig:
+    name: str = "none"  # llm (paper's AQD) | none (w/o AQD)
+    complexity_threshold: float = 6.5
+    max_sub_questions: int = 3
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", registry.DECOMPOSERS.names())
+        _positive(self, "max_sub_questions")
+        _range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
+
+
+@dataclass
+class SieveConfig:
+    name: str = "none"  # llm (paper's AS) | none (w/o AS)
+    max_context: int = 25  # atoms in the merged context
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", registry.SIEVES.names())
+        _positive(self, "max_context")
+
+
+@dataclass
+class ReaderConfig:
+    name: str = "dataset"  # dataset (the dataset's own choice) | precise | abstract | none (retrieval only)
+    max_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", registry.READERS.names())
+        _positive(self, "max_tokens")

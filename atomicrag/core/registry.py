@@ -1,0 +1,162 @@
+"""Lazy registries: one per pluggable stage kind, the single source of its valid names.
+
+Each entry maps a config ``name`` to the import path of its builder and declares what the
+stage needs from the engine: ``"llm"`` (an LLM backend), ``"embedder"``, ``"graph"`` (an
+Atom-Entity Graph index) or ``"atom_embeddings"`` (a propagator that scores atoms by their
+vectors, so it gets the atom and query embeddings). A declaration is a set, or a function of the
+stage's config slice when it depends on a field (the vocabulary atomizer needs an LLM only with
+``vocab_llm_filter``). The config's allowed names are the registry keys (``config.py`` asks
+``names()``), and "does this run need an LLM" is computed once from the declarations
+(``core.needs.needs_llm``).
+
+How to add an implementation
+----------------------------
+1. Write it in one module, with the builder signature of its kind (below).
+2. Add one line here, by import path (importing atomicrag stays cheap), with what it needs::
+
+       RETRIEVERS.add("my_walk", "atomicrag.retrieve.propagate.my_walk:build", needs=GRAPH)
+
+3. Add ``conf/<group>/<name>.yaml`` whose ``name:`` field is the registry key.
+
+A plug-in outside the package calls ``REGISTRY.register(name, obj, needs=...)`` before the config
+is loaded. Builder signatures: atomizer ``(cfg, llm=, **deps)``; retriever ``(cfg, fidelity,
+**overrides) -> Propagator`` (or, without ``graph``, a passage retriever); decompose/sieve
+``(cfg=, fidelity=, llm=, **sampling)``; reader ``(llm, kind, cfg, **sampling)``; embedder
+``(cfg, pooling)``; llm ``(cfg, paths)``; dataset ``(cfg, data_dir, require_corpus)``.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+Needs = Iterable[str] | Callable[[Any], Iterable[str]]
+NEED_KINDS = frozenset({"llm", "embedder", "graph", "atom_embeddings"})
+
+
+class UnknownName(KeyError, ValueError):
+    """A name no entry has: a ``KeyError`` for lookups, a ``ValueError`` for configs and factories."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class Registry:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._paths: dict[str, str] = {}
+        self._needs: dict[str, Needs] = {}
+        self._loaded: dict[str, Any] = {}
+
+    def add(self, name: str, path: str, needs: Needs = ()) -> None:
+        if ":" not in path:
+            raise ValueError(f"{self.kind} registry: path {path!r} must look like 'module:attribute'")
+        self._paths[name] = path
+        self._set_needs(name, needs)
+
+    def register(self, name: str, obj: Any, needs: Needs = ()) -> None:
+        """Register an already-imported object (for user plug-ins)."""
+        self._loaded[name] = obj
+        self._paths.setdefault(name, f"<object>:{name}")
+        self._set_needs(name, needs)
+
+    def _set_needs(self, name: str, needs: Needs) -> None:
+        if not callable(needs):
+            bad = set(needs) - NEED_KINDS
+            if bad:
+                raise ValueError(f"{self.kind} {name!r}: unknown needs {sorted(bad)}; known: {sorted(NEED_KINDS)}")
+            needs = frozenset(needs)
+        self._needs[name] = needs
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._paths))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._paths
+
+    def needs(self, name: str, cfg: Any = None) -> frozenset[str]:
+        """What entry ``name`` needs under its config slice ``cfg``."""
+        self._check(name)
+        need = self._needs[name]
+        return frozenset(need(cfg)) if callable(need) else need  # type: ignore[arg-type]
+
+    def _check(self, name: str) -> None:
+        if name not in self._paths:
+            raise UnknownName(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
+
+    def get(self, name: str) -> Any:
+        if name in self._loaded:
+            return self._loaded[name]
+        self._check(name)
+        module, attr = self._paths[name].split(":", 1)
+        obj = getattr(importlib.import_module(module), attr)
+        self._loaded[name] = obj
+        return obj
+
+    def build(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``get(name)(*args, **kwargs)``, failing clearly when a declared LLM is missing.
+
+        The declaration is evaluated on ``kwargs["cfg"]`` (the stage's config slice), the LLM
+        is ``kwargs["llm"]``."""
+        if "llm" in self.needs(name, kwargs.get("cfg")) and kwargs.get("llm") is None:
+            raise ValueError(f"{self.kind}.name={name} needs an LLM backend (llm=...)")
+        return self.get(name)(*args, **kwargs)
+
+
+def nothing(*_: Any, **__: Any) -> None:
+    """The builder of a stage switched off (reader=none, judge=none): there is no object."""
+
+
+LLM, EMB, GRAPH = frozenset({"llm"}), frozenset({"embedder"}), frozenset({"graph", "embedder"})
+
+
+def _graph_retriever(extra: Iterable[str] = ()) -> Callable[[Any], frozenset[str]]:
+    # a graph retriever seeds from query entities: LLM NER when retriever.query_entities=llm
+    def needs(cfg: Any) -> frozenset[str]:
+        return GRAPH | set(extra) | (LLM if cfg is not None and cfg.query_entities == "llm" else frozenset())
+
+    return needs
+
+
+LLMS = Registry("llm")
+EMBEDDERS = Registry("embedder")
+ATOMIZERS = Registry("atomizer")
+RETRIEVERS = Registry("retriever")
+DECOMPOSERS = Registry("decompose")
+SIEVES = Registry("sieve")
+READERS = Registry("reader")
+JUDGES = Registry("judge")
+DATASETS = Registry("dataset format")
+
+for _name in ("fake", "openai", "llamacpp", "vllm", "transformers"):
+    LLMS.add(_name, f"atomicrag.llm.backends:{_name}")
+for _name in ("fake", "sentence_transformers", "transformers", "onnx"):
+    EMBEDDERS.add(_name, f"atomicrag.embed.builders:{_name}")
+
+ATOMIZERS.add("llm", "atomicrag.atomize.llm:LLMAtomizer", needs=LLM)
+ATOMIZERS.add("sentence", "atomicrag.atomize.sentence:SentenceAtomizer")
+ATOMIZERS.add("vocabulary", "atomicrag.atomize.vocabulary:VocabularyAtomizer",
+              needs=lambda c: LLM if c is None or c.vocab_llm_filter else ())
+ATOMIZERS.add("chunk", "atomicrag.atomize.whole_chunk:ChunkAtomizer")
+
+for _name in ("ppr", "power", "rwr", "katz", "labelprop", "bfs"):
+    RETRIEVERS.add(_name, f"atomicrag.retrieve.propagate.builders:{_name}", needs=_graph_retriever())
+for _name in ("qiter", "dense"):  # score atoms by their vectors: they get atom + query embeddings
+    RETRIEVERS.add(_name, f"atomicrag.retrieve.propagate.builders:{_name}",
+                   needs=_graph_retriever({"atom_embeddings"}))
+RETRIEVERS.add("dense_passage", "atomicrag.retrieve.dense_passage:retrieve_passages", needs=EMB)
+
+DECOMPOSERS.add("llm", "atomicrag.retrieve.decompose:LLMDecomposer", needs=LLM)
+DECOMPOSERS.add("none", "atomicrag.retrieve.decompose:NoDecomposer")
+SIEVES.add("llm", "atomicrag.retrieve.sieve:LLMSieve", needs=LLM)
+SIEVES.add("none", "atomicrag.retrieve.sieve:NoSieve")
+for _name in ("precise", "abstract", "dataset"):  # dataset = the dataset's own kind (DatasetConfig.reader)
+    READERS.add(_name, "atomicrag.answer.readers:LLMReader", needs=LLM)
+READERS.add("none", "atomicrag.core.registry:nothing")
+JUDGES.add("llm", "atomicrag.evaluate.judge:AnswerAccuracyJudge", needs=LLM | EMB)
+JUDGES.add("none", "atomicrag.core.registry:nothing")
+
+DATASETS.add("normalized", "atomicrag.data.loaders:load_normalized")
+DATASETS.add("graphrag_bench", "atomicrag.data.formats:load_graphrag_bench")
+DATASETS.add("hipporag", "atomicrag.data.formats:load_hipporag")
+DATASETS.add("hf", "atomicrag.data.hf:load_hf")

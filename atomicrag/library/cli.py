@@ -1,0 +1,296 @@
+"""``atomicrag`` command line: build, update, query and inspect a library index.
+
+    atomicrag index PATH [PATH ...] --out INDEX_DIR [--force] [--config FILE] [--set group.field=value ...]
+    atomicrag insert PATH [PATH ...] --index INDEX_DIR [--replace]
+    atomicrag delete DOC_ID [DOC_ID ...] --index INDEX_DIR
+    atomicrag query "question" [...] --index INDEX_DIR [--json] [--top N] [--no-answer]
+    atomicrag docs --index INDEX_DIR [--json]
+    atomicrag stats --index INDEX_DIR [--json]
+    atomicrag export FILE.graphml|FILE.json --index INDEX_DIR
+
+Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
+``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
+A file's id is its path relative to the folder without the suffix (``notes/intro``). Without
+``--config`` the defaults are the presets of ``conf/config.yaml`` (the offline MiniLM embedder,
+the default retriever and LLM); ``--set retriever=ppr`` names a preset, ``--set
+retriever.top_k=10`` a field. ``delete``, ``docs``, ``stats`` and ``export`` load no model.
+
+This is the library's front door; the research harness (Hydra sweeps, paper tables) is
+``atomicrag-run`` / ``python -m atomicrag.run``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def read_documents(source: str | Path) -> list[dict[str, Any]]:
+    """Documents of a file or folder as dicts (``data.ingest.read_path``); skipped files are logged."""
+    from atomicrag.data.ingest import read_path, report_skipped
+
+    docs, skipped = read_path(source)
+    report_skipped(source, skipped)
+    return docs
+
+
+def _overrides(pairs: list[str]) -> dict[str, Any]:
+    """``group.field=value`` pairs -> nested dict (values parsed as YAML scalars: 5, true, null, text)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects group.field=value, got {pair!r}")
+        node = out
+        parts = key.split(".")
+        for p in parts[:-1]:
+            if isinstance(node.get(p), str):  # "retriever=dense" then "retriever.top_k=3": both apply
+                node[p] = {"preset": node[p]}
+            node = node.setdefault(p, {})
+        if len(parts) == 1 and isinstance(node.get(key), dict):  # a preset named after its fields
+            node[key]["preset"] = yaml.safe_load(value)
+        else:
+            node[parts[-1]] = yaml.safe_load(value)
+    return out
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any] | None:
+    from atomicrag.core.presets import preset_dicts
+    from atomicrag.library.api import _deep_merge
+
+    base: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        from atomicrag.core.config import read_config_file
+
+        base = read_config_file(args.config)  # the library's reader: errors name the file and line
+    sets = _overrides(getattr(args, "set", None) or [])
+    # "retriever: ppr" in the file and --set retriever.top_k=3 both apply (as in Hydra)
+    merged = _deep_merge(preset_dicts(base), preset_dicts(sets))
+    return merged or None
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+def _paths(items: list[str]) -> list[Path]:
+    """Command-line document arguments are paths, never document text."""
+    paths = [Path(p) for p in items]
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"{p} does not exist")
+    return paths
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from atomicrag.library.api import AtomicRAG
+
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):  # checked before any work
+        if not (out / "manifest.json").is_file():
+            raise FileExistsError(f"{out} exists and is not an atomicrag index; refusing to overwrite it")
+        if not args.force:
+            raise FileExistsError(f"{out} exists; pass --force to overwrite it")
+    docs = _paths(args.docs)
+    with AtomicRAG(_config(args), progress=_progress(args)) as rag:
+        rag.index(docs)
+        st = rag.stats()
+        if st["chunks"] and st["failed_chunks"] == st["chunks"]:  # nothing to save: say why, exit non-zero
+            from atomicrag.engine.failures import index_failure_error
+
+            reasons = [f.reason for s in rag._states.values() for f in s.failures]
+            raise RuntimeError(index_failure_error(st["failed_chunks"], st["chunks"], reasons))
+        rag.save(out)
+        print(f"indexed {len(rag)} documents -> {out} ({rag!r})")
+    return 0
+
+
+def cmd_insert(args: argparse.Namespace) -> int:
+    from atomicrag.library.api import AtomicRAG
+
+    with AtomicRAG.load(args.index, progress=_progress(args)) as rag:
+        before = dict(rag._states)
+        rag.insert(_paths(args.docs), replace=args.replace)
+        # the documents this call added or replaced: when every one of their chunks failed, the
+        # index is left as it was on disk and the command fails (as `index` does)
+        new = [st for i, st in rag._states.items() if before.get(i) is not st]
+        chunks, failed = sum(st.chunks for st in new), sum(len(st.failures) for st in new)
+        if chunks and failed == chunks:
+            from atomicrag.engine.failures import index_failure_error
+
+            raise RuntimeError(index_failure_error(failed, chunks, [f.reason for st in new for f in st.failures])
+                               + f"; {args.index} was not changed")
+        rag.save(args.index)
+        print(f"{rag!r} saved to {args.index}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from atomicrag.library.api import AtomicRAG
+
+    with AtomicRAG.load(args.index, progress=_progress(args)) as rag:
+        n = rag.delete(args.ids, missing_ok=args.missing_ok)
+        rag.save(args.index)
+        print(f"deleted {n} documents; {rag!r}")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from atomicrag.library.api import AtomicRAG
+
+    overrides = _overrides(args.set or [])
+    with AtomicRAG.load(args.index, config=overrides or None, progress=_progress(args)) as rag:
+        results = rag.query(list(args.questions), answer=False if args.no_answer else None)
+    for r in results:
+        if args.top is not None:
+            r.items = r.items[: args.top]
+    failed = [(r.query, e) for r in results for e in r.errors]
+    if args.json:
+        payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"
+        print(json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False, indent=2))
+        return 1 if failed else 0
+    for r in results:
+        print(f"Q: {r.query}")
+        if r.answer is not None:
+            print(f"A: {r.answer}" if r.answer or not r.errors else "A: (none: a step failed, errors below)")
+        for rank, item in enumerate(r.items, 1):
+            src = ",".join(item.source_doc_ids)
+            print(f"{rank:>3}. {item.score:.4f}  [{src}]  {item.text}")
+        print()
+    for q, err in failed:  # a failed reader/sieve/decomposition is an error, not an empty answer
+        print(f"atomicrag: error: {q!r}: {err}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from atomicrag.library.api import AtomicRAG
+
+    with AtomicRAG.load(args.index, progress=False) as rag:
+        st = rag.stats()
+    if args.json:
+        print(json.dumps(st, ensure_ascii=False, indent=2, default=str))
+    else:
+        for k, v in st.items():
+            if not isinstance(v, dict):
+                print(f"{k:>24}: {v:,.3f}" if isinstance(v, float) else f"{k:>24}: {v}")
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from atomicrag.library.api import AtomicRAG
+
+    with AtomicRAG.load(args.index, progress=False) as rag:
+        docs = rag.documents
+    if args.json:
+        print(json.dumps([{"id": d.id, "title": d.title, "chars": len(d.text), "meta": d.meta} for d in docs],
+                         ensure_ascii=False, indent=2))
+    else:
+        for d in docs:
+            print(f"{d.id}\t{d.title}" if d.title else d.id)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from atomicrag.library.api import AtomicRAG
+
+    with AtomicRAG.load(args.index, progress=False) as rag:
+        data = rag.export(args.out)
+    n_edges = sum(len(e) for e in data["edges"].values())
+    print(f"wrote {args.out}: {len(data['atoms'])} atoms, {len(data['entities'])} entities, {n_edges} edges")
+    return 0
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the current ``sys.stderr`` (looked up per record, so redirection is followed)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def _setup_logging() -> None:
+    """Warnings (skipped files, failed chunks) as one line each on stderr; installed once."""
+    log = logging.getLogger("atomicrag")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        handler = _StderrHandler()
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("atomicrag: %(levelname)s: %(message)s"))
+        log.addHandler(handler)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="atomicrag", description="Atom-Entity Graph RAG: index, update and query "
+                                "a document collection.")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("index", help="build an index from files/folders (.txt .md .jsonl .html .pdf)")
+    s.add_argument("docs", nargs="+", help="files and folders of documents")
+    s.add_argument("--out", required=True, help="index directory to write")
+    s.add_argument("--force", action="store_true", help="overwrite an existing index at --out")
+    s.add_argument("--config", help="YAML or JSON config file")
+    s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE", help="config override (repeatable)")
+    s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("insert", help="add documents to an existing index")
+    s.add_argument("docs", nargs="+", help="files and folders of documents")
+    s.add_argument("--index", required=True)
+    s.add_argument("--replace", action="store_true", help="replace documents whose id already exists")
+    s.set_defaults(func=cmd_insert)
+
+    s = sub.add_parser("delete", help="remove documents by id")
+    s.add_argument("ids", nargs="+")
+    s.add_argument("--index", required=True)
+    s.add_argument("--missing-ok", action="store_true")
+    s.set_defaults(func=cmd_delete)
+
+    s = sub.add_parser("query", help="retrieve (and answer, if a reader is configured)")
+    s.add_argument("questions", nargs="+")
+    s.add_argument("--index", required=True)
+    s.add_argument("--json", action="store_true", help="print QueryResult JSON")
+    s.add_argument("--top", type=int, help="show only the best N atoms")
+    s.add_argument("--no-answer", action="store_true", help="retrieval only")
+    s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE",
+                   help="query-time override, e.g. retriever.top_k=10 (repeatable)")
+    s.set_defaults(func=cmd_query)
+
+    s = sub.add_parser("stats", help="corpus and graph statistics")
+    s.add_argument("--index", required=True)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_stats)
+
+    s = sub.add_parser("docs", help="list the document ids (and titles) of an index")
+    s.add_argument("--index", required=True)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_docs)
+
+    s = sub.add_parser("export", help="write the graph as GraphML (Gephi, Cytoscape) or JSON")
+    s.add_argument("out", help="output file: .graphml or .json")
+    s.add_argument("--index", required=True)
+    s.set_defaults(func=cmd_export)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging()
+    try:
+        return int(args.func(args))
+    except (ValueError, FileNotFoundError, FileExistsError, KeyError, RuntimeError) as exc:
+        # user errors: one clear line, no traceback
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"atomicrag: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The package's shape is a contract: its layers hold (import-linter), and it installs as a wheel.
+
+- ``lint-imports`` checks pyproject's contracts: faces over the engine over the stages (in
+  data-flow order) over the services over core; harness and library independent; no cycles.
+- The wheel, installed into a fresh virtual environment outside the checkout (no ``-e``), indexes
+  and queries two documents: its presets (``conf/``) ship inside it. The dependencies come from
+  the test environment (its site-packages on the path, ``--no-deps``): the test is about the
+  package's own files.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_contracts_hold() -> None:
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    if lint is None:
+        pytest.fail("lint-imports is missing: install the dev extra (pip install -e '.[dev]')")
+    out = subprocess.run([lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
+
+
+_SMOKE = r"""
+import json, sys
+from pathlib import Path
+import atomicrag
+from atomicrag import AtomicRAG
+from atomicrag.core.presets import CONF_DIR
+
+pkg = Path(atomicrag.__file__).resolve().parent
+rag = AtomicRAG({"llm": "fake", "embedder": "fake", "reader": {"name": "none"}}, progress=False)
+rag.index(["Marie Curie was born in Warsaw.", "Warsaw is the capital of Poland."])
+res = rag.query("Where was Marie Curie born?")
+print(json.dumps({"package": str(pkg), "conf": str(CONF_DIR), "n_items": len(res.items),
+                  "top": res.items[0].text if res.items else ""}))
+"""
+
+
+@pytest.mark.slow
+def test_wheel_installs_outside_the_checkout_and_answers(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = wheels.glob("atomicrag-*.whl")
+    shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' staging folder in the checkout
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    py = env_dir / "bin" / "python"
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # the test environment's packages after the fresh environment's own (a .pth line adds a path;
+    # it does not run that folder's .pth files, so the checkout's editable hook stays out)
+    Path(site, "test-env-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                              "--no-index", "--target", site, str(wheel)],
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-3000:]
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", ATOMICRAG_NO_PROGRESS="1")
+    run = subprocess.run([str(py), "-c", _SMOKE], cwd=work, capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-4000:]
+    import json
+
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert Path(got["package"]).is_relative_to(Path(site))  # the installed copy, not the checkout
+    assert Path(got["conf"]) == Path(got["package"]) / "conf"
+    assert got["n_items"] > 0 and "Warsaw" in got["top"]
