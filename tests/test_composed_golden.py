@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("hydra")
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
 from atomicrag.core.config import register_configs
+from atomicrag.harness.experiments import compose_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
@@ -27,19 +28,40 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "composed_experiments.json
 ROOT_KEY = "<root>"
 
 
+def _sweep(table: str, field: str, points: dict[str, str]) -> dict[str, tuple[str, list[str]]]:
+    return {f"{table}/{old}": (f"{table}/sweep", [f"{field}={value}"]) for old, value in points.items()}
+
+
+# recorded name -> (experiment now, overrides that select the recorded point)
+RENAMED: dict[str, tuple[str, list[str]]] = {
+    **{f"smoke/table2_{row}": (f"table2_smoke/{row}", []) for row in (
+        "full", "wo_all", "wo_aqd", "wo_as", "wo_ergr", "wo_ergr_aqd", "wo_ergr_aqd_as", "wo_ka")},
+    **_sweep("table12", "retriever.damping", {f"damping_0_{i}": f"0.{i}" for i in range(1, 10)}),
+    **_sweep("table13", "retriever.atom_seed_weight", {
+        f"seed_{v.replace('.', '_')}": v for v in (
+            "0.01", "0.05", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0")}),
+    **_sweep("fig4", "retriever.top_k", {f"topk_{k}": str(k) for k in (1, 5, 10, 15, 20, 25)}),
+    **_sweep("fig5", "sieve.max_context", {f"ctx_{n}": str(n) for n in (2, 4, 8, 16, 32, 64)}),
+}
+
+
 def compose_all(names: list[str]) -> dict[str, dict]:
     register_configs()
     out = {}
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         for name in names:
-            overrides = [] if name == ROOT_KEY else [f"+experiment={name}"]
-            out[name] = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+            experiment, overrides = RENAMED.get(name, (None if name == ROOT_KEY else name, []))
+            out[name] = OmegaConf.to_container(compose_experiment(experiment, overrides), resolve=True)
     return out
 
 
 def experiment_names() -> list[str]:
+    """The recorded names: every committed experiment, the renamed ones under their old name."""
     files = sorted((CONF / "experiment").rglob("*.yaml"))
-    return [ROOT_KEY, *(str(p.relative_to(CONF / "experiment").with_suffix("")) for p in files)]
+    now = {str(p.relative_to(CONF / "experiment").with_suffix("")) for p in files}
+    assert {new for new, _ in RENAMED.values()} <= now, "RENAMED points at an experiment that is gone"
+    merged = {new for new, _ in RENAMED.values()}
+    return [ROOT_KEY, *sorted((now - merged) | set(RENAMED))]
 
 
 def _diff(a: object, b: object, path: str = "") -> list[str]:

@@ -22,8 +22,9 @@ def _options() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("group", "option"), _options())
 def test_every_group_file_composes_and_validates(group: str, option: str) -> None:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        # presets (whole systems experiment files build on) are appended, not chosen among defaults
-        plus = "+" if group == "preset" else ""
+        # ablations (what removing a component changes) are appended, not chosen among defaults;
+        # a preset (a whole system) replaces the root's quickstart one
+        plus = "+" if group == "ablation" else ""
         cfg = to_dataclass(compose("config", overrides=[f"{plus}{group}={option}"]))
     assert isinstance(cfg, Config)
 

@@ -6,56 +6,78 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("hydra")
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
 from atomicrag.core.config import Config, register_configs, to_dataclass
+from atomicrag.core.rows import TABLE2_ROWS, ablation_label
+from atomicrag.harness.experiments import compose_experiment
 from atomicrag.harness.report_tables import TABLES, experiment_names
 from atomicrag.harness.report_tables.core import row_matches
 from atomicrag.harness.report_tables.runs import Run, values_equal
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 NAMES = experiment_names(CONF)
+# sweep files: one per table, a point per value of hydra.sweeper.params (the test composes each)
+SWEEPS = {"table12/sweep": ("retriever.damping", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"),
+          "table13/sweep": ("retriever.atom_seed_weight", "0.01,0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0"),
+          "fig4/sweep": ("retriever.top_k", "1,5,10,15,20,25"),
+          "fig5/sweep": ("sieve.max_context", "2,4,8,16,32,64")}
+POINTS = [name for name in NAMES if name not in SWEEPS] + [
+    f"{name} {field}={v}" for name, (field, values) in SWEEPS.items() for v in values.split(",")]
+
+
+def _compose(point: str):
+    name, *overrides = point.split()
+    return compose_experiment(name, overrides)
 
 
 @pytest.fixture(scope="module")
 def composed() -> dict[str, tuple[Config, dict]]:
-    """Every experiment composed once: name -> (validated Config, plain dict)."""
+    """Every experiment (each sweep point) composed once: point -> (validated Config, plain dict)."""
     register_configs()
     out = {}
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        for name in NAMES:
-            cfg = compose("config", overrides=[f"+experiment={name}"])
-            out[name] = (to_dataclass(cfg), OmegaConf.to_container(cfg, resolve=True))
+        for point in POINTS:
+            cfg = _compose(point)
+            out[point] = (to_dataclass(cfg), OmegaConf.to_container(cfg, resolve=True))
     return out
 
 
 def test_there_is_an_experiment_per_table_point() -> None:
-    assert len(NAMES) >= 100
-    counts = {t: sum(n.startswith(t + "/") for n in NAMES) for t in ("table1", "table2", "table12", "table13", "fig4")}
+    assert len(POINTS) >= 100
+    counts = {t: sum(n.startswith(t + "/") for n in POINTS) for t in ("table1", "table2", "table12", "table13", "fig4")}
     # Table 2 has 7 rows x 3 datasets: its all-ablated row is Table 1's vanilla RAG run
     assert counts == {"table1": 15, "table2": 21, "table12": 9, "table13": 12, "fig4": 6}
     for name in NAMES:
         text = (CONF / "experiment" / f"{name}.yaml").read_text()
         assert text.startswith("# @package _global_\n"), name
-        # a row is a delta over a committed preset, a few lines long, carrying its label
-        assert "  - /preset/" in text and "row_label:" in text, name
+        # a row is a delta over a committed preset, a few lines long, carrying its label; the
+        # folder names the experiment and the paper preset the fidelity: no file restates them
+        assert "  - override /preset: " in text and "row_label:" in text, name
+        assert "experiment_name" not in text and "/fidelity" not in text, name
         assert len(text.splitlines()) <= 16, name
 
 
-@pytest.mark.parametrize("name", NAMES)
+def test_sweep_files_sweep_every_point_of_their_table() -> None:
+    for name, (field, values) in SWEEPS.items():
+        text = (CONF / "experiment" / f"{name}.yaml").read_text()
+        assert f"      {field}: {values}\n" in text, name  # hydra.sweeper.params: what -m runs
+
+
+@pytest.mark.parametrize("name", POINTS)
 def test_experiment_composes_and_validates(composed: dict, name: str) -> None:
     cfg, _ = composed[name]
     folder = name.split("/")[0]
-    assert cfg.experiment_name == ("table2_smoke" if folder == "smoke" else folder)
+    assert cfg.experiment_name == folder  # derived from the folder (atomicrag/harness/experiments.py)
     assert cfg.baselines == []  # one row per run: vanilla RAG rows are their own experiments
-    # conf/config.yaml's quickstart-only values (failure allowance, reader budget, context) do not leak
-    if folder == "smoke":  # a 135M model on a CPU: the preset's own allowance, stated in it
+    # conf/preset/quickstart.yaml's values (failure allowance, reader budget, context) do not leak
+    if folder == "table2_smoke":  # a 135M model on a CPU: the preset's own allowance, stated in it
         assert (cfg.max_failure_rate, cfg.reader.max_tokens) == (0.25, 160)
     else:
         assert (cfg.max_failure_rate, cfg.reader.max_tokens) == (0.0, 512)
     assert cfg.sieve.max_context == 25 or folder in ("fig4", "fig5")  # those sweep it
-    if folder == "smoke":
+    if folder == "table2_smoke":
         assert (cfg.llm.model_path, cfg.embedder.model, cfg.judge.name) == ("smollm2", "minilm", "none")
         assert cfg.dataset.split == "smoke"
     elif folder == "table2_retrieval":  # offline, no published cell: the paper-text reading
@@ -70,8 +92,8 @@ def test_experiment_composes_and_validates(composed: dict, name: str) -> None:
 def test_paper_text_twin_is_one_override() -> None:
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        ref = to_dataclass(compose("config", overrides=["+experiment=table12/damping_0_7"]))
-        twin = to_dataclass(compose("config", overrides=["+experiment=table12/damping_0_7", "fidelity=paper"]))
+        ref = to_dataclass(compose_experiment("table12/sweep", ["retriever.damping=0.7"]))
+        twin = to_dataclass(compose_experiment("table12/sweep", ["retriever.damping=0.7", "fidelity=paper"]))
     assert (ref.fidelity.preset, twin.fidelity.preset) == ("reference_code", "paper")
     assert twin.fidelity.damping_semantics == "restart" and twin.retriever.damping == pytest.approx(0.7)
     assert twin.row_label == ref.row_label == "0.7"
@@ -102,8 +124,8 @@ def test_ablation_rows_change_exactly_their_fields(composed: dict) -> None:
         assert composed[f"table2/{ds}_full"][0].atomizer.atom_unit == "atoms"
         # the all-ablated row is Table 1's vanilla RAG: one config
         assert key(f"table1/{ds}_rag") == ("dense_passage", "none", "none", "chunk")
-    assert key("smoke/table2_full") == ("ppr", "llm", "llm", "sentence")
-    assert key("smoke/table2_wo_ka") == ("ppr", "llm", "llm", "chunk")
+    assert key("table2_smoke/full") == ("ppr", "llm", "llm", "sentence")
+    assert key("table2_smoke/wo_ka") == ("ppr", "llm", "llm", "chunk")
     full, ablated = composed["table2/medical_full"][1], composed["table2/medical_wo_as"][1]
     diff = {s for s in full if full[s] != ablated[s]}
     assert diff == {"sieve", "row_label"}
@@ -112,11 +134,16 @@ def test_ablation_rows_change_exactly_their_fields(composed: dict) -> None:
 
 
 def test_sweeps_set_their_field(composed: dict) -> None:
-    assert composed["table12/damping_0_7"][0].retriever.damping == pytest.approx(0.7)
-    assert composed["table13/seed_0_05"][0].retriever.atom_seed_weight == pytest.approx(0.05)
-    k = composed["fig4/topk_5"][0]
-    assert (k.retriever.top_k, k.sieve.max_context) == (5, 5)
-    assert composed["fig5/ctx_16"][0].sieve.max_context == 16
+    # the row label is the swept value as the paper prints it (make_tables matches rows on it)
+    d = composed["table12/sweep retriever.damping=0.7"][0]
+    assert (d.retriever.damping, d.row_label) == (pytest.approx(0.7), "0.7")
+    s = composed["table13/sweep retriever.atom_seed_weight=0.05"][0]
+    assert (s.retriever.atom_seed_weight, s.row_label) == (pytest.approx(0.05), "0.05")
+    assert composed["table13/sweep retriever.atom_seed_weight=1.0"][0].row_label == "1.0"
+    k = composed["fig4/sweep retriever.top_k=5"][0]
+    assert (k.retriever.top_k, k.sieve.max_context, k.row_label) == (5, 5, "k=5")
+    c = composed["fig5/sweep sieve.max_context=16"][0]
+    assert (c.sieve.max_context, c.row_label) == (16, "16 atoms")
     assert composed["table8/nomic_embed"][0].embedder.model == "nomic-ai/nomic-embed-text-v1.5"
     assert composed["table10/qwen7b"][0].llm.model == "Qwen/Qwen2.5-7B-Instruct"
     assert composed["table11/katz"][0].retriever.name == "katz"
@@ -129,8 +156,8 @@ def test_command_line_overrides_beat_the_experiment() -> None:
     """The READMEs' GPU commands swap the LLM (and limit questions) on top of an experiment."""
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("config", overrides=[
-            "+experiment=table2/medical_wo_ergr", "llm=vllm_qwen14b", "llm.base_url=http://127.0.0.1:8000/v1",
+        cfg = compose_experiment("table2/medical_wo_ergr", [
+            "llm=vllm_qwen14b", "llm.base_url=http://127.0.0.1:8000/v1",
             "dataset.limit=1", "retriever.damping=0.5",
         ])
     c = to_dataclass(cfg)
@@ -153,3 +180,24 @@ def test_every_table_row_has_an_experiment(composed: dict, table: str) -> None:
             assert len(hits) == 1, f"{table} row {row.label!r} on {ds}: {len(hits)} experiments match"
             # the field match agrees with the label: a run without its label would land in the same row
             assert all(values_equal(hits[0].cfg(k), v) for k, v in row.match.items()), (table, row.label)
+
+
+def test_table2_rows_are_a_preset_and_a_list_of_ablations(composed: dict) -> None:
+    """Each Table 2 experiment names its ablations (conf/ablation/) and carries the label the
+    manifest gives them; make_tables' rows and the harness's own labels read the same files."""
+    import re
+
+    from atomicrag.harness.pipeline import row_label
+
+    labels = {ablation_label(c) for c in TABLE2_ROWS}
+    for name in NAMES:
+        if name.split("/")[0] not in ("table2", "table2_smoke", "table2_retrieval"):
+            continue
+        text = (CONF / "experiment" / f"{name}.yaml").read_text()
+        listed = re.search(r"  - /ablation: \[([^\]]*)\]", text)
+        components = tuple(a.split("_")[0] for a in listed.group(1).split(", ")) if listed else ()
+        cfg = composed[name][0]
+        assert cfg.row_label == ablation_label(components) and cfg.row_label in labels, name
+        # the harness's label of the same config names the same ablations (ERGR: the retriever)
+        assert all(f"w/o {part}" in row_label(cfg) for part in cfg.row_label.removeprefix("w/o ").strip("{}").split(", ")
+                   if cfg.row_label != "AtomicRAG" and part != "ERGR"), name

@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 
 from atomicrag.core.config import register_configs, to_dataclass
+from atomicrag.harness.experiments import compose_experiment
 from atomicrag.harness.pipeline import run_one
 from atomicrag.harness.report_tables import experiment_names
 
@@ -31,10 +32,10 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("name", NAMES)
 def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_path: Path, shared_data) -> None:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        dcfg = compose(
-            "config",
-            overrides=[
-                f"+experiment={name}", "llm=fake", "embedder=fake", "dataset.split=smoke",
+        dcfg = compose_experiment(  # as the entry point: experiment_name is the folder
+            name,
+            [
+                "llm=fake", "embedder=fake", "dataset.split=smoke",
                 "dataset.limit=1", "retriever.reranker=null", "retriever.query_entities=spacy",
                 # the released judge is gpt-4o-mini + bge-large; offline the fakes grade (judge=run)
                 "judge.llm_source=run", "judge.embedder_source=run",
@@ -45,7 +46,7 @@ def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_pat
     cfg = to_dataclass(dcfg)
     metrics = run_one(cfg)
     assert metrics["n_questions"] == 1
-    assert metrics["experiment"] == cfg.experiment_name
+    assert metrics["experiment"] == cfg.experiment_name == name.split("/")[0]
     if cfg.judge.name == "llm" and cfg.reader.name != "none":
         assert "judge" in metrics  # the answer-accuracy judge ran and reported its verdicts
     if cfg.retriever.name != "dense_passage":

@@ -207,11 +207,11 @@ def test_cli(tmp_path: Path) -> None:
 
 def test_experiment_names_cover_every_table_folder() -> None:
     names = experiment_names()
-    assert "table2/medical_wo_ergr" in names and "smoke/table2_full" in names
+    assert "table2/medical_wo_ergr" in names and "table2_smoke/full" in names and "table12/sweep" in names
     folders = {n.split("/")[0] for n in names}
     assert {"table1", "table2", "table4", "table6", "table8", "table9", "table10", "table11", "table12",
-            "table13", "fig4", "fig5", "smoke"} <= folders
-    assert experiment_names(prefix="smoke/") == [n for n in names if n.startswith("smoke/")]
+            "table13", "fig4", "fig5", "table2_smoke"} <= folders
+    assert experiment_names(prefix="table2_smoke/") == [n for n in names if n.startswith("table2_smoke/")]
     offline = experiment_names(offline_only=True)
     assert "table1/medical_atomicrag" in offline and "table1/hotpotqa_rag" not in offline
     assert not any("musique" in n for n in offline)

@@ -44,6 +44,10 @@ CONF_DIR = _find_conf_dir()
 PRESET_KEY = "preset"
 # Groups the library takes from the defaults list; the dataset group names a benchmark to load.
 _NOT_LIBRARY_DEFAULTS = frozenset({"dataset"})
+# Entries of the defaults list that are not a section of Config: ``preset`` selects a whole system
+# (conf/preset/: the quickstart by default, an experiment's paper or smoke system); its values are
+# the harness's, so the library neither applies nor lists it.
+_NOT_CONFIG_GROUPS = frozenset({"preset"})
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -55,7 +59,8 @@ def _defaults_list() -> tuple[tuple[str, str], ...]:
     for item in data.get("defaults", []):
         if isinstance(item, dict):  # "- group: preset"; plain strings are base_config and _self_
             ((group, name),) = item.items()
-            out.append((str(group), str(name)))
+            if str(group) not in _NOT_CONFIG_GROUPS:
+                out.append((str(group), str(name)))
     return tuple(out)
 
 

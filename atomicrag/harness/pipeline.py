@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from atomicrag.core.config import Config
+from atomicrag.core.rows import COMPONENTS, ablated
 from atomicrag.core.schemas import QueryTrace
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
@@ -21,16 +22,19 @@ log = logging.getLogger("atomicrag")
 
 
 def row_label(cfg: Config) -> str:
+    """The label of a run without an experiment's ``row_label``: its retriever, then the ablations
+    it runs (conf/ablation/, read by atomicrag.core.rows); ERGR's is the retriever already named."""
     if cfg.retriever.name == "dense_passage":
         return "Vanilla RAG (dense passages)"
     parts = [f"AtomicRAG[{cfg.retriever.name}]"]
-    if cfg.decompose.name == "none":
-        parts.append("w/o AQD")
-    if cfg.sieve.name == "none":
-        parts.append("w/o AS")
-    if cfg.atomizer.name == "chunk":
-        parts.append("w/o KA")
+    parts += [f"w/o {COMPONENTS[c]}" for c in ablated(lambda key: _field(cfg, key)) if c != "ergr"]
     return " ".join(parts)
+
+
+def _field(cfg: Any, key: str) -> Any:
+    for part in key.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
 
 
 def run_with_baselines(cfg: Config) -> list[tuple[str, dict[str, Any]]]:

@@ -2,7 +2,8 @@
 
     python -m atomicrag.run                              # the quickstart (README)
     python -m atomicrag.run retriever=dense sieve=none   # any override
-    python -m atomicrag.run -m +experiment=table2/wo_ergr,table2/wo_aqd   # a sweep
+    python -m atomicrag.run -m +experiment=table2/medical_wo_ergr,table2/medical_wo_aqd   # several
+    python -m atomicrag.run -m +experiment=table12/sweep  # a sweep file: every point of Table 12
 
 Each configuration becomes one run folder (see atomicrag.harness.tracking); ``baselines`` adds rows
 computed in the same process (e.g. the vanilla dense-passage RAG) and the comparison table is
@@ -33,10 +34,15 @@ def main(dcfg: DictConfig) -> float:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from hydra.core.hydra_config import HydraConfig
+
     from atomicrag.engine.failures import RunFailed, format_failures, raise_if_failed
     from atomicrag.harness.comparison import format_comparison
+    from atomicrag.harness.experiments import experiment_choice, name_experiment
     from atomicrag.harness.pipeline import run_with_baselines
 
+    hydra_cfg = HydraConfig.get()  # results/<experiment folder>/...: no experiment file states it
+    name_experiment(dcfg, experiment_choice(hydra_cfg.runtime.choices), hydra_cfg.overrides.task)
     cfg = to_dataclass(dcfg)
     rows = run_with_baselines(cfg)
     print(format_comparison(rows))
@@ -44,10 +50,9 @@ def main(dcfg: DictConfig) -> float:
     try:
         raise_if_failed(rows)  # a run past cfg.max_failure_rate exits non-zero (and is not marked finished)
     except RunFailed as exc:
-        from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
-        if HydraConfig.get().mode == RunMode.RUN:  # one run: a clean message, exit status 1
+        if hydra_cfg.mode == RunMode.RUN:  # one run: a clean message, exit status 1
             print(f"atomicrag: error: {exc}", file=sys.stderr)
             sys.exit(1)
         raise  # a sweep: Hydra runs the other jobs, then exits non-zero

@@ -51,9 +51,9 @@ NEEDS_EXTERNAL_DATA = ("hotpotqa", "musique")
 
 
 def experiment_names(conf_dir: Path | str | None = None, prefix: str = "", offline_only: bool = False) -> list[str]:
-    """Every committed experiment, e.g. ``['fig4/topk_1', ..., 'table2/medical_wo_ergr', ...]``.
+    """Every committed experiment, e.g. ``['fig4/sweep', ..., 'table2/medical_wo_ergr', ...]``.
 
-    ``prefix`` keeps the names starting with it (``'smoke/'``, ``'table12/'``); ``offline_only``
+    ``prefix`` keeps the names starting with it (``'table2_smoke/'``, ``'table12/'``); ``offline_only``
     drops those whose dataset is not available offline (HotpotQA, MuSiQue)."""
     root = Path(conf_dir) if conf_dir else CONF_DIR
     exp = root / "experiment"

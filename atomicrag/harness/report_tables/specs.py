@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from atomicrag.core.rows import TABLE2_ROWS, ablation, ablation_label
 from atomicrag.harness.report_tables import plots
 from atomicrag.harness.report_tables.core import Column, Row, TableSpec, mean_of, minus_row, share_of
 from atomicrag.harness.report_tables.runs import (
@@ -27,16 +28,8 @@ from atomicrag.harness.report_tables.runs import (
 
 GB_COLS = [("fact", "Fact"), ("reason", "Reason"), ("summ", "Summ."), ("creat", "Creat."), ("avg", "Avg.")]
 PAPER_DEFAULT = {"retriever.name": "ppr", "atomizer.name": "llm", "decompose.name": "llm", "sieve.name": "llm"}
-ABLATION_ROWS = [  # paper row, (retriever, decompose, sieve, KA atomizer?)
-    ("AtomicRAG", ("ppr", "llm", "llm", True)),
-    ("w/o ERGR", ("dense", "llm", "llm", True)),
-    ("w/o AQD", ("ppr", "none", "llm", True)),
-    ("w/o AS", ("ppr", "llm", "none", True)),
-    ("w/o KA", ("ppr", "llm", "llm", False)),
-    ("w/o {ERGR, AQD}", ("dense", "none", "llm", True)),
-    ("w/o {ERGR, AQD, AS}", ("dense", "none", "none", True)),
-    ("w/o {ERGR, AQD, AS, KA}", ("dense", "none", "none", False)),
-]
+# Table 2's rows: (label, components removed), from the ablation manifest (conf/ablation/, core.rows)
+ABLATION_ROWS = [(ablation_label(components), components) for components in TABLE2_ROWS]
 PRICE_PROMPT, PRICE_COMPLETION = 0.15, 0.60  # USD per 1M tokens: gpt-4o-mini list price (paper Table 7)
 
 
@@ -58,15 +51,17 @@ def _atoms(value: Any) -> bool:
     return value in (None, "atoms")  # runs made before atomizer.atom_unit existed used atoms
 
 
-def _ablation_match(retr: str, dec: str, sieve: str, ka: bool, atomizer: str) -> dict[str, Any]:
-    """Config fields of an ablation row (for runs without a row label). Without KA the llm
-    atomizer keeps its entity and triple extraction and makes each chunk one node
-    (atomizer.atom_unit=chunks); atomizers without an LLM fall back to the chunk atomizer."""
-    match: dict[str, Any] = {"retriever.name": retr, "decompose.name": dec, "sieve.name": sieve}
+def _ablation_match(components: tuple[str, ...], atomizer: str) -> dict[str, Any]:
+    """Config fields of an ablation row (for runs without a row label): the full system's, then
+    what each removed component changes (conf/ablation/). Without KA the llm atomizer keeps its
+    entity and triple extraction and makes each chunk one node (ka: atomizer.atom_unit=chunks);
+    atomizers without an LLM fall back to the chunk atomizer (ka_chunk)."""
+    match: dict[str, Any] = {"retriever.name": "ppr", "decompose.name": "llm", "sieve.name": "llm",
+                             "atomizer.name": atomizer}
     if atomizer == "llm":
-        match.update({"atomizer.name": "llm", "atomizer.atom_unit": _atoms if ka else "chunks"})
-    else:
-        match["atomizer.name"] = atomizer if ka else "chunk"
+        match["atomizer.atom_unit"] = _atoms
+    for component in components:
+        match.update(ablation("ka_chunk" if component == "ka" and atomizer != "llm" else component).changes)
     return match
 
 
@@ -120,7 +115,7 @@ def table2(metric: str) -> TableSpec:
                        ("avg_of_3", "Avg.")):
         cols.append(Column(f"{key}.drop", f"drop {title}", derive=minus_row(key, "AtomicRAG", sign=-1.0),
                            published=_drop(key), comparable=comparable))
-    rows = [Row(label, _ablation_match(*m, atomizer="llm")) for label, m in ABLATION_ROWS[:-1]]
+    rows = [Row(label, _ablation_match(m, atomizer="llm")) for label, m in ABLATION_ROWS[:-1]]
     # one system, one run: the all-ablated row is Table 1's vanilla RAG run (conf/preset/vanilla_rag.yaml)
     rows.append(Row(ABLATION_ROWS[-1][0], VANILLA, experiments=("table1",)))
     return TableSpec(
@@ -149,7 +144,7 @@ def table2_smoke(metric: str = "f1") -> TableSpec:
         Column("avg_of_3", "paper ACC Avg.", measured=False),
         Column("avg_of_3.drop", "paper drop Avg.", measured=False, published=_drop("avg_of_3")),
     ]
-    rows = [Row(label, _ablation_match(*m, atomizer="sentence")) for label, m in ABLATION_ROWS]
+    rows = [Row(label, _ablation_match(m, atomizer="sentence")) for label, m in ABLATION_ROWS]
     return TableSpec(
         "table2_smoke", "Table 2 (CPU smoke) — ablations on the 2Wiki smoke set", "table2", ("table2_smoke",),
         rows, cols,
@@ -171,9 +166,10 @@ def table2_retrieval_only(metric: str = "recall") -> TableSpec:
         cols.append(Column(k, k.replace("recall@", "R@"), extract=overall(k), dataset=ds, published=False))
         cols.append(Column(f"{k}.drop", f"drop {k.replace('recall@', 'R@')}", derive=minus_row(k, "AtomicRAG", -1.0),
                            published=False))
-    rows = [Row("AtomicRAG", {"retriever.name": "ppr", "atomizer.name": "sentence"}),
-            Row("w/o ERGR", {"retriever.name": "dense", "atomizer.name": "sentence"}),
-            Row("w/o KA", {"retriever.name": "ppr", "atomizer.name": "chunk"})]
+    # offline there is no decomposition or sieve to ablate: the rows differ in retriever and atomizer
+    rows = [Row(ablation_label(c), {k: v for k, v in _ablation_match(c, atomizer="sentence").items()
+                                    if k in ("retriever.name", "atomizer.name")})
+            for c in ((), ("ergr",), ("ka",))]
     return TableSpec(
         "table2_retrieval", "Table 2 (retrieval only, offline) — ERGR and KA ablations on 2Wiki DEV", None,
         ("table2_retrieval",), rows, cols,
