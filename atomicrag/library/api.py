@@ -29,6 +29,7 @@ from atomicrag.library.io import Snapshot, check_build_settings, load_dir, load_
 from atomicrag.library.types import (
     DocState,
     Document,
+    DocumentReport,
     Progress,
     ProgressFn,
     QueryResult,
@@ -183,7 +184,7 @@ class AtomicRAG:
         chunks still fail (0: the index is complete). Failures survive ``save``/``load``. When more
         than ``atomizer.max_chunk_failures_frac`` of the retried chunks fail again it raises, as
         ``index`` does, and the index is left as it was."""
-        ids = [i for i, s in self._states.items() if s.failures]
+        ids = [r.doc_id for r in self.failures]
         if ids:
             with self._transaction():
                 self._reatomize([self._docs[i] for i in ids])
@@ -367,6 +368,20 @@ class AtomicRAG:
         return rag
 
     # ------------------------------------------------------------------ reporting
+    def report(self, doc_ids: Iterable[str] | None = None) -> list[DocumentReport]:
+        """Per document (``doc_ids``, or every one in index order): its chunks and the chunks
+        that failed to atomize, with the stage and reason of each (``retry_failed`` redoes them)."""
+        ids = list(self._docs) if doc_ids is None else [str(i) for i in doc_ids]
+        missing = [i for i in ids if i not in self._states]
+        if missing:
+            raise KeyError(f"unknown document id(s): {', '.join(map(repr, missing[:10]))}")
+        return [DocumentReport(i, self._states[i].chunks, tuple(self._states[i].failures)) for i in ids]
+
+    @property
+    def failures(self) -> list[DocumentReport]:
+        """The documents with at least one failed chunk (empty: the index is complete)."""
+        return [r for r in self.report() if r.failures]
+
     def stats(self) -> dict[str, Any]:
         """Corpus and graph statistics (paper Table 3/6 columns), update timings and LLM usage."""
         out: dict[str, Any] = {
