@@ -127,6 +127,7 @@ SIEVES = Registry("sieve")
 READERS = Registry("reader")
 JUDGES = Registry("judge")
 DATASETS = Registry("dataset format")
+STORES = Registry("store")
 
 for _name in ("fake", "openai", "llamacpp", "vllm", "transformers"):
     LLMS.add(_name, f"atomicrag.llm.backends:{_name}")
@@ -160,3 +161,6 @@ DATASETS.add("normalized", "atomicrag.data.loaders:load_normalized")
 DATASETS.add("graphrag_bench", "atomicrag.data.formats:load_graphrag_bench")
 DATASETS.add("hipporag", "atomicrag.data.formats:load_hipporag")
 DATASETS.add("hf", "atomicrag.data.hf:load_hf")
+
+STORES.add("dir", "atomicrag.library.io:DirStore")
+STORES.add("pg", "atomicrag.library.io:PgStore")

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from atomicrag.core.config import Config, load_config
 from atomicrag.core.progress import reporting
-from atomicrag.library.io import Snapshot, check_build_settings, load_dir, load_pg, save_dir, save_pg
+from atomicrag.core.registry import STORES
+from atomicrag.library.io import Snapshot, check_build_settings
 from atomicrag.library.types import (
     DocState,
     Document,
@@ -319,17 +320,9 @@ class AtomicRAG:
 
     def save(self, path: str | Path | None = None, *, store: str = "dir", uri: str | None = None,
              schema: str = "atomicrag") -> None:
-        """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``)."""
-        if store == "dir":
-            if path is None:
-                raise ValueError("save(path): a directory path is required")
-            save_dir(self._snapshot(), path)
-        elif store == "pg":
-            if not uri:
-                raise ValueError('save(store="pg") needs uri="postgresql://..."')
-            save_pg(self._snapshot(), uri, schema)
-        else:
-            raise ValueError(f"store must be 'dir' or 'pg', not {store!r}")
+        """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
+        ``store`` names a ``registry.STORES`` entry."""
+        STORES.build(store, path=path, uri=uri, schema=schema).save(self._snapshot())
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, uri: str | None = None, schema: str = "atomicrag",
@@ -339,7 +332,7 @@ class AtomicRAG:
         ``Config``) for query-time settings; settings that decide how the index was built cannot change."""
         if (path is None) == (uri is None):
             raise ValueError("load() needs exactly one of path=... or uri=...")
-        info, snap = load_pg(uri, schema) if uri is not None else load_dir(path)  # type: ignore[arg-type]
+        info, snap = STORES.build("pg" if uri is not None else "dir", path=path, uri=uri, schema=schema).load()
         # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
         # conflicting one is caught by check_build_settings instead of silently rewriting the manifest
         saved = load_config(info["config"], env_prefix=None)
