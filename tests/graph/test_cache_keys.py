@@ -41,3 +41,31 @@ def test_atomize_keys_are_pinned(cfg: AtomizerConfig, key: str) -> None:
 
 def test_graph_key_is_pinned() -> None:
     assert content_hash("graph", graph_inputs("abc", Config(), None)) == "5fddd2f29050ea89"
+
+
+def test_every_declared_key_field_is_a_config_field() -> None:
+    from dataclasses import fields
+
+    from atomicrag.core.registry import ATOMIZERS
+
+    known = {f.name for f in fields(AtomizerConfig)}
+    for name in ATOMIZERS.names():
+        assert set(ATOMIZERS.cache_key_fields(name)) <= known, name
+
+
+def test_a_registered_atomizer_is_keyed_by_the_fields_it_declares(monkeypatch: pytest.MonkeyPatch) -> None:
+    from atomicrag.core import registry
+
+    for attr in ("_paths", "_needs", "_loaded", "_keys"):  # the entry is gone after the test
+        monkeypatch.setattr(registry.ATOMIZERS, attr, dict(getattr(registry.ATOMIZERS, attr)))
+    registry.ATOMIZERS.register("mine", object, cache_key=("min_atom_chars",), cache_key_when_set=("noun_chunks",))
+    ck = chunks_hash(CHUNKS)
+
+    def key(**fields: object) -> str:
+        return content_hash("atomize", atomize_inputs(ck, AtomizerConfig(name="mine", **fields), object()))
+
+    assert atomize_inputs(ck, AtomizerConfig(name="mine"), object()) == {
+        "chunks": ck, "atomizer": "mine", "cfg": {"min_atom_chars": 15}}  # no spacy_model: no spaCy versions
+    assert key(min_atom_chars=3) != key()  # declared: keyed
+    assert key(nlp_batch_size=7) == key() and key(spacy_model="other") == key()  # not declared: not keyed
+    assert key(noun_chunks=True) != key() and key(noun_chunks=False) == key()  # keyed only when set
