@@ -1,7 +1,7 @@
 """``atomicrag`` command line: build, update, query and inspect a library index.
 
     atomicrag index PATH [PATH ...] --out INDEX_DIR [--force] [--config FILE] [--set group.field=value ...]
-    atomicrag insert PATH [PATH ...] --index INDEX_DIR [--replace]
+    atomicrag insert PATH [PATH ...] --index INDEX_DIR [--replace]   (names new documents whose chunks failed)
     atomicrag delete DOC_ID [DOC_ID ...] --index INDEX_DIR
     atomicrag query "question" [...] --index INDEX_DIR [--json] [--top N] [--no-answer]
     atomicrag docs --index INDEX_DIR [--json]
