@@ -158,10 +158,11 @@ def read_metrics(folder_or_file: Path) -> RunMetrics:
 def git_commit() -> str | None:
     try:
         here = Path(__file__).resolve().parent
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here,
+                             check=False)
         commit = out.stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=5, cwd=here).stdout.strip()
+                               text=True, timeout=5, cwd=here, check=False).stdout.strip()
         return (commit + ("-dirty" if dirty else "")) if commit else None
     except (OSError, subprocess.SubprocessError):
         return None

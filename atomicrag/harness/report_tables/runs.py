@@ -7,7 +7,6 @@ short ``metrics["config"]`` summary is used instead.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable, Iterable
