@@ -32,10 +32,10 @@ from atomicrag.atomize.base import (
     progress_enabled,
 )
 from atomicrag.atomize.checkpoint import ChunkCheckpoint
-from atomicrag.atomize.jsonfix import salvage_json
 from atomicrag.atomize.matcher import TermMatcher
 from atomicrag.core.config import AtomizerConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Chunk, ChunkFailure, Triple
+from atomicrag.llm.json_repair import salvage_json
 from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
 from atomicrag.llm.sampling import attempt_sampling, sampling_fingerprint
 from atomicrag.prompts import extraction as extraction_prompt
@@ -64,9 +64,9 @@ class _State:
 def reply_object(res: ChatResult, required: tuple[str, ...] = ()) -> tuple[Any, bool]:
     """The JSON object of a reply and whether it was salvaged from a truncated text.
 
-    A reply cut at max_tokens is re-read with ``salvage_json``, which keeps only complete
-    elements (the LLM layer's lenient parser keeps the cut-off last string, i.e. half an atom);
-    the layer's object is used when the salvaged one lacks a required key.
+    A reply cut at max_tokens is re-read with ``salvage_json`` (the LLM layer's lenient parser in
+    its complete-only mode: the layer's own parse keeps the cut-off last string, i.e. half an
+    atom); the layer's object is used when the salvaged one lacks a required key.
     """
     truncated = res.finish_reason == "length"
     if res.text and (res.parsed is None or truncated):

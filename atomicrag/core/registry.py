@@ -18,8 +18,9 @@ How to add an implementation
 
 3. Add ``conf/<group>/<name>.yaml`` whose ``name:`` field is the registry key.
 
-A plug-in outside the package calls ``REGISTRY.register(name, obj, needs=...)`` before the config
-is loaded. Builder signatures: atomizer ``(cfg, llm=, **deps)``; retriever ``(cfg, fidelity,
+An entry whose stage is cached also declares the config fields that key its cache
+(``cache_key=``; ``cache_key_when_set=`` for fields keyed only while set). A plug-in outside the
+package calls ``REGISTRY.register(name, obj, needs=..., cache_key=...)`` before the config is loaded. Builder signatures: atomizer ``(cfg, llm=, **deps)``; retriever ``(cfg, fidelity,
 **overrides) -> Propagator`` (or, without ``graph``, a passage retriever); decompose/sieve
 ``(cfg=, fidelity=, llm=, **sampling)``; reader ``(llm, kind, cfg, **sampling)``; embedder
 ``(cfg, pooling)``; llm ``(cfg, paths)``; dataset ``(cfg, data_dir, require_corpus)``.
@@ -47,18 +48,23 @@ class Registry:
         self._paths: dict[str, str] = {}
         self._needs: dict[str, Needs] = {}
         self._loaded: dict[str, Any] = {}
+        self._keys: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # (cache_key, cache_key_when_set)
 
-    def add(self, name: str, path: str, needs: Needs = ()) -> None:
+    def add(self, name: str, path: str, needs: Needs = (), cache_key: Iterable[str] = (),
+            cache_key_when_set: Iterable[str] = ()) -> None:
         if ":" not in path:
             raise ValueError(f"{self.kind} registry: path {path!r} must look like 'module:attribute'")
         self._paths[name] = path
         self._set_needs(name, needs)
+        self._keys[name] = (tuple(cache_key), tuple(cache_key_when_set))
 
-    def register(self, name: str, obj: Any, needs: Needs = ()) -> None:
+    def register(self, name: str, obj: Any, needs: Needs = (), cache_key: Iterable[str] = (),
+                 cache_key_when_set: Iterable[str] = ()) -> None:
         """Register an already-imported object (for user plug-ins)."""
         self._loaded[name] = obj
         self._paths.setdefault(name, f"<object>:{name}")
         self._set_needs(name, needs)
+        self._keys[name] = (tuple(cache_key), tuple(cache_key_when_set))
 
     def _set_needs(self, name: str, needs: Needs) -> None:
         if not callable(needs):
@@ -79,6 +85,23 @@ class Registry:
         self._check(name)
         need = self._needs[name]
         return frozenset(need(cfg)) if callable(need) else need  # type: ignore[arg-type]
+
+    def cache_key_fields(self, name: str) -> tuple[str, ...]:
+        """Every config field entry ``name`` declared as deciding its output (always keyed or when set)."""
+        self._check(name)
+        always, when_set = self._keys[name]
+        return always + when_set
+
+    def cache_key(self, name: str, cfg: Any) -> dict[str, Any]:
+        """The declared fields of entry ``name`` with their values in its config slice ``cfg``.
+
+        ``cache_key_when_set`` fields are keyed only while set (truthy): they were added after caches
+        existed, so a config that leaves them off keeps the key it had before them."""
+        self._check(name)
+        always, when_set = self._keys[name]
+        out = {f: getattr(cfg, f) for f in always}
+        out.update({f: getattr(cfg, f) for f in when_set if getattr(cfg, f)})
+        return out
 
     def _check(self, name: str) -> None:
         if name not in self._paths:
@@ -127,17 +150,27 @@ SIEVES = Registry("sieve")
 READERS = Registry("reader")
 JUDGES = Registry("judge")
 DATASETS = Registry("dataset format")
+STORES = Registry("store")
 
 for _name in ("fake", "openai", "llamacpp", "vllm", "transformers"):
     LLMS.add(_name, f"atomicrag.llm.backends:{_name}")
 for _name in ("fake", "sentence_transformers", "transformers", "onnx"):
     EMBEDDERS.add(_name, f"atomicrag.embed.builders:{_name}")
 
+# An atomizer's cache key (graph/cached_build.py) holds the config fields it declares here (batch
+# sizes, process counts and the failure budget change no output, so they are not keyed); one that
+# keys ``spacy_model`` also keys the spaCy and model versions. The llm atomizer is keyed by its
+# fingerprint() instead (model, prompt versions, sampling).
 ATOMIZERS.add("llm", "atomicrag.atomize.llm:LLMAtomizer", needs=LLM)
-ATOMIZERS.add("sentence", "atomicrag.atomize.sentence:SentenceAtomizer")
+ATOMIZERS.add("sentence", "atomicrag.atomize.sentence:SentenceAtomizer",
+              cache_key=("spacy_model", "noun_chunks", "min_atom_chars", "title_context"),
+              cache_key_when_set=("resolve_subject", "entity_filter"))
 ATOMIZERS.add("vocabulary", "atomicrag.atomize.vocabulary:VocabularyAtomizer",
-              needs=lambda c: LLM if c is None or c.vocab_llm_filter else ())
-ATOMIZERS.add("chunk", "atomicrag.atomize.whole_chunk:ChunkAtomizer")
+              needs=lambda c: LLM if c is None or c.vocab_llm_filter else (),
+              cache_key=("spacy_model", "min_atom_chars", "vocab_min_freq", "vocab_max_ngram",
+                         "vocab_terms_per_call", "vocab_llm_filter"))
+ATOMIZERS.add("chunk", "atomicrag.atomize.whole_chunk:ChunkAtomizer",
+              cache_key=("spacy_model", "noun_chunks", "title_context"))
 
 for _name in ("ppr", "power", "rwr", "katz", "labelprop", "bfs"):
     RETRIEVERS.add(_name, f"atomicrag.retrieve.propagate.builders:{_name}", needs=_graph_retriever())
@@ -160,3 +193,6 @@ DATASETS.add("normalized", "atomicrag.data.loaders:load_normalized")
 DATASETS.add("graphrag_bench", "atomicrag.data.formats:load_graphrag_bench")
 DATASETS.add("hipporag", "atomicrag.data.formats:load_hipporag")
 DATASETS.add("hf", "atomicrag.data.hf:load_hf")
+
+STORES.add("dir", "atomicrag.library.io:DirStore")
+STORES.add("pg", "atomicrag.library.io:PgStore")

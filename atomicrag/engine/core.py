@@ -8,7 +8,7 @@
 Indexing is atomize → ``graph.build.update_graph``: a build is an update from empty, the
 library's ``insert``/``delete`` are updates of a previous graph (``engine.update``), and the
 stage cache (``graph.index``: atomize and graph folders keyed by their inputs) is an option of
-the engine, not a second path. Querying runs ``retrieve.engine.BatchRetriever`` per corpus (graph
+the engine, not a second path. Querying runs ``retrieve.query_batch.BatchRetriever`` per corpus (graph
 retrievers) or the passage retriever of the registry, then the reader.
 """
 from __future__ import annotations
@@ -209,9 +209,8 @@ class Engine:
             group = [questions[i] for i in pos]
             t0 = time.perf_counter()
             if self.uses_graph:
-                qe = self.query_engine(index, corpus)
-                traces, contexts = qe.run(group)
-                decomps, sieved = qe.last_decompositions, qe.last_sieve
+                res = self.query_engine(index, corpus).run(group)
+                traces, contexts, decomps, sieved = res.traces, res.contexts, res.decompositions, res.sieve
             else:  # a passage retriever (dense_passage): ranks the corpus's chunks
                 with self._timed("retrieve"):
                     traces, contexts = RETRIEVERS.get(self.cfg.retriever.name)(

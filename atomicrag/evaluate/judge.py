@@ -194,14 +194,15 @@ def _add_tokens(acc: list[int], reply: Any) -> None:
 
 def build_judge(name: str, llm: Any, embedder: Any, fidelity: FidelityConfig,
                 **kwargs: Any) -> AnswerAccuracyJudge | None:
-    """``judge.name``: ``llm`` → the Graph-Bench judge; ``none`` → None (no ACC computed)."""
-    if name == "none":
-        return None
-    if name != "llm":
-        raise ValueError(f"unknown judge.name {name!r}")
-    if llm is None or (embedder is None and fidelity.acc_weight < 1):
-        raise ValueError("judge.name=llm needs an LLM backend and an embedder")
-    return AnswerAccuracyJudge(llm, embedder, fidelity, **kwargs)
+    """The ``registry.JUDGES`` entry ``judge.name``: ``llm`` → the Graph-Bench judge, ``none`` → None
+    (no ACC computed). What the entry declares it needs must be given (the embedder only while the
+    semantic similarity counts: ``fidelity.acc_weight < 1``)."""
+    from atomicrag.core.registry import JUDGES
+
+    needs = JUDGES.needs(name)  # an unknown name raises here, naming the known ones
+    if ("llm" in needs and llm is None) or ("embedder" in needs and embedder is None and fidelity.acc_weight < 1):
+        raise ValueError(f"judge.name={name} needs an LLM backend and an embedder")
+    return JUDGES.get(name)(llm, embedder, fidelity, **kwargs)
 
 
 def summarize(verdicts: Sequence[AccuracyVerdict]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from atomicrag.core.config import Config
+from atomicrag.core.registry import JUDGES
 from atomicrag.evaluate.judge import AnswerAccuracyJudge, build_judge
 
 
@@ -70,19 +71,20 @@ class OwnedJudge:
 
 
 def judge_from_config(cfg: Config, run_llm: Any, run_embedder: Any, accountant: Any = None) -> OwnedJudge | None:
-    """The judge ``cfg.judge`` describes, or None for ``judge.name=none``."""
-    if cfg.judge.name == "none":
-        return None
-    llm, owns = judge_llm(cfg, run_llm, accountant)
+    """The judge ``cfg.judge`` describes (built by its ``registry.JUDGES`` entry, with the models
+    the entry declares it needs), or None for an entry that builds none (``judge.name=none``)."""
+    needs = JUDGES.needs(cfg.judge.name, cfg.judge)
+    llm, owns = judge_llm(cfg, run_llm, accountant) if "llm" in needs else (None, False)
     try:
-        emb = judge_embedder(cfg, run_embedder) if cfg.fidelity.acc_weight < 1 else None
+        emb = judge_embedder(cfg, run_embedder) if "embedder" in needs and cfg.fidelity.acc_weight < 1 else None
         seed = cfg.judge.llm.seed if cfg.judge.llm_source == "own" else cfg.llm.seed
         impl = build_judge(cfg.judge.name, llm, emb, cfg.fidelity, seed=seed)
     except BaseException:
         if owns:
             llm.close()
         raise
-    assert impl is not None
+    if impl is None:
+        return None
     settings = {
         "llm": cfg.judge.llm.model if cfg.judge.llm_source == "own" else f"run:{cfg.llm.model}",
         "embedder": getattr(emb, "name", None),

@@ -2,8 +2,9 @@
 
 Cache keys hold exactly what decides a stage's output:
 
-- atomize: hash of the chunks, the atomizer's config fields, the spaCy model version (NLP
-  atomizers) and the LLM model + prompt versions (when an LLM is used);
+- atomize: hash of the chunks, the config fields the atomizer's registry entry declares
+  (``cache_key=``), the spaCy and model versions (atomizers that key ``spacy_model``) and the
+  LLM model + prompt versions (when an LLM is used);
 - graph: the atomize key, ``embedder.name``, the graph config and the four graph fidelity
   switches. Changing only the embedder re-embeds and rebuilds edges, but never re-atomizes.
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from atomicrag.core.artifacts import StageCache, content_hash
 from atomicrag.core.config import AtomizerConfig, Config
+from atomicrag.core.registry import ATOMIZERS
 from atomicrag.core.schemas import AtomizeResult, Chunk
 from atomicrag.embed.protocol import Embedder
 from atomicrag.graph.build import GRAPH_FIDELITY_FIELDS, GRAPH_FIELDS, build_graph
@@ -28,16 +30,6 @@ from atomicrag.graph.structure import AtomEntityGraph
 
 log = logging.getLogger(__name__)
 
-# Atomizer config fields that change the output, per atomizer (batch sizes, process counts and
-# the failure budget do not).
-_ATOMIZER_FIELDS = {
-    "sentence": ("spacy_model", "noun_chunks", "min_atom_chars", "title_context"),
-    "chunk": ("spacy_model", "noun_chunks", "title_context"),
-    "vocabulary": ("spacy_model", "min_atom_chars", "vocab_min_freq", "vocab_max_ngram",
-                   "vocab_terms_per_call", "vocab_llm_filter"),
-    "llm": (),
-}
-
 
 def chunks_hash(chunks: list[Chunk]) -> str:
     return content_hash([[c.id, c.passage_id, c.title, c.text] for c in chunks])
@@ -45,13 +37,9 @@ def chunks_hash(chunks: list[Chunk]) -> str:
 
 def atomize_inputs(chunks_key: str, cfg: AtomizerConfig, atomizer: Any) -> dict[str, Any]:
     """The cache-key inputs of the atomize stage."""
-    inputs: dict[str, Any] = {"chunks": chunks_key, "atomizer": cfg.name,
-                              "cfg": {f: getattr(cfg, f) for f in _ATOMIZER_FIELDS.get(cfg.name, ())}}
-    if cfg.name == "sentence" and cfg.resolve_subject:  # keyed only when on: existing caches stay valid
-        inputs["cfg"]["resolve_subject"] = True
-    if cfg.name == "sentence" and cfg.entity_filter:
-        inputs["cfg"]["entity_filter"] = True
-    if cfg.name != "llm":
+    # the fields the atomizer's registry entry declares (core/registry.py)
+    inputs: dict[str, Any] = {"chunks": chunks_key, "atomizer": cfg.name, "cfg": ATOMIZERS.cache_key(cfg.name, cfg)}
+    if "spacy_model" in ATOMIZERS.cache_key_fields(cfg.name):  # an NLP atomizer: spaCy's output decides
         from atomicrag.atomize.nlp import model_version, spacy_version
 
         inputs["spacy"] = [spacy_version(), model_version(cfg.spacy_model)]

@@ -16,6 +16,7 @@ from atomicrag.core.rows import COMPONENTS, ablated
 from atomicrag.core.schemas import QueryTrace
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
+from atomicrag.harness.metrics_file import build_run_metrics
 from atomicrag.harness.tracking import WandbSink, is_finished, read_metrics, run_dir, write_run
 
 log = logging.getLogger("atomicrag")
@@ -81,10 +82,11 @@ def run_one(cfg: Config) -> dict[str, Any]:
 
         run_llm = models.llm if cfg.judge.name != "none" and cfg.judge.llm_source == "run" else None
         judge = judge_from_config(cfg, run_llm, models.embedder, accountant)
+        metrics_judge = None
         try:
             with accountant.time("judge"):
-                metrics, per_question = score_run(questions, traces, judge=judge, dataset=data.name,
-                                                  answered=reader_name != "none")
+                scores, per_question = score_run(questions, traces, judge=judge, dataset=data.name,
+                                                 answered=reader_name != "none")
         finally:
             if judge is not None:
                 judge.close()
@@ -93,34 +95,31 @@ def run_one(cfg: Config) -> dict[str, Any]:
         models.close()
     wall = time.perf_counter() - t_start
     indexes = index.stats(batch.routed)
-    metrics.update(
-        {
-            "dataset": data.name,
-            "split": cfg.dataset.split,
-            "n_questions": len(questions),
-            "row_label": cfg.row_label or row_label(cfg),
-            "graph_stats": combined_stats(indexes),
-            "indexes": indexes,  # one per corpus (Graph-Bench Novel: one per novel)
-            "stages": stage_summaries(cfg, batch),
-            "cost": cost_summary(accountant, len(questions), query_wall, wall),
-            "models": {"llm": cfg.llm.model if models.llm_built else None, "embedder": models.embedder.name},
-            "config": summary_fields(cfg),
-        }
-    )
-    if cfg.judge.name != "none":
-        metrics.setdefault("judge", {})["settings"] = metrics_judge
+    run = {
+        "dataset": data.name,
+        "split": cfg.dataset.split,
+        "n_questions": len(questions),
+        "row_label": cfg.row_label or row_label(cfg),
+        "graph_stats": combined_stats(indexes),
+        "indexes": indexes,  # one per corpus (Graph-Bench Novel: one per novel)
+        "stages": stage_summaries(cfg, batch),
+        "cost": cost_summary(accountant, len(questions), query_wall, wall),
+        "models": {"llm": cfg.llm.model if models.llm_built else None, "embedder": models.embedder.name},
+        "config": summary_fields(cfg),
+        "judge_settings": metrics_judge,
+    }
     passages = data.passage_index()
     predictions = [
         {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)
     ]
-    metrics.update(summarize_run(cfg.max_failure_rate, metrics["cost"]["modules"], predictions,
-                                index.atomize_stats()))
-    if metrics["status"] != "finished":
-        log.error("%s", format_failures(str(out_dir), metrics))
+    outcome = summarize_run(cfg.max_failure_rate, run["cost"]["modules"], predictions, index.atomize_stats())
+    metrics = build_run_metrics(scores, run, outcome, out_dir, cfg.experiment_name)
+    if metrics.status != "finished":
+        log.error("%s", format_failures(str(out_dir), metrics.to_dict()))
     write_run(out_dir, cfg, metrics, predictions)
     if cfg.logger.name == "wandb":
         sink = WandbSink(cfg)
-        sink.log_run(metrics, predictions)
+        sink.log_run(metrics.to_dict(), predictions)
         sink.finish()
     log.info("wrote %s", out_dir)
     return read_metrics(out_dir)

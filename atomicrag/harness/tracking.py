@@ -1,26 +1,23 @@
 """Run folders, run names, environment capture and the optional W&B sink.
 
 A run writes ``results/<experiment>/<dataset>/<run_name>/``:
-``config.yaml`` (the resolved config), ``metrics.json`` (headline and per-type metrics, model
-ids, prompt versions, git commit, environment, per-module time and tokens) and
-``predictions.jsonl`` (one trace per question). JSON files are always written first, atomically;
-W&B only mirrors them.
+``config.yaml`` (the resolved config), ``metrics.json`` (``harness.metrics_file.RunMetrics``:
+headline and per-type metrics, model ids, git commit, environment, per-module time and tokens,
+failures) and ``predictions.jsonl`` (one trace per question). Files are always written first,
+atomically; W&B only mirrors them.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import platform
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from atomicrag.core.artifacts import content_hash, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from atomicrag.core.artifacts import content_hash, write_jsonl_atomic, write_text_atomic
 from atomicrag.core.config import Config
+from atomicrag.harness.metrics_file import RunMetrics, write_metrics
+from atomicrag.harness.metrics_file import read_metrics as read_run_metrics
 
 # fields that do not change what a run computes, so they do not enter its name
 _NAME_EXCLUDE = {"run_name", "overwrite", "experiment_name", "row_label", "baselines", "paths", "logger",
@@ -63,62 +60,26 @@ def is_finished(path: Path) -> bool:
         return False
     try:
         return run_is_finished(read_metrics(path))
-    except ValueError:  # a damaged metrics.json: the run is redone, not reused
+    except ValueError:  # a damaged metrics.json (MetricsFileError is one): the run is redone, not reused
         return False
-
-
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        )
-        commit = out.stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-            timeout=5, cwd=Path(__file__).resolve().parent,
-        ).stdout.strip()
-        return (commit + ("-dirty" if dirty else "")) if commit else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def environment() -> dict[str, Any]:
-    env: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform()}
-    try:
-        import torch
-
-        env["torch"] = torch.__version__
-        env["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-        env["threads"] = torch.get_num_threads()
-    except ImportError:  # pragma: no cover - torch is a hard requirement in practice
-        pass
-    return env
 
 
 def write_run(
     path: Path,
     cfg: Config,
-    metrics: dict[str, Any],
+    metrics: RunMetrics,
     predictions: list[dict[str, Any]],
 ) -> None:
     """Write predictions, config, then metrics.json last: its ``status`` says whether the run finished."""
     path.mkdir(parents=True, exist_ok=True)
     write_jsonl_atomic(path / "predictions.jsonl", predictions)
     write_text_atomic(path / "config.yaml", OmegaConf.to_yaml(OmegaConf.structured(cfg)))
-    metrics = {
-        **metrics,
-        "run_name": path.name,
-        "experiment": cfg.experiment_name,
-        "git_commit": git_commit(),
-        "environment": environment(),
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    write_json_atomic(path / "metrics.json", metrics)
+    write_metrics(path, metrics)
 
 
 def read_metrics(path: Path) -> dict[str, Any]:
-    return json.loads((path / "metrics.json").read_text())
+    """A run folder's metrics.json as plain data, checked against the schema (``MetricsFileError``)."""
+    return read_run_metrics(path).to_dict()
 
 
 class WandbSink:

@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from atomicrag.core.config import Config, load_config
 from atomicrag.core.progress import reporting
-from atomicrag.library.io import Snapshot, check_build_settings, load_dir, load_pg, save_dir, save_pg
+from atomicrag.core.registry import STORES
+from atomicrag.library.io import Snapshot, check_build_settings
 from atomicrag.library.types import (
     DocState,
     Document,
+    DocumentReport,
     Progress,
     ProgressFn,
     QueryResult,
@@ -183,7 +185,7 @@ class AtomicRAG:
         chunks still fail (0: the index is complete). Failures survive ``save``/``load``. When more
         than ``atomizer.max_chunk_failures_frac`` of the retried chunks fail again it raises, as
         ``index`` does, and the index is left as it was."""
-        ids = [i for i, s in self._states.items() if s.failures]
+        ids = [r.doc_id for r in self.failures]
         if ids:
             with self._transaction():
                 self._reatomize([self._docs[i] for i in ids])
@@ -318,17 +320,9 @@ class AtomicRAG:
 
     def save(self, path: str | Path | None = None, *, store: str = "dir", uri: str | None = None,
              schema: str = "atomicrag") -> None:
-        """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``)."""
-        if store == "dir":
-            if path is None:
-                raise ValueError("save(path): a directory path is required")
-            save_dir(self._snapshot(), path)
-        elif store == "pg":
-            if not uri:
-                raise ValueError('save(store="pg") needs uri="postgresql://..."')
-            save_pg(self._snapshot(), uri, schema)
-        else:
-            raise ValueError(f"store must be 'dir' or 'pg', not {store!r}")
+        """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
+        ``store`` names a ``registry.STORES`` entry."""
+        STORES.build(store, path=path, uri=uri, schema=schema).save(self._snapshot())
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, uri: str | None = None, schema: str = "atomicrag",
@@ -338,7 +332,7 @@ class AtomicRAG:
         ``Config``) for query-time settings; settings that decide how the index was built cannot change."""
         if (path is None) == (uri is None):
             raise ValueError("load() needs exactly one of path=... or uri=...")
-        info, snap = load_pg(uri, schema) if uri is not None else load_dir(path)  # type: ignore[arg-type]
+        info, snap = STORES.build("pg" if uri is not None else "dir", path=path, uri=uri, schema=schema).load()
         # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
         # conflicting one is caught by check_build_settings instead of silently rewriting the manifest
         saved = load_config(info["config"], env_prefix=None)
@@ -367,6 +361,20 @@ class AtomicRAG:
         return rag
 
     # ------------------------------------------------------------------ reporting
+    def report(self, doc_ids: Iterable[str] | None = None) -> list[DocumentReport]:
+        """Per document (``doc_ids``, or every one in index order): its chunks and the chunks
+        that failed to atomize, with the stage and reason of each (``retry_failed`` redoes them)."""
+        ids = list(self._docs) if doc_ids is None else [str(i) for i in doc_ids]
+        missing = [i for i in ids if i not in self._states]
+        if missing:
+            raise KeyError(f"unknown document id(s): {', '.join(map(repr, missing[:10]))}")
+        return [DocumentReport(i, self._states[i].chunks, tuple(self._states[i].failures)) for i in ids]
+
+    @property
+    def failures(self) -> list[DocumentReport]:
+        """The documents with at least one failed chunk (empty: the index is complete)."""
+        return [r for r in self.report() if r.failures]
+
     def stats(self) -> dict[str, Any]:
         """Corpus and graph statistics (paper Table 3/6 columns), update timings and LLM usage."""
         out: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """``atomicrag`` command line: build, update, query and inspect a library index.
 
     atomicrag index PATH [PATH ...] --out INDEX_DIR [--force] [--config FILE] [--set group.field=value ...]
-    atomicrag insert PATH [PATH ...] --index INDEX_DIR [--replace]
+    atomicrag insert PATH [PATH ...] --index INDEX_DIR [--replace]   (names new documents whose chunks failed)
     atomicrag delete DOC_ID [DOC_ID ...] --index INDEX_DIR
     atomicrag query "question" [...] --index INDEX_DIR [--json] [--top N] [--no-answer]
     atomicrag docs --index INDEX_DIR [--json]
@@ -103,7 +103,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         if st["chunks"] and st["failed_chunks"] == st["chunks"]:  # nothing to save: say why, exit non-zero
             from atomicrag.engine.failures import index_failure_error
 
-            reasons = [f.reason for s in rag._states.values() for f in s.failures]
+            reasons = [reason for r in rag.failures for reason in r.reasons]
             raise RuntimeError(index_failure_error(st["failed_chunks"], st["chunks"], reasons))
         rag.save(out)
         print(f"indexed {len(rag)} documents -> {out} ({rag!r})")
@@ -112,20 +112,26 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_insert(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
+    from atomicrag.library.types import normalize_documents
 
     with AtomicRAG.load(args.index, progress=_progress(args)) as rag:
-        before = dict(rag._states)
-        rag.insert(_paths(args.docs), replace=args.replace)
-        # the documents this call added or replaced: when every one of their chunks failed, the
-        # index is left as it was on disk and the command fails (as `index` does)
-        new = [st for i, st in rag._states.items() if before.get(i) is not st]
-        chunks, failed = sum(st.chunks for st in new), sum(len(st.failures) for st in new)
+        # normalized here, as insert() does, so the report can name the documents of this call
+        docs = normalize_documents(_paths(args.docs), taken=() if args.replace else {d.id for d in rag.documents})
+        rag.insert(docs, replace=args.replace)
+        report = rag.report(d.id for d in docs)
+        chunks, failed = sum(r.chunks for r in report), sum(r.failed_chunks for r in report)
+        # every chunk of the new documents failed: the index is left as it was on disk and the
+        # command fails (as `index` does)
         if chunks and failed == chunks:
             from atomicrag.engine.failures import index_failure_error
 
-            raise RuntimeError(index_failure_error(failed, chunks, [f.reason for st in new for f in st.failures])
+            raise RuntimeError(index_failure_error(failed, chunks, [x for r in report for x in r.reasons])
                                + f"; {args.index} was not changed")
         rag.save(args.index)
+        for r in report:
+            if r.failures:  # saved with its failures: the library's retry_failed() redoes them
+                print(f"atomicrag: {r.doc_id}: {r.failed_chunks} of {r.chunks} chunks failed: {'; '.join(r.reasons[:3])}",
+                      file=sys.stderr)
         print(f"{rag!r} saved to {args.index}")
     return 0
 

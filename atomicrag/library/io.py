@@ -14,6 +14,9 @@ leaves a half-written index where a good one was. A PostgreSQL store keeps the g
 documents through ``storage.pgvector.PgVectorStore``; the per-document state rides in each
 document's metadata and the manifest in the graph's meta. That store does not keep the synonym
 rows, so the first update after loading from it recomputes them over all entities.
+
+``AtomicRAG.save(store=...)`` picks a store by its ``registry.STORES`` name (``dir``: ``DirStore``,
+``pg``: ``PgStore``); each is built as ``(path=, uri=, schema=)`` and saves or loads a ``Snapshot``.
 """
 from __future__ import annotations
 
@@ -235,6 +238,37 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
     by_doc = _group_atoms(docs, graph)
     states = {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs}
     return info, Snapshot(Config(), docs, states, IndexedGraph(graph, None), dict(info.get("embedder") or {}))
+
+
+# ----------------------------------------------------------------------------- the stores
+class DirStore:
+    """``store="dir"``: the versioned local directory ``path``."""
+
+    def __init__(self, path: str | Path | None = None, **_: Any) -> None:
+        if path is None:
+            raise ValueError("save(path): a directory path is required")
+        self.path = Path(path)
+
+    def save(self, snap: Snapshot) -> None:
+        save_dir(snap, self.path)
+
+    def load(self) -> tuple[dict[str, Any], Snapshot]:
+        return load_dir(self.path)
+
+
+class PgStore:
+    """``store="pg"``: PostgreSQL + pgvector at ``uri``, in ``schema``."""
+
+    def __init__(self, uri: str | None = None, schema: str = "atomicrag", **_: Any) -> None:
+        if not uri:
+            raise ValueError('store="pg" needs uri="postgresql://..."')
+        self.uri, self.schema = uri, schema
+
+    def save(self, snap: Snapshot) -> None:
+        save_pg(snap, self.uri, self.schema)
+
+    def load(self) -> tuple[dict[str, Any], Snapshot]:
+        return load_pg(self.uri, self.schema)
 
 
 # ----------------------------------------------------------------------------- plain export

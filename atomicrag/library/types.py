@@ -58,6 +58,23 @@ class DocState:
                    chunks=int(rec.get("chunks", 0)))
 
 
+@dataclass(frozen=True)
+class DocumentReport:
+    """How one document's chunks fared in atomization: the public face of its ``DocState``."""
+
+    doc_id: str
+    chunks: int
+    failures: tuple[ChunkFailure, ...] = ()  # chunk id, stage and reason of each failed chunk
+
+    @property
+    def failed_chunks(self) -> int:
+        return len(self.failures)
+
+    @property
+    def reasons(self) -> list[str]:
+        return [f.reason for f in self.failures]
+
+
 def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Document]:
     """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata),
     ``Passage``-like objects, files or folders -> ``Document``s with unique ids.

@@ -10,6 +10,10 @@ Strategy: strict ``json`` decoding is tried first at every candidate ``{``/``[``
 JSON is never "repaired"); only when no candidate parses and validates is a lenient
 recursive-descent parser used, which builds Python objects directly and closes whatever a
 truncation left open.
+
+``salvage_json`` is the same lenient parser in its ``complete_only`` mode, for a reply cut at
+``max_tokens`` whose half-written last element must not pass for data (the atomizer: a
+cut-off fragment would be half an atom): the incomplete tail is dropped, never guessed.
 """
 from __future__ import annotations
 
@@ -45,12 +49,19 @@ class _Truncated(Exception):
 
 
 class _Lenient:
-    """Recursive-descent parser that accepts the usual LLM JSON mistakes."""
+    """Recursive-descent parser that accepts the usual LLM JSON mistakes.
 
-    def __init__(self, text: str) -> None:
+    ``complete_only``: a value the text ends inside (a string without its closing quote, a bare
+    word that may be cut) is dropped with its key, instead of kept as far as it was written.
+    ``cut`` says whether the text ended before the value was closed.
+    """
+
+    def __init__(self, text: str, complete_only: bool = False) -> None:
         self.s = text
         self.i = 0
         self.n = len(text)
+        self.complete_only = complete_only
+        self.cut = False
 
     def _ws(self) -> None:
         s, n = self.s, self.n
@@ -74,6 +85,7 @@ class _Lenient:
     def value(self) -> Any:
         c = self._peek()
         if not c:
+            self.cut = True
             raise _Truncated
         if c == "{":
             self.i += 1
@@ -91,6 +103,7 @@ class _Lenient:
             c = self._peek()
             if not c or c == "}":  # EOF: truncated object, close it
                 self.i += 1 if c else 0
+                self.cut = self.cut or not c
                 return out
             if c in ",:":  # stray/trailing separators
                 self.i += 1
@@ -109,6 +122,7 @@ class _Lenient:
             if c == ":":
                 self.i += 1
             elif not c:
+                self.cut = True
                 return out  # truncated after a key: drop the key
             try:
                 out[key] = self.value()
@@ -121,6 +135,7 @@ class _Lenient:
             c = self._peek()
             if not c or c == "]":
                 self.i += 1 if c else 0
+                self.cut = self.cut or not c
                 return out
             if c in ",:":
                 self.i += 1
@@ -157,7 +172,11 @@ class _Lenient:
                 break
             buf.append(c)
             self.i += 1
-        # EOF inside a string (truncation): keep what was generated, the string is closed here.
+        else:  # EOF inside a string (truncation)
+            self.cut = True
+            if self.complete_only:
+                raise _Truncated
+            # keep what was generated, the string is closed here
         text = "".join(buf)
         try:  # recombine surrogate pairs produced by \\uD83D\\uDE00 escapes
             return text.encode("utf-16", "surrogatepass").decode("utf-16")
@@ -183,6 +202,9 @@ class _Lenient:
             self.i = j + 1 if j == self.i else j  # a stray ':' or blank run: skip it
             return self.value()
         self.i = j
+        if j >= n and self.complete_only and not _NUMBER.fullmatch(tok):
+            self.cut = True  # "tr" of a cut "true", or of a bare word: not a value yet
+            raise _Truncated
         if tok in _LITERALS:
             return _LITERALS[tok]
         if _NUMBER.fullmatch(tok):
@@ -221,6 +243,29 @@ def repair_json(text: str) -> Any:
         except json.JSONDecodeError:
             continue
     return _Lenient(body[starts[0]:]).value()
+
+
+def salvage_json(text: str) -> tuple[Any, bool] | None:
+    """(object, was_cut) of the first JSON object in ``text``, keeping only complete elements.
+
+    Valid JSON (after fences and surrounding prose are stripped) is decoded as it is. A reply
+    cut mid-object is closed where the last complete element ends: the half-written tail is
+    dropped, with its key. None when no object can be read.
+    """
+    body = strip_fences(text)
+    start = body.find("{")
+    if start < 0:
+        return None
+    try:
+        return json.JSONDecoder(strict=False).raw_decode(body, start)[0], False
+    except json.JSONDecodeError:
+        pass
+    parser = _Lenient(body[start:], complete_only=True)
+    try:
+        obj = parser.value()
+    except (_Truncated, RecursionError):
+        return None
+    return (obj, parser.cut) if isinstance(obj, dict) else None
 
 
 @functools.lru_cache(maxsize=256)

@@ -2,13 +2,15 @@
 
 question(s) → decomposition → seeds → propagation → top-k → sieve → merge (→ reader, in
 ``atomicrag.answer``). Every question and sub-question of the batch is propagated together:
-one personalisation matrix, one batched propagation. Returns one ``QueryTrace`` per question
-with every intermediate (sub-questions, seeds, top-k atoms with scores, sieve decisions,
-context), plus the contexts the reader consumes.
+one personalisation matrix, one batched propagation. ``BatchRetriever.run`` returns a
+``RetrievalResult``: one ``QueryTrace`` per question with every intermediate (sub-questions,
+seeds, top-k atoms with scores, sieve decisions, context), the contexts the reader consumes, and
+the decomposition and sieve records the engine sums into run-level counts and tokens.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,7 +21,7 @@ from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
 from atomicrag.retrieve.context import unique_in_order
-from atomicrag.retrieve.decompose import build_decomposer
+from atomicrag.retrieve.decompose import Decomposition, build_decomposer
 from atomicrag.retrieve.hybrid import HybridRetriever, uses_hybrid
 from atomicrag.retrieve.merge import ContextItem, merge_context, passage_ranking
 from atomicrag.retrieve.propagate import build_propagator, propagate_topk
@@ -30,13 +32,23 @@ from atomicrag.retrieve.seeds import (
     rare_entity_names,
     spacy_query_entities,
 )
-from atomicrag.retrieve.sieve import build_sieve
+from atomicrag.retrieve.sieve import SieveResult, build_sieve
 
 log = logging.getLogger("atomicrag")
 
 
 def _written_as_name(span: str) -> bool:
     return any(c.isupper() or c.isdigit() for c in span)
+
+
+@dataclass
+class RetrievalResult:
+    """What one batch of questions produced, per question, in the order asked."""
+
+    traces: list[QueryTrace]
+    contexts: list[list[ContextItem]]  # what the reader reads
+    decompositions: list[Decomposition]  # metrics and tokens of the decompose stage
+    sieve: list[SieveResult]  # metrics and tokens of the sieve stage
 
 
 class BatchRetriever:
@@ -59,8 +71,6 @@ class BatchRetriever:
         self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, "sieve"))
         self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
         self.uses_atom_embeddings = uses_atom_embeddings(cfg)
-        self.last_decompositions: list[Any] = []  # the last run's stage records (metrics, tokens)
-        self.last_sieve: list[Any] = []
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
         self._nlp: Any = None
@@ -166,7 +176,7 @@ class BatchRetriever:
         return out
 
     # -- the batch ------------------------------------------------------------------------
-    def run(self, questions: list[Question]) -> tuple[list[QueryTrace], list[list[ContextItem]]]:
+    def run(self, questions: list[Question]) -> RetrievalResult:
         texts = [q.question for q in questions]
         with self._timed("decompose"):
             decomps = self.decomposer.decompose(texts)
@@ -183,7 +193,6 @@ class BatchRetriever:
             candidates[i].append(per_query[j])
         with self._timed("sieve"):
             sieved = self.sieve.sieve(texts, query_sets, candidates)
-        self.last_decompositions, self.last_sieve = decomps, sieved
         traces, contexts = [], []
         offsets = [0]
         for qs in query_sets:
@@ -217,4 +226,4 @@ class BatchRetriever:
                 if j < len(self._ner_tokens):
                     traces[-1].add_tokens("retrieve_ner", *self._ner_tokens[j])
         self._ner_tokens = []
-        return traces, contexts
+        return RetrievalResult(traces, contexts, decomps, sieved)

@@ -1,4 +1,4 @@
-"""Prompt modules, the term matcher and the JSON salvager."""
+"""Prompt modules and the term matcher."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,6 @@ import json
 import jsonschema
 import pytest
 
-from atomicrag.atomize.jsonfix import salvage_json
 from atomicrag.atomize.matcher import TermMatcher
 from atomicrag.prompts import extraction, ner, vocabulary
 from atomicrag.prompts._common import PromptParseError
@@ -74,14 +73,3 @@ def test_matcher_ignores_punctuation_and_case_like_canonical_keys():
 def test_matcher_tie_prefers_leftmost():
     m = TermMatcher(["ab cd", "cd ef"])
     assert [t for _, _, t in m.find("ab cd ef")] == [0]
-
-
-def test_salvage_json_keeps_complete_elements():
-    obj, cut = salvage_json('```json\n{"a": ["x", "y", "z is cu')
-    assert cut and obj == {"a": ["x", "y"]}
-    obj, cut = salvage_json('here: {"a": 1} thanks')
-    assert not cut and obj == {"a": 1}
-    assert salvage_json("nothing here") is None
-    # an inner list cut short is closed as it is; extraction.parse then drops a 2-item triple
-    obj, _ = salvage_json('{"a": [["s", "p", "o"], ["s2", "p2"')
-    assert obj == {"a": [["s", "p", "o"], ["s2", "p2"]]}

@@ -217,3 +217,27 @@ def test_judge_embeds_answer_and_reference_as_queries():
     inner = Recording(EMB.table)
     AnswerAccuracyJudge(ScriptedLLM(responder), _QueryEncoder(inner), CODE).judge(["q"], ["ANSWER"], ["REFERENCE"])
     assert inner.is_query is True  # LangChain's aembed_query: bge's query instruction on both texts
+
+
+def test_a_registered_judge_is_built_through_the_registry(monkeypatch):
+    # a plug-in judge registered by name is accepted by the config and built with what it declares
+    from atomicrag.core import registry
+    from atomicrag.core.config import Config, JudgeConfig
+    from atomicrag.evaluate import judge_config
+
+    for attr in ("_paths", "_needs", "_loaded"):  # the entry is gone after the test
+        monkeypatch.setattr(registry.JUDGES, attr, dict(getattr(registry.JUDGES, attr)))
+    built = {}
+
+    def my_judge(llm, embedder, fidelity, **kwargs):
+        built.update(llm=llm, embedder=embedder, seed=kwargs["seed"])
+        return AnswerAccuracyJudge(llm, EMB, fidelity)
+
+    registry.JUDGES.register("mine", my_judge, needs={"llm"})
+    run_llm = ScriptedLLM(responder)
+    cfg = Config(judge=JudgeConfig(name="mine", llm_source="run"), fidelity=CODE)
+    j = judge_config.judge_from_config(cfg, run_llm, EMB)
+    assert built == {"llm": run_llm, "embedder": None, "seed": cfg.llm.seed}  # no embedder: not declared
+    assert j.judge_impl.llm is run_llm
+    with pytest.raises(ValueError, match="known: llm, mine, none"):
+        build_judge("other", run_llm, EMB, PAPER)

@@ -79,3 +79,33 @@ def test_insert_where_every_new_chunk_failed_exits_nonzero_and_keeps_the_index(
     err = capsys.readouterr().err
     assert "all 1 chunks failed" in err and "was not changed" in err
     assert (idx / "manifest.json").read_text() == manifest  # nothing saved: the old index stands
+
+
+def test_insert_prints_the_documents_whose_chunks_failed_from_the_report(
+        tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # one new document fails (its requests are refused), the other is atomized: the index is saved
+    # and the failed document is named with its reason, read from AtomicRAG.report()
+    docs, cfg = _corpus(tmp_path, atomizer={"name": "llm", "max_chunk_failures_frac": 1.0})
+    idx = tmp_path / "idx"
+    assert main(["-q", "index", str(docs), "--out", str(idx), "--config", str(cfg)]) == 0
+    capsys.readouterr()
+
+    def refuse_lovelace(request, attempt):
+        if "Lovelace" in str(request.messages):
+            raise ConnectionError("[Errno 111] connection refused")
+        return FakeLLM.generate_text(request)
+
+    monkeypatch.setattr("atomicrag.llm.factory.build_backend",
+                        lambda cfg, paths: FakeLLM(cfg.model, responses=refuse_lovelace, max_retries=0))
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "ada", "text": "Ada Lovelace wrote the first program in 1843."}) + "\n"
+                   + json.dumps({"id": "rome", "text": "Rome is the capital of Italy."}) + "\n")
+    assert main(["-q", "insert", str(new), "--index", str(idx)]) == 0
+    err = capsys.readouterr().err
+    assert "atomicrag: ada: 1 of 1 chunks failed" in err and "connection refused" in err
+    assert "rome:" not in err
+    from atomicrag import AtomicRAG
+
+    [ada] = AtomicRAG.load(idx, progress=False).failures  # saved with the index
+    assert ada.doc_id == "ada" and ada.failed_chunks == 1 and "connection refused" in ada.reasons[0]
+

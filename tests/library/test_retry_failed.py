@@ -30,6 +30,12 @@ def test_retry_failed_redoes_only_the_failed_documents_and_matches_a_healthy_bui
     llm = ScriptedLLM(script)
     rag = AtomicRAG(_config(), llm=llm, progress=False).index(DOCS)
     assert rag.stats()["failed_chunks"] == 1
+    [failed] = rag.failures  # the public per-document report: which document, which chunk, why
+    assert failed.doc_id == "b" and failed.chunks == failed.failed_chunks == 1
+    assert "connection refused" in failed.reasons[0] and failed.failures[0].chunk_id.startswith("b")
+    assert [(r.doc_id, r.failed_chunks) for r in rag.report()] == [("a", 0), ("b", 1)]
+    with pytest.raises(KeyError, match="nope"):
+        rag.report(["nope"])
     before = rag.graph.num_atoms
     rag.save(tmp_path / "idx")
     rag = AtomicRAG.load(tmp_path / "idx", llm=llm, progress=False)  # failures survive save/load
@@ -42,7 +48,7 @@ def test_retry_failed_redoes_only_the_failed_documents_and_matches_a_healthy_bui
     llm.requests.clear()
     assert rag.retry_failed() == 0
     assert {passage_of(r) for r in llm.requests} == {PASSAGE_B}  # the healthy document is not redone
-    assert rag.stats()["failed_chunks"] == 0 and rag.graph.num_atoms > before
+    assert rag.stats()["failed_chunks"] == 0 and rag.graph.num_atoms > before and rag.failures == []
     assert [d.id for d in rag.documents] == ["a", "b"]  # documents keep their place
 
     fresh = AtomicRAG(_config(), llm=ScriptedLLM(healthy), progress=False).index(DOCS)

@@ -48,6 +48,32 @@ def test_layout_is_versioned_and_pickle_free(saved: tuple[AtomicRAG, Path]) -> N
     assert not [f for f in files if f.endswith((".pkl", ".pickle", ".pt"))]
 
 
+def test_stores_are_chosen_through_their_registry(saved: tuple[AtomicRAG, Path], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from atomicrag.core import registry
+
+    rag, _ = saved
+    with pytest.raises(ValueError, match="unknown store 'nosuch'; known: dir, pg"):  # the names are the keys
+        rag.save(tmp_path / "x", store="nosuch")
+    for attr in ("_paths", "_needs", "_loaded"):  # the entry is gone after the test
+        monkeypatch.setattr(registry.STORES, attr, dict(getattr(registry.STORES, attr)))
+    got: dict[str, Any] = {}
+
+    class MemoryStore:  # a plug-in store: save(store="memory") finds it by its registry name
+        def __init__(self, **where: Any) -> None:
+            got["where"] = where
+
+        def save(self, snap: Any) -> None:
+            got["documents"] = list(snap.documents)
+
+    registry.STORES.register("memory", MemoryStore)
+    rag.save(store="memory", uri="mem://x")
+    assert got == {"where": {"path": None, "uri": "mem://x", "schema": "atomicrag"},
+                   "documents": [d.id for d in rag.documents]}
+    with pytest.raises(ValueError, match="directory path is required"):
+        rag.save(store="dir")
+
+
 def test_injection_id_is_stored_literally(saved: tuple[AtomicRAG, Path]) -> None:
     _, path = saved
     back = AtomicRAG.load(path, progress=False)

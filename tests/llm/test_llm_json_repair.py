@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from atomicrag.llm.json_repair import ReplyParseError, parse_reply, repair_json, schema_error
+from atomicrag.llm.json_repair import ReplyParseError, parse_reply, repair_json, salvage_json, schema_error
 
 ENTITIES = {
     "type": "object",
@@ -89,3 +89,21 @@ def test_fragments_inside_a_wrong_object_are_not_taken_as_the_answer() -> None:
     text = '{"type": "object", "properties": {"name": {"type": "string", "required": ["type"]}}}'
     with pytest.raises(ReplyParseError, match="schema"):
         parse_reply(text, ENTITIES)
+
+
+def test_salvage_json_keeps_complete_elements():
+    obj, cut = salvage_json('```json\n{"a": ["x", "y", "z is cu')
+    assert cut and obj == {"a": ["x", "y"]}
+    obj, cut = salvage_json('here: {"a": 1} thanks')
+    assert not cut and obj == {"a": 1}
+    assert salvage_json("nothing here") is None
+    # an inner list cut short is closed as it is; extraction.parse then drops a 2-item triple
+    obj, _ = salvage_json('{"a": [["s", "p", "o"], ["s2", "p2"')
+    assert obj == {"a": [["s", "p", "o"], ["s2", "p2"]]}
+    # the cut-off element is dropped at any depth, with its key; a bare word the text ends in too
+    assert salvage_json('{"a": [["s", "p", "o"], ["s2", "p') == ({"a": [["s", "p", "o"], ["s2"]]}, True)
+    assert salvage_json('{"a": 1, "b": "half') == ({"a": 1}, True)
+    assert salvage_json('{"a": 1, "b": tr') == ({"a": 1}, True)
+    assert salvage_json('{"a": [1, 2') == ({"a": [1, 2]}, True)
+    # the layer's own lenient parse keeps the cut string: the two modes differ only there
+    assert repair_json('{"a": ["x", "y", "z is cu') == {"a": ["x", "y", "z is cu"]}

@@ -96,10 +96,26 @@ def _engine(graph, **fields):
 ])
 def test_hybrid_engine_finds_the_second_hop(graph, fields):
     q = Question(id="q", question="When did Lothair II's mother die?", answers=["851"], supporting_ids=["p1", "p2"])
-    traces, _ = _engine(graph, **fields).run([q])
-    ranked = traces[0].retrieved_passages
+    ranked = _engine(graph, **fields).run([q]).traces[0].retrieved_passages
     assert ranked[0] == "p1" and "p2" in ranked[:3], ranked  # first hop first, the second hop retrieved
     assert set(ranked) <= {"p1", "p2", "p3", "p4"}
+
+
+def test_run_returns_its_stage_records(graph):
+    # the engine reads the decomposition and sieve records from the result, not from attributes
+    # the retriever kept of its last batch
+    qs = [Question(id=f"q{i}", question=t, answers=[]) for i, t in
+          enumerate(["When did Lothair II's mother die?", "Who was Lothair II?"])]
+    eng = _engine(graph)
+    res = eng.run(qs)
+    assert [t.question_id for t in res.traces] == ["q0", "q1"]
+    assert len(res.contexts) == len(res.decompositions) == len(res.sieve) == 2
+    assert [d.queries for d in res.decompositions] == [[q.question] for q in qs]  # decompose=none
+    # sieve=none keeps every candidate of the trace
+    assert [[a.atom_id for a in s.kept] for s in res.sieve] == [
+        [c["atom_id"] for per in t.candidates for c in per] for t in res.traces]
+    assert all(s.kept for s in res.sieve)
+    assert not hasattr(eng, "last_decompositions") and not hasattr(eng, "last_sieve")
 
 
 def _bridge_atoms() -> list[Atom]:
@@ -174,7 +190,7 @@ def test_dense_retriever_ignores_the_hybrid_levers_of_a_preset(graph):
     # {"retriever": {"name": "dense"}} merges over the default preset (hybrid): it must still run
     q = Question(id="q", question="When did Lothair II's mother die?", answers=["851"], supporting_ids=["p1", "p2"])
     eng = _engine(graph, name="dense", lexical_weight=0.3, passage_ranking="bridge")
-    assert eng.hybrid is None and eng.run([q])[0][0].retrieved_passages
+    assert eng.hybrid is None and eng.run([q]).traces[0].retrieved_passages
 
 
 def test_hybrid_config_is_validated():

@@ -1,12 +1,12 @@
 """Finished runs on disk, and the numbers a paper table reads from them.
 
-A run folder (``atomicrag.harness.tracking``) holds ``metrics.json`` and ``config.yaml``. Rows of a
+A run folder (``atomicrag.harness.tracking``) holds ``metrics.json`` (read through its schema,
+``harness.metrics_file``) and ``config.yaml``. Rows of a
 table are matched on the *resolved config* (``config.yaml``); when that file is missing, the
 short ``metrics["config"]`` summary is used instead.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable, Iterable
@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from atomicrag.harness.metrics_file import MetricsFileError, read_metrics
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +105,10 @@ def load_runs(results_dir: Path | str) -> list[Run]:
     for mpath in sorted(root.glob("**/metrics.json")):
         if "tables" in mpath.relative_to(root).parts[:1]:
             continue
-        try:
-            metrics = json.loads(mpath.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        try:  # checked against the schema: a table never reads a half-written or foreign file
+            metrics = read_metrics(mpath).to_dict()
+        except (OSError, MetricsFileError) as exc:
             log.warning("skipping %s: %s", mpath, exc)
-            continue
-        if not isinstance(metrics, dict):
             continue
         config: dict[str, Any] = {}
         cpath = mpath.parent / "config.yaml"

@@ -1,0 +1,75 @@
+"""metrics.json has one schema (harness/metrics_file.py): the committed runs round-trip through it
+byte for byte, and a missing or mistyped key is an error that names the file and the key."""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from atomicrag.harness.metrics_file import MetricsFileError, RunMetrics, read_metrics, write_metrics
+from atomicrag.harness.report_tables import load_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = sorted((ROOT / "results").glob("**/metrics.json"))
+
+
+def test_there_are_committed_runs_with_and_without_failure_fields() -> None:
+    kinds = {"failures" in json.loads(p.read_text()) for p in COMMITTED}
+    assert kinds == {True, False}  # both generations of the file are covered below
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.parent.name[:40])
+def test_committed_metrics_round_trip_byte_for_byte(path: Path, tmp_path: Path) -> None:
+    m = read_metrics(path.parent)
+    assert m.cost.qa_tokens == json.loads(path.read_text())["cost"]["qa_tokens"]  # typed, not a dict
+    write_metrics(tmp_path, m)
+    assert (tmp_path / "metrics.json").read_text() == path.read_text()
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> Path:
+    src = next(p for p in COMMITTED if "failures" in json.loads(p.read_text()))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(src, folder / "metrics.json")
+    return folder
+
+
+def _edit(folder: Path, edit) -> None:
+    data = json.loads((folder / "metrics.json").read_text())
+    edit(data)
+    (folder / "metrics.json").write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d.pop("dataset"), "missing key 'dataset'"),
+    (lambda d: d["cost"].pop("wall_seconds"), "missing key 'cost.wall_seconds'"),
+    (lambda d: d.update(n_questions="667"), "key 'n_questions' should be int, not str"),
+    (lambda d: d["failures"].update(chunks=1.5), "key 'failures.chunks' should be int, not float"),
+    (lambda d: d["headline"].update(value=True), "key 'headline.value' should be float, not bool"),
+    (lambda d: d.update(overall=[]), "key 'overall' should be dict, not list"),
+    (lambda d: d.update(status=None), "key 'status' is null"),
+    (lambda d: d.update(acc=1.0), "unknown key 'acc'"),
+])
+def test_a_missing_or_mistyped_key_names_the_file_and_the_key(run_folder: Path, edit, message: str) -> None:
+    _edit(run_folder, edit)
+    with pytest.raises(MetricsFileError) as info:
+        read_metrics(run_folder)
+    assert str(run_folder / "metrics.json") in str(info.value) and message in str(info.value)
+
+
+def test_tables_skip_a_file_that_does_not_match_and_say_why(run_folder: Path, caplog) -> None:
+    assert len(load_runs(run_folder.parent)) == 1
+    _edit(run_folder, lambda d: d["models"].pop("embedder"))
+    with caplog.at_level(logging.WARNING):
+        assert load_runs(run_folder.parent) == []
+    assert "missing key 'models.embedder'" in caplog.text
+
+
+def test_optional_keys_stay_absent() -> None:
+    old = next(p for p in COMMITTED if "failures" not in json.loads(p.read_text()))
+    m = RunMetrics.from_dict(json.loads(old.read_text()), str(old))
+    assert m.failures is None and m.status is None and "status" not in m.to_dict()
