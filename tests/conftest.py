@@ -17,7 +17,9 @@ CONF_DIR = ROOT / "conf"
 
 
 def _shared_data() -> Path:
-    return ROOT.parent / "shared" / "data"
+    # the normalised datasets sit next to the checkout; ATOMICRAG_SHARED_DATA names them elsewhere
+    # (a second checkout or worktree of the same project)
+    return Path(os.environ.get("ATOMICRAG_SHARED_DATA") or ROOT.parent / "shared" / "data")
 
 
 @pytest.fixture(scope="session")

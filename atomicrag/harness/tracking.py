@@ -1,6 +1,8 @@
 """Run folders, run names, environment capture and the optional W&B sink.
 
-A run writes ``results/<experiment>/<dataset>/<run_name>/``:
+A run writes ``<paths.results_dir>/<experiment>/<dataset>/<split>/<run_name>/`` (``runs/`` by
+default, gitignored; ``scripts/publish_runs.py`` copies finished runs into the committed
+``results/``):
 ``config.yaml`` (the resolved config), ``metrics.json`` (headline and per-type metrics, model
 ids, prompt versions, git commit, environment, per-module time and tokens) and
 ``predictions.jsonl`` (one trace per question). JSON files are always written first, atomically;
