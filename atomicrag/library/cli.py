@@ -143,6 +143,9 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
 
+    from atomicrag.library.types import check_questions
+
+    check_questions(list(args.questions))  # exit status 2 before the index loads
     overrides = _overrides(args.set or [])
     with AtomicRAG.load(args.index, config=overrides or None, progress=_progress(args)) as rag:
         results = rag.query(list(args.questions), answer=False if args.no_answer else None)
@@ -230,7 +233,7 @@ def _setup_logging() -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="atomicrag", description="Atom-Entity Graph RAG: index, update and query "
                                 "a document collection.")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no library banners (errors and warnings still print)")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("index", help="build an index from files/folders (.txt .md .jsonl .html .pdf)")
@@ -283,8 +286,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging()
+    from contextlib import nullcontext
+
+    from atomicrag.core.progress import silence_libraries
+
+    # -q: before any model loads, so transformers' own bars and banners are off too
     try:
-        return int(args.func(args))
+        with silence_libraries() if args.quiet else nullcontext():
+            return int(args.func(args))
     except (ValueError, FileNotFoundError, FileExistsError, KeyError, RuntimeError) as exc:
         # user errors: one clear line, no traceback
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
