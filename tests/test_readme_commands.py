@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 _BASH = re.compile(r"^```bash[ \t]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -77,7 +75,7 @@ def _run(cmd: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProces
         args = [sys.executable, "-m", "atomicrag.library.cli", *args[1:]]
     elif args[0] == "python":
         args = [sys.executable, *(str(ROOT / a) if a.startswith("scripts/") else a for a in args[1:])]
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_cli_commands(tmp_path: Path) -> None:

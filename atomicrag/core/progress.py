@@ -159,7 +159,6 @@ class Progress:
         self._bars.clear()
 
 
-
 _QUIET_ENV = {"ATOMICRAG_NO_PROGRESS": "1", "TQDM_DISABLE": "1",  # tqdm >= 4.66 reads TQDM_* defaults
               "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
               "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
@@ -189,103 +188,15 @@ def silence_libraries() -> Iterator[None]:
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()
     if "huggingface_hub" in sys.modules:
-        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+        from huggingface_hub.utils import (
+            are_progress_bars_disabled,
+            disable_progress_bars,
+            enable_progress_bars,
+        )
 
         if not are_progress_bars_disabled():
             undo.append(enable_progress_bars)
         disable_progress_bars()
-    try:
-        yield
-    finally:
-        with _lock:
-            _sinks.pop()
-
-
-def progress_enabled(progress: bool | None) -> bool:
-    """Progress bars on by default, off when asked or when ATOMICRAG_NO_PROGRESS is set."""
-    if progress is not None:
-        return progress
-    return not os.environ.get("ATOMICRAG_NO_PROGRESS")
-
-
-class Progress:
-    """Reports ``(stage, done, total)`` to a user callback, or as tqdm bars on stderr.
-
-    ``spec``: a callable (called, no bars), True (bars), False (silent) or None (bars when
-    stderr is a terminal).
-    """
-
-    def __init__(self, spec: bool | ProgressFn | None) -> None:
-        self.callback: ProgressFn | None = spec if callable(spec) else None
-        if spec is None:
-            spec = sys.stderr.isatty()
-        self.bars = bool(spec) and self.callback is None
-        self._bars: dict[str, Any] = {}
-
-    @property
-    def active(self) -> bool:
-        return self.callback is not None or self.bars
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.callback is not None:
-            self.callback(stage, done, total)
-        elif self.bars:
-            from tqdm.auto import tqdm
-
-            bar = self._bars.get(stage)
-            if bar is None:
-                bar = self._bars[stage] = tqdm(total=total, desc=stage, file=sys.stderr, leave=False,
-                                               dynamic_ncols=True)
-            bar.total = total
-            bar.n = done
-            bar.refresh()
-            if done >= total:
-                bar.close()
-                del self._bars[stage]
-
-    def close(self) -> None:
-        for bar in self._bars.values():
-            bar.close()
-        self._bars.clear()
-
-
-
-_QUIET_ENV = {"ATOMICRAG_NO_PROGRESS": "1", "TQDM_DISABLE": "1",  # tqdm >= 4.66 reads TQDM_* defaults
-              "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
-              "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
-
-
-@contextmanager
-def silence_libraries() -> Iterator[None]:
-    """No bar or banner from the libraries underneath either (``atomicrag -q``), inside the block.
-
-    Our own bars follow ``progress``; transformers draws a "Loading weights" bar and the hub its
-    download bars regardless, and other libraries' tqdm bars honour only their own switches. The
-    variables also reach worker processes; transformers and the hub, which read them once at
-    import, are switched directly. Everything is restored on exit (the CLI runs in-process in tests).
-    """
-    saved = {k: os.environ.get(k) for k in _QUIET_ENV}
-    os.environ.update(_QUIET_ENV)
-    undo: list[Any] = []
-    try:
-        from transformers.utils import logging as hf_logging
-
-        if hf_logging.is_progress_bar_enabled():
-            undo.append(hf_logging.enable_progress_bar)
-        level = hf_logging.get_verbosity()
-        undo.append(lambda: hf_logging.set_verbosity(level))
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-    except ImportError:  # pragma: no cover - transformers is a dependency
-        pass
-    try:
-        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
-        if not are_progress_bars_disabled():
-            undo.append(enable_progress_bars)
-        disable_progress_bars()
-    except ImportError:  # pragma: no cover
-        pass
     try:
         yield
     finally:

@@ -145,7 +145,6 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
-
     from atomicrag.library.types import check_questions
 
     check_questions(list(args.questions))  # exit status 2 before the index loads
