@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,7 +104,12 @@ def test_publish_and_make_tables_commands(tmp_path: Path) -> None:
     pub = _run(cmds[0], tmp_path, env)
     assert pub.returncode == 0, pub.stderr
     assert (tmp_path / "results" / table / "2wikimultihopqa" / "dev" / "example_run" / "metrics.json").is_file()
-    # make_tables reads the records it is pointed at; here the repository's own, into a temp folder
-    tables = _run(cmds[1] + f" --results {ROOT / 'results'} --out {tmp_path / 'tables'} --no-plots", tmp_path, env)
+    # make_tables reads the records it is pointed at: a copy of the repository's own (it also
+    # writes an index README.md beside them, which must not touch the tracked one)
+    records = tmp_path / "records"
+    shutil.copytree(ROOT / "results", records, ignore=shutil.ignore_patterns("predictions.jsonl"))
+    before = (ROOT / "results" / "README.md").read_text()
+    tables = _run(cmds[1] + f" --results {records} --out {tmp_path / 'tables'} --no-plots", tmp_path, env)
     assert tables.returncode == 0, tables.stderr[-2000:]
     assert any((tmp_path / "tables").glob("*.md"))
+    assert (ROOT / "results" / "README.md").read_text() == before
