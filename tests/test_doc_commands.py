@@ -1,6 +1,6 @@
 """Every ``python -m atomicrag.run`` command in the READMEs composes into a valid ``Config``.
 
-The commands are read from the fenced code blocks of README.md, experiments/README.md and
+The commands are read from the fenced code blocks of README.md, docs/*.md, experiments/README.md and
 experiments/*/README.md (backslash-continued lines joined; ``make run ARGS="..."`` counts too,
 as the Makefile runs ``python -m atomicrag.run $(ARGS)``). Each is composed with Hydra's compose
 API the way ``atomicrag.harness.run`` composes it (conf/config.yaml, the structured schema registered),
@@ -41,7 +41,7 @@ from atomicrag.core.config import Config, register_configs, to_dataclass
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
 DOCS = [ROOT / "README.md", ROOT / "experiments" / "README.md",
-        *sorted((ROOT / "experiments").glob("*/README.md"))]
+        *sorted((ROOT / "experiments").glob("*/README.md")), *sorted((ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 RUN = re.compile(r"(?:^|\s)(?:\S*python3?)\s+-m\s+atomicrag\.run(?=\s|$)")

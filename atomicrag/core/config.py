@@ -49,7 +49,10 @@ from atomicrag.core.config_query import (
 class PathsConfig:
     data_dir: str = "auto"  # 'auto' = ../shared/data next to the project when it exists, else ./data
     cache_dir: str = "cache"  # stage artifacts: <cache_dir>/<dataset>/<stage>/<hash>/
-    results_dir: str = "results"  # runs: <results_dir>/<experiment>/<dataset>/<run_name>/
+    # runs: <results_dir>/<experiment>/<dataset>/<split>/<run_name>/. Not results/: that folder holds
+    # the repository's published records (scripts/publish_runs.py copies finished runs there), and
+    # a run must never read its answer from, or write into, committed files.
+    results_dir: str = "runs"
     llm_cache: str = "cache/llm_cache.sqlite"  # SQLite cache of every LLM call
 
     def resolved_data_dir(self, project_root: Path | None = None) -> Path:

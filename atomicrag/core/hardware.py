@@ -8,6 +8,11 @@
 - any other CPU: fp32. Without those instructions oneDNN emulates bf16 by converting to fp32
   around every product, which is slower than fp32 itself, so it is never chosen automatically.
 
+``ATOMICRAG_AUTO_PRECISION=bf16`` (or ``fp32``) makes ``auto`` on a CPU resolve to that type
+whatever the CPU has: the test suite run that way sees what a CPU with native bf16 gets (only
+slower where bf16 is emulated), so precision-dependent results are checked on any machine. An
+explicit ``embedder.precision`` is never overridden.
+
 The resolved type is part of the encoder's ``name`` (``|bf16``/``|fp16``), which keys the
 embedding cache: vectors made in one precision are never served for another.
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from pathlib import Path
 
 import torch
@@ -24,6 +30,7 @@ log = logging.getLogger(__name__)
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 _BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+AUTO_ENV = "ATOMICRAG_AUTO_PRECISION"  # what precision=auto resolves to on a CPU: bf16 | fp32
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,6 +63,11 @@ def resolve_precision(precision: str, device: str, fp16: bool = True) -> str:
     if precision == "auto":
         if cuda:
             return "fp16" if fp16 else "fp32"
+        forced = os.environ.get(AUTO_ENV, "").strip().lower()
+        if forced:
+            if forced not in ("bf16", "fp32"):
+                raise ValueError(f"{AUTO_ENV} must be bf16 or fp32, not {forced!r}")
+            return forced
         return "bf16" if cpu_has_native_bf16() else "fp32"
     if precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
         raise ValueError(f"embedder.precision=bf16 but CUDA device {device!r} has no bf16 support; use fp16")

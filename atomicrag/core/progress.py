@@ -157,3 +157,53 @@ class Progress:
         for bar in self._bars.values():
             bar.close()
         self._bars.clear()
+
+
+_QUIET_ENV = {"ATOMICRAG_NO_PROGRESS": "1", "TQDM_DISABLE": "1",  # tqdm >= 4.66 reads TQDM_* defaults
+              "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
+              "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+
+
+@contextmanager
+def silence_libraries() -> Iterator[None]:
+    """No bar or banner from the libraries underneath either (``atomicrag -q``), inside the block.
+
+    Our own bars follow ``progress``; transformers draws a "Loading weights" bar and the hub its
+    download bars regardless, and other libraries' tqdm bars honour only their own switches. The
+    variables also reach worker processes; transformers and the hub, which read them once at
+    import, are switched directly. Everything is restored on exit (the CLI runs in-process in tests).
+    """
+    saved = {k: os.environ.get(k) for k in _QUIET_ENV}
+    os.environ.update(_QUIET_ENV)
+    undo: list[Any] = []
+    # modules imported later read the variables; those already imported are switched here (not
+    # imported for it: `atomicrag -q docs` loads no model and should not pay for transformers)
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        if hf_logging.is_progress_bar_enabled():
+            undo.append(hf_logging.enable_progress_bar)
+        level = hf_logging.get_verbosity()
+        undo.append(lambda: hf_logging.set_verbosity(level))
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import (
+            are_progress_bars_disabled,
+            disable_progress_bars,
+            enable_progress_bars,
+        )
+
+        if not are_progress_bars_disabled():
+            undo.append(enable_progress_bars)
+        disable_progress_bars()
+    try:
+        yield
+    finally:
+        for fn in undo:
+            fn()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

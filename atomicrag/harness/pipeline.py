@@ -22,12 +22,29 @@ from atomicrag.harness.tracking import WandbSink, is_finished, read_metrics, run
 log = logging.getLogger("atomicrag")
 
 
+def retriever_label(cfg: Config) -> str:
+    """The retriever a row runs, as the command named it: ``retriever=hybrid`` runs the ``ppr``
+    propagation with hybrid seeding, and its row says ``hybrid``. The Hydra choice is used only
+    while it still describes ``cfg`` (a baseline row that swaps the retriever gets its own name)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from atomicrag.core.config_query import RetrieverConfig
+    from atomicrag.core.presets import load_preset
+
+    choice = HydraConfig.get().runtime.choices.get("retriever") if HydraConfig.initialized() else None
+    try:
+        named = load_preset("retriever", choice).get("name", RetrieverConfig.name) if choice else None
+    except ValueError:  # not a plain preset file: name the propagation method
+        named = None
+    return str(choice) if named == cfg.retriever.name else cfg.retriever.name
+
+
 def row_label(cfg: Config) -> str:
     """The label of a run without an experiment's ``row_label``: its retriever, then the ablations
     it runs (conf/ablation/, read by atomicrag.core.rows); ERGR's is the retriever already named."""
     if cfg.retriever.name == "dense_passage":
         return "Vanilla RAG (dense passages)"
-    parts = [f"AtomicRAG[{cfg.retriever.name}]"]
+    parts = [f"AtomicRAG[{retriever_label(cfg)}]"]
     parts += [f"w/o {COMPONENTS[c]}" for c in ablated(lambda key: _field(cfg, key)) if c != "ergr"]
     return " ".join(parts)
 

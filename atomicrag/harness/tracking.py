@@ -1,10 +1,11 @@
 """Run folders, run names, environment capture and the optional W&B sink.
 
-A run writes ``results/<experiment>/<dataset>/<run_name>/``:
-``config.yaml`` (the resolved config), ``metrics.json`` (``harness.metrics_file.RunMetrics``:
-headline and per-type metrics, model ids, git commit, environment, per-module time and tokens,
-failures) and ``predictions.jsonl`` (one trace per question). Files are always written first,
-atomically; W&B only mirrors them.
+A run writes ``<paths.results_dir>/<experiment>/<dataset>/<split>/<run_name>/`` (``runs/`` by
+default, gitignored; ``scripts/publish_runs.py`` copies finished runs into the committed
+``results/``): ``config.yaml`` (the resolved config), ``metrics.json``
+(``harness.metrics_file.RunMetrics``: headline and per-type metrics, model ids, git commit,
+environment, per-module time and tokens, failures) and ``predictions.jsonl`` (one trace per
+question). Files are always written first, atomically; W&B only mirrors them.
 """
 from __future__ import annotations
 

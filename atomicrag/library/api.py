@@ -35,6 +35,7 @@ from atomicrag.library.types import (
     ProgressFn,
     QueryResult,
     ResultItem,
+    check_questions,
     normalize_documents,
     relative_relevance,
 )
@@ -268,7 +269,8 @@ class AtomicRAG:
         from atomicrag.core.schemas import Question
 
         single = isinstance(question, str)
-        texts = [question] if single else [str(q) for q in question]
+        texts = [question] if single else list(question)
+        check_questions(texts)  # before any model loads or the graph is touched
         if not texts:
             return []
         batch = self._core.retrieve(self._index(), [Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])

@@ -7,6 +7,8 @@
     atomicrag docs --index INDEX_DIR [--json]
     atomicrag stats --index INDEX_DIR [--json]
     atomicrag export FILE.graphml|FILE.json --index INDEX_DIR
+    atomicrag serve [--config FILE] [--set llm=...]   # keep the LLM server up for later queries
+    atomicrag serve --status | --stop
 
 Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
 ``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
@@ -24,6 +26,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +151,9 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
+    from atomicrag.library.types import check_questions
 
+    check_questions(list(args.questions))  # exit status 2 before the index loads
     overrides = _overrides(args.set or [])
     with AtomicRAG.load(args.index, config=overrides or None, progress=_progress(args)) as rag:
         results = rag.query(list(args.questions), answer=False if args.no_answer else None)
@@ -211,6 +216,46 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Keep one local LLM server up; ``query`` finds it (``llm.resident``) instead of starting one."""
+    from atomicrag.llm import resident
+
+    if args.stop:
+        had, state = resident.stop_resident()
+        print(f"stopped the {state['model']} server (pid {state['pid']}, {state['base_url']})" if had and state
+              else "no server was running")
+        return 0
+    kind, state = resident.status()
+    if args.status:
+        if kind == "running" and state:
+            print(f"running: {state['model']} at {state['base_url']} (pid {state['pid']}, since {state['started']}; "
+                  f"log {state['log']})")
+        else:
+            print("no server is running" + (" (a stale record was found; the next command removes it)"
+                                            if kind == "stale" else ""))
+        return 0 if kind == "running" else 1
+    from atomicrag.core.config import PathsConfig, load_config
+    from atomicrag.llm.backends import launch_vllm_for
+
+    cfg = load_config(_config(args)).llm
+    if cfg.name != "vllm" or cfg.base_url or cfg.base_urls:
+        raise ValueError(f"serve keeps a local vLLM server up; llm.name={cfg.name}"
+                         f"{' with a base_url' if cfg.base_url or cfg.base_urls else ''} needs none to be started")
+    if kind == "running" and state:
+        if resident.find_resident(cfg.model):
+            print(f"already running: {state['model']} at {state['base_url']} (pid {state['pid']})")
+            return 0
+        raise RuntimeError(f"a server for {state['model']} is running at {state['base_url']}; "
+                           "stop it first (atomicrag serve --stop)")
+    resident.find_resident(cfg.model)  # removes a stale record
+    t0 = time.perf_counter()
+    server = launch_vllm_for(cfg, PathsConfig(cache_dir=str(resident.state_dir())))
+    state = resident.keep_resident(server, cfg.model, cfg.model_path or "")
+    print(f"serving {cfg.model} at {state['base_url']} (pid {state['pid']}, started in "
+          f"{time.perf_counter() - t0:.0f} s); `atomicrag query` uses it; stop it with `atomicrag serve --stop`")
+    return 0
+
+
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to the current ``sys.stderr`` (looked up per record, so redirection is followed)."""
 
@@ -236,7 +281,7 @@ def _setup_logging() -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="atomicrag", description="Atom-Entity Graph RAG: index, update and query "
                                 "a document collection.")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no library banners (errors and warnings still print)")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("index", help="build an index from files/folders (.txt .md .jsonl .html .pdf)")
@@ -283,14 +328,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("out", help="output file: .graphml or .json")
     s.add_argument("--index", required=True)
     s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("serve", help="keep the configured LLM server up for later commands (--stop ends it)")
+    s.add_argument("--config", help="YAML or JSON config file (its llm section)")
+    s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE", help="config override, e.g. llm=vllm_cpu")
+    group = s.add_mutually_exclusive_group()
+    group.add_argument("--stop", action="store_true", help="stop the server and forget it")
+    group.add_argument("--status", action="store_true", help="say whether one is running (exit 1 if not)")
+    s.set_defaults(func=cmd_serve)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging()
+    from contextlib import nullcontext
+
+    from atomicrag.core.progress import silence_libraries
+
+    # -q: before any model loads, so transformers' own bars and banners are off too
     try:
-        return int(args.func(args))
+        with silence_libraries() if args.quiet else nullcontext():
+            return int(args.func(args))
     except (ValueError, FileNotFoundError, FileExistsError, KeyError, RuntimeError) as exc:
         # user errors: one clear line, no traceback
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

@@ -180,3 +180,13 @@ class QueryResult:
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
+
+
+def check_questions(texts: list[str]) -> None:
+    """An empty or whitespace-only question is an error, not a query that returns arbitrary atoms."""
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"a question must be a string, not {type(text).__name__}")
+        if not text.strip():
+            which = "the question" if len(texts) == 1 else f"question {i + 1} of {len(texts)}"
+            raise ValueError(f"{which} is empty{' (only whitespace)' if text else ''}: ask something")

@@ -108,6 +108,20 @@ def llamacpp(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
 def vllm(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     if _urls(cfg):
         return _attach(cfg, "json_schema")
+    from atomicrag.llm.resident import find_resident
+
+    # a server kept up by `atomicrag serve` that answers and serves this model: no start-up
+    resident = find_resident(cfg.model)
+    if resident:
+        client = _client(cfg, resident, "json_schema")
+        client.probe()
+        return client
+    server = launch_vllm_for(cfg, paths)
+    return _probed(_client(cfg, server.base_url, "json_schema", server=server))
+
+
+def launch_vllm_for(cfg: LLMConfig, paths: PathsConfig) -> LocalServer:
+    """Start the vLLM server ``cfg`` describes (model converted once for a CPU server) and wait for it."""
     from atomicrag.llm.hf_models import find_server_python, hf_model
 
     python = find_server_python(cfg.server_python)
@@ -121,7 +135,8 @@ def vllm(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
         device="cpu" if device == "cpu" else "cuda", enforce_eager=cfg.enforce_eager,
         kv_cache_gb=cfg.kv_cache_gb, cpu_threads=cfg.n_threads,
     )
-    return _probed(_client(cfg, server.base_url, "json_schema", server=server))
+    return server
+
 
 
 def transformers(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:

@@ -28,7 +28,23 @@ def test_cpuinfo_flags_decide_native_bf16(tmp_path: Path) -> None:
         prec.cpu_has_native_bf16.cache_clear()
 
 
+def test_auto_precision_can_be_forced_for_a_whole_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ATOMICRAG_AUTO_PRECISION=bf16 gives any CPU what `auto` picks on one with native bf16."""
+    monkeypatch.setattr(prec, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setenv("ATOMICRAG_AUTO_PRECISION", "bf16")
+    assert prec.resolve_precision("auto", "cpu") == "bf16"
+    assert prec.resolve_precision("fp32", "cpu") == "fp32"  # an explicit setting is never overridden
+    assert prec.resolve_precision("auto", "cuda") == "fp16"  # CUDA keeps its own choice
+    monkeypatch.setattr(prec, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setenv("ATOMICRAG_AUTO_PRECISION", "fp32")
+    assert prec.resolve_precision("auto", "cpu") == "fp32"
+    monkeypatch.setenv("ATOMICRAG_AUTO_PRECISION", "int8")
+    with pytest.raises(ValueError, match="ATOMICRAG_AUTO_PRECISION"):
+        prec.resolve_precision("auto", "cpu")
+
+
 def test_auto_precision_by_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ATOMICRAG_AUTO_PRECISION", raising=False)
     monkeypatch.setattr(prec, "cpu_has_native_bf16", lambda: True)
     assert prec.resolve_precision("auto", "cpu") == "bf16"
     assert prec.resolve_precision("auto", "cuda") == "fp16"

@@ -43,11 +43,18 @@ def test_minilm_dim_norm_and_ranking(st: SentenceTransformerEmbedder) -> None:
     assert st.encode([]).shape == (0, 384)
 
 
+# the largest element difference two correct implementations of one encoder show, by the type
+# they run in: fp32 agrees to rounding; bf16 (what `auto` picks on a CPU with native bf16) keeps
+# 8 bits of mantissa, and the two paths batch and reduce differently (seen: ~6e-4)
+ATOL = {"fp32": 1e-4, "bf16": 4e-3, "fp16": 2e-3}
+
+
 def test_transformers_mean_pooling_matches_sentence_transformers(st: SentenceTransformerEmbedder) -> None:
     hf = TransformersEmbedder("minilm", pooling="auto", device="cpu", batch_size=1)
     assert hf.pooling == "mean"  # read from the model's 1_Pooling/config.json
     a, b = st.encode(TEXTS + [QUERY]), hf.encode(TEXTS + [QUERY])
-    assert torch.allclose(a, b, atol=1e-4)
+    assert torch.allclose(a, b, atol=ATOL[hf.precision]), (hf.precision, (a - b).abs().max())
+    assert torch.nn.functional.cosine_similarity(a, b).min() > (0.9999 if hf.precision == "fp32" else 0.999)
     cls = TransformersEmbedder("minilm", pooling="cls", device="cpu")
     assert cls.name != hf.name and not torch.allclose(cls.encode(TEXTS), a[:2], atol=1e-2)
 

@@ -1,4 +1,5 @@
-"""The README's "Use as a library" section runs as written."""
+"""The library examples run as written: the README's short one and the library guide's
+(docs/library.md) full one."""
 from __future__ import annotations
 
 import os
@@ -9,11 +10,17 @@ import pytest
 
 from atomicrag.core.presets import default_presets, load_preset
 
-DOC = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOC = ROOT / "docs" / "library.md"
 
 
 def library_section() -> str:
-    text = DOC.read_text(encoding="utf-8")
+    return DOC.read_text(encoding="utf-8")
+
+
+def readme_library_section() -> str:
+    text = README.read_text(encoding="utf-8")
     start = text.index("## Use as a library")
     end = text.find("\n## ", start + 1)
     return text[start:] if end < 0 else text[start:end]
@@ -43,3 +50,14 @@ def test_library_section_code_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for field, value in load_preset("retriever", default_presets()["retriever"]).items():
         assert getattr(rag.config.retriever, field) == value  # conf/config.yaml's default retriever
     assert "<graphml" in (tmp_path / "curie.graphml").read_text()
+
+
+def test_readme_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    [code] = _BLOCK.findall(readme_library_section())  # the front door has one Python example
+    monkeypatch.chdir(tmp_path)
+    for key in [k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k]:
+        monkeypatch.delenv(key)
+    exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})  # noqa: S102
+    assert capsys.readouterr().out.strip() == "Marie Curie was born in Warsaw in 1867."  # as the comment says
+    assert (tmp_path / "curie_index" / "manifest.json").is_file()
