@@ -15,6 +15,7 @@ from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import reader as prompt
+from atomicrag.prompts.released import ReleasedPrompts
 from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer
 
 MODULE = "answer"
@@ -50,7 +51,7 @@ class ReaderOutput:
 class LLMReader:
     def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int | None = None,
-                 context_style: str = "numbered") -> None:
+                 context_style: str = "numbered", released: ReleasedPrompts | None = None) -> None:
         if kind not in prompt.KINDS:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
@@ -61,6 +62,7 @@ class LLMReader:
         if context_style not in prompt.CONTEXT_STYLES:
             raise ValueError(f"context_style {context_style!r} is not one of {', '.join(prompt.CONTEXT_STYLES)}")
         self.context_style = context_style  # fidelity.reader_context
+        self.released = released  # fidelity.prompts=released: the released rag_qa_<kind> template
         self.dropped: list[int] = []  # per question of the last requests(): context items cut
 
     def requests(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ChatRequest]:
@@ -68,10 +70,10 @@ class LLMReader:
         reqs, self.dropped = [], []
         for q, ctx in zip(questions, contexts, strict=True):
             # Context is ranked best first: what does not fit the window is the least relevant.
-            kept, dropped = fit_items(lambda c, q=q: prompt.build_messages(self.name, q, c, self.context_style), ctx,
+            kept, dropped = fit_items(lambda c, q=q: prompt.build_messages(self.name, q, c, self.context_style, self.released), ctx,
                                       window, self.max_tokens)
             self.dropped.append(dropped)
-            reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style), schema=None,
+            reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style, self.released), schema=None,
                                     temperature=self.temperature, max_tokens=self.max_tokens,
                                     seed=self.seed, module=MODULE))
         return reqs

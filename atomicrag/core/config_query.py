@@ -41,7 +41,10 @@ class FidelityConfig:
     # 9: answer accuracy
     acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
     acc_similarity: str = "cosine"  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
-    judge_failures: str = "excluded"  # a failed judge call: excluded from means | zero (released code); counted both ways
+    # a failed judge call: excluded from means | zero (ACC 0) | released (the released rule: failed
+    # classification -> FC 0 and ACC = (1-w)*SS; failed answer statements -> ACC 0; failed reference
+    # statements -> skipped); counted every way
+    judge_failures: str = "excluded"
     # 10: pooling for bge-style encoders
     embed_pooling: str = "model"  # model (CLS for bge) | mean (code)
     # 10: the released code glues its instruction strings onto queries with no separator
@@ -55,6 +58,11 @@ class FidelityConfig:
     entity_link_fallback: str = "none"  # none | best (released: the best entity when none passes the threshold)
     reader_context: str = "numbered"  # numbered ("[n] (title / id) text") | wikipedia_title (released)
     atom_merge: str = "none"  # none | identical_text (released: one node per distinct atom text)
+    # prompts: own (this project's wording) | released (read from a checkout of the released code at
+    # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
+    # path (else the ATOMICRAG_RELEASED_CODE environment variable).
+    prompts: str = "own"
+    released_code: Optional[str] = None
 
     def __post_init__(self) -> None:
         _choice(self, "preset", ("paper", "reference_code", "custom"))
@@ -68,7 +76,7 @@ class FidelityConfig:
         _choice(self, "merge", ("citation_units", "string_dedupe"))
         _choice(self, "decompose_trigger", ("score", "score_and_flag"))
         _choice(self, "acc_similarity", ("cosine", "rescaled"))
-        _choice(self, "judge_failures", ("excluded", "zero"))
+        _choice(self, "judge_failures", ("excluded", "zero", "released"))
         _choice(self, "embed_pooling", ("model", "mean"))
         _choice(self, "vector_index", ("exact", "faiss"))
         _choice(self, "embed_instruction", ("model", "released"))
@@ -78,6 +86,8 @@ class FidelityConfig:
         _choice(self, "entity_link_fallback", ("none", "best"))
         _choice(self, "reader_context", ("numbered", "wikipedia_title"))
         _choice(self, "atom_merge", ("none", "identical_text"))
+        _choice(self, "prompts", ("own", "released"))
+        _text(self, "released_code")
         _unit(self, "acc_weight")
 
 

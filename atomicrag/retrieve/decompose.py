@@ -22,6 +22,7 @@ from typing import Any
 from atomicrag.core.config import DecomposeConfig, FidelityConfig
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import decompose as prompt
+from atomicrag.prompts.released import for_fidelity
 
 MODULE = "decompose"
 
@@ -81,6 +82,7 @@ class LLMDecomposer:
         self.llm = llm
         self.cfg = cfg
         self.rule = fidelity.decompose_trigger
+        self.released = for_fidelity(fidelity)  # fidelity.prompts=released: the released template
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
@@ -90,7 +92,8 @@ class LLMDecomposer:
         return [
             ChatRequest(
                 messages=prompt.build_messages(q, max_sub_questions=self.cfg.max_sub_questions,
-                                               threshold=self.cfg.complexity_threshold, trigger=self.rule),
+                                               threshold=self.cfg.complexity_threshold, trigger=self.rule,
+                                               released=self.released),
                 schema=prompt.SCHEMA, temperature=self.temperature, max_tokens=self.max_tokens,
                 seed=self.seed, module=MODULE,
             )

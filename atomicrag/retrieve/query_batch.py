@@ -20,6 +20,7 @@ from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
+from atomicrag.prompts.released import for_fidelity
 from atomicrag.retrieve.context import unique_in_order
 from atomicrag.retrieve.decompose import Decomposition, build_decomposer
 from atomicrag.retrieve.hybrid import HybridRetriever, uses_hybrid
@@ -70,6 +71,7 @@ class BatchRetriever:
         self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm, **sampling(cfg.llm, "decompose"))
         self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, "sieve"))
         self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
+        self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(cfg)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
@@ -130,7 +132,7 @@ class BatchRetriever:
         if self.llm is None:
             raise ValueError("retriever.query_entities=llm needs an LLM (llm=... not fake-less)")
         reqs = [
-            ChatRequest(messages=ner.build_messages(q), schema=ner.SCHEMA, module="retrieve_ner",
+            ChatRequest(messages=ner.build_messages(q, released=self.released), schema=ner.SCHEMA, module="retrieve_ner",
                         **sampling(self.cfg.llm, "retrieve_ner"))
             for q in queries
         ]
