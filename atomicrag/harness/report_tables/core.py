@@ -156,6 +156,8 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
                 value = col.derive(table[res.row.label], table)
                 res.cells[col.key].measured = value
                 table[res.row.label][col.key] = value
+                if value is not None:
+                    _average_interval(res.cells, col)
     by_label = {r.row.label: r for r in results}
     for res in results:  # paired intervals of drops (derived ``minus_row`` cells)
         for col in spec.columns:
@@ -185,6 +187,19 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
                     and cell.fidelity == PUBLISHED_FIDELITY):
                 cell.diff = cell.measured - cell.published
     return TableResult(spec, results, notes)
+
+
+def _average_interval(cells: dict[str, Cell], col: Column) -> None:
+    """n and interval of an averaged cell (``mean_of``): its components' questions resampled as
+    for each component, the draws averaged; the strata are kept for its paired drop."""
+    from atomicrag.harness.report_tables.intervals import bootstrap_ci, mean_strata, n_of
+
+    keys = getattr(col.derive, "components", None)
+    if not keys or not all(cells[k].strata for k in keys):
+        return
+    s = mean_strata({k: cells[k].strata for k in keys})
+    cell = cells[col.key]
+    cell.strata, cell.n, cell.ci = s, n_of(s), bootstrap_ci(s)
 
 
 def _attach_interval(cell: Cell, run: Run, extract: Any) -> None:
@@ -239,6 +254,7 @@ def mean_of(*keys: str) -> Derive:
         vals = [cells.get(k) for k in keys]
         return sum(vals) / len(vals) if all(v is not None for v in vals) else None  # type: ignore[misc]
 
+    get.components = keys  # type: ignore[attr-defined]  # its interval: intervals.mean_strata
     return get
 
 
