@@ -22,6 +22,10 @@ class FidelityConfig:
     # 1: what the damping value means
     damping_semantics: str = "restart"  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
     dangling: str = "seed"  # where dangling-node mass goes: seed (released code) | uniform
+    # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
+    # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
+    # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
+    ppr_solve: str = "budget"
     # 2: atom seeds
     atom_seeding: str = "topk"  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
     # 3: containment edge keys
@@ -68,6 +72,7 @@ class FidelityConfig:
         _choice(self, "preset", ("paper", "reference_code", "custom"))
         _choice(self, "damping_semantics", ("restart", "continue"))
         _choice(self, "dangling", ("seed", "uniform"))
+        _choice(self, "ppr_solve", ("budget", "exact"))
         _choice(self, "atom_seeding", ("topk", "all_minmax"))
         _choice(self, "containment_keys", ("canonical", "raw"))
         _choice(self, "relevance_weight", ("distinct_relations", "occurrences"))
