@@ -34,10 +34,12 @@ SCHEMA: dict[str, Any] = {
                     "focus": {"type": "string", "enum": list(FOCUS_LABELS)},
                 },
                 "required": ["id", "question", "focus"],
+                "additionalProperties": False,
             },
         },
     },
     "required": ["needs_decomposition", "complexity_score", "reasoning", "sub_questions"],
+    "additionalProperties": False,  # OpenAI strict mode requires it on every object
 }
 
 TEMPLATE = """You prepare questions for a retrieval system whose knowledge base stores small, \

@@ -21,6 +21,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {"statements": {"type": "array", "items": {"type": "string"}}},
         "required": ["statements"],
+        "additionalProperties": False,  # OpenAI strict mode requires it on every object
     },
     "classify": {
         "type": "object",
@@ -31,11 +32,13 @@ SCHEMA: dict[str, dict[str, Any]] = {
                     "type": "object",
                     "properties": {"statement": {"type": "string"}, "reason": {"type": "string"}},
                     "required": ["statement", "reason"],
+                    "additionalProperties": False,
                 },
             }
             for key in ("TP", "FP", "FN")
         },
         "required": ["TP", "FP", "FN"],
+        "additionalProperties": False,
     },
 }
 
