@@ -60,3 +60,22 @@ def test_judge_embeds_with_langchains_bge_instruction(monkeypatch):
     prefix = "Represent this question for searching relevant passages: "
     assert sorted(sent) == [prefix + "ANSWER", prefix + "REFERENCE"]
     assert similarity_score(v.cosine, "rescaled") == pytest.approx(v.ss)
+
+
+def test_judge_reference_is_the_single_answer_not_the_aliases():
+    from atomicrag.core.schemas import QueryTrace, Question
+    from atomicrag.evaluate.score import score_run
+
+    seen = []
+
+    class Recording:
+        def judge(self, questions, answers, references):
+            seen.extend(references)
+            return AnswerAccuracyJudge(ScriptedLLM(responder), EMB, RELEASED).judge(
+                questions, ["ANSWER"] * len(answers), ["REFERENCE"] * len(references))
+
+    q = Question(id="q1", question="When?", answers=["June 1982", "1982", "summer 1982"])
+    t = QueryTrace(question_id="q1", question="When?", answer="1982")
+    metrics, records = score_run([q], [t], judge=Recording())
+    assert seen == ["June 1982"]
+    assert records[0]["f1"] == 1.0  # the aliases still count for EM/F1 (best over answers)
