@@ -20,6 +20,7 @@ from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
+from atomicrag.embed.factory import embedding_fidelity
 from atomicrag.prompts.released import for_fidelity
 from atomicrag.retrieve.context import unique_in_order
 from atomicrag.retrieve.decompose import Decomposition, build_decomposer
@@ -148,7 +149,8 @@ class BatchRetriever:
         ents = self.query_entities(queries)
         extra = self.hybrid.seed_inputs(queries, q_emb) if self.hybrid is not None else {}
         return build_seeds(
-            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever, self.cfg.fidelity,
+            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever,
+            embedding_fidelity(self.cfg.embedder, self.cfg.fidelity),
             **extra,
         )
 
