@@ -39,7 +39,10 @@ class ReaderOutput:
     marker_found: bool = False  # False: the reply had no "Answer:" (whole reply used)
     failed: bool = False
     error: str | None = None
-    truncated: bool = False  # the backend stopped at max_tokens (finish_reason "length"): a failure
+    # the backend stopped at max_tokens (finish_reason "length"): the reply was cut by the budget the
+    # config chose. Not an LLM failure: the answer is what follows "Answer:" in the cut reply, or
+    # empty (scored as wrong) when the cut came before it; reported as cut, by module and question
+    truncated: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
     context_dropped: int = 0  # lowest-ranked context items left out to fit the model's window
@@ -97,10 +100,12 @@ class LLMReader:
                 continue
             if getattr(r, "finish_reason", None) == "length":
                 # Cut off at max_tokens: without "Answer:" the parser would return the thought as
-                # the answer, and after it only part of the answer. Either way it is a failure.
-                outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True, truncated=True,
-                                            error=f"reply truncated at max_tokens={self.max_tokens}",
-                                            **tokens))
+                # the answer, so the answer is empty; after it, what was written is kept (the
+                # released code, too, reads whatever follows "Answer:").
+                parsed = parse_answer(r.text or "")
+                outputs.append(ReaderOutput(answer=parsed.answer if parsed.marker_found else "",
+                                            raw=r.text or "", thought=parsed.thought,
+                                            marker_found=parsed.marker_found, truncated=True, **tokens))
                 continue
             parsed = parse_answer(r.text or "")
             outputs.append(ReaderOutput(answer=parsed.answer, raw=r.text or "", thought=parsed.thought,

@@ -173,10 +173,13 @@ class DecomposeConfig:
     name: str = "none"  # llm (paper's AQD) | none (w/o AQD)
     complexity_threshold: float = 6.5
     max_sub_questions: int = 3
+    # completion budget of the decomposition reply; None: llm.max_tokens. The paper preset sets the
+    # released code's budget (its max_new_tokens, 2048, for every call)
+    max_tokens: Optional[int] = None
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.DECOMPOSERS.names())
-        _positive(self, "max_sub_questions")
+        _positive(self, "max_sub_questions", "max_tokens")
         _range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
 
 

@@ -244,6 +244,8 @@ class Engine:
             t.seconds["answer"] = round(share, 6)
             if o.failed:
                 t.errors.append(f"reader: {o.error}")
+            if o.truncated:  # cut by reader.max_tokens: reported beside failures, not as one
+                t.cut["answer"] = reader.max_tokens
         batch.outputs = outputs
         fill_tokens(batch)
         return outputs

@@ -40,6 +40,7 @@ class Decomposition:
     proposed: int = 0  # usable sub-questions the model wrote, before the cap
     failed: bool = False
     error: str | None = None
+    cut_at: int | None = None  # the reply was cut at this max_tokens (our budget): reported, not a failure
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -112,6 +113,11 @@ class LLMDecomposer:
         out = Decomposition(question=question, queries=[question],
                             prompt_tokens=int(result.prompt_tokens or 0),
                             completion_tokens=int(result.completion_tokens or 0))
+        if result.error is not None and getattr(result, "finish_reason", None) == "length":
+            # cut by the completion budget: the question keeps only itself as its query, as after an
+            # unreadable reply, but the cause is the budget the config chose, reported as such
+            out.cut_at, out.error = self.max_tokens, str(result.error)
+            return out
         if result.error is not None:
             out.failed, out.error = True, str(result.error)
             return out
@@ -161,6 +167,7 @@ def summarize(decompositions: list[Decomposition]) -> dict[str, Any]:
         "decomposed": len(decomposed),
         "triggered_without_sub_questions": sum(d.triggered and not d.decomposed for d in decompositions),
         "failed": sum(d.failed for d in decompositions),
+        "cut_by_budget": sum(d.cut_at is not None for d in decompositions),
         "mean_sub_questions": (sum(len(d.sub_questions) for d in decomposed) / len(decomposed)
                                if decomposed else 0.0),
         "capped": sum(d.proposed > len(d.sub_questions) for d in decomposed),

@@ -69,7 +69,8 @@ class BatchRetriever:
         self.embedder = embedder
         self.llm = llm
         self.accountant = accountant
-        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm, **sampling(cfg.llm, "decompose"))
+        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm, **sampling(
+            cfg.llm, "decompose", **({"max_tokens": cfg.decompose.max_tokens} if cfg.decompose.max_tokens else {})))
         self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, "sieve"))
         self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
         self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
@@ -223,6 +224,7 @@ class BatchRetriever:
                     sieve=sieved[i].trace(),
                     context=[c.to_dict() for c in ctx],
                     retrieved_passages=fused or unique_in_order(passage_ranking(all_cands)),
+                    cut={"decompose": decomps[i].cut_at} if decomps[i].cut_at is not None else {},
                 )
             )
             contexts.append(ctx)
