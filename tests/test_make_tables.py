@@ -39,7 +39,7 @@ def write_run(
         "experiment": experiment,
         "dataset": {"name": dataset, "split": "dev"},
         "llm": {"model": "gpt-4o-mini"}, "embedder": {"model": "BAAI/bge-large-en-v1.5"},
-        "fidelity": {"preset": fidelity},
+        "fidelity": {"preset": fidelity, "prompts": "released"},  # own prompts: tests/test_intervals_averages.py
         "retriever": {"name": "ppr", "damping": 0.3, "atom_seed_weight": 0.1, "top_k": 25, "reranker": None},
         "atomizer": {"name": "llm"}, "decompose": {"name": "llm"}, "sieve": {"name": "llm", "max_context": 25},
     }

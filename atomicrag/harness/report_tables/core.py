@@ -76,6 +76,7 @@ class Cell:
     n: int | None = None  # questions behind the measured value (paired ones for a drop)
     ci: tuple[float, float] | None = None  # 95% bootstrap interval (paired for a drop)
     fidelity: str | None = None  # fidelity.preset of the run(s) measured: paper | reference_code | mixed
+    prompts: str | None = None  # fidelity.prompts of the run(s): own | released (runs before the field: own)
     strata: Any = None  # per-question values (intervals.Strata), not rendered
 
     @property
@@ -183,10 +184,44 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
             if cell.fidelity is None and col.derive is not None and cell.measured is not None:
                 fids = {c.fidelity for c in res.cells.values() if c.fidelity is not None}
                 cell.fidelity = fids.pop() if len(fids) == 1 else ("mixed" if fids else None)
+            if cell.prompts is None and col.derive is not None and cell.measured is not None:
+                srcs = {c.prompts for c in res.cells.values() if c.prompts is not None}
+                cell.prompts = "own" if "own" in srcs else (srcs.pop() if srcs else None)
             if (col.comparable and cell.measured is not None and cell.published is not None
                     and cell.fidelity == PUBLISHED_FIDELITY):
                 cell.diff = cell.measured - cell.published
+    notes += differences_footnote(results)
     return TableResult(spec, results, notes)
+
+
+def differences_footnote(results: list[RowResult]) -> list[str]:
+    """The table's footnote: the differences from the released pipeline its runs recorded."""
+    from atomicrag.harness.differences import footnote
+
+    by_row: dict[str, list[dict[str, Any]]] = {}
+    older: list[str] = []
+    for res in results:
+        for run in res.runs.values():
+            diffs = run.metrics.get("differences")
+            if isinstance(diffs, list):
+                by_row.setdefault(res.row.label, []).extend(d for d in diffs if isinstance(d, dict))
+            elif res.row.label not in older:
+                older.append(res.row.label)
+    lines = [f"Differences from the released pipeline: {line}" for line in footnote(by_row)]
+    if older:
+        lines.append("Runs made before metrics.json recorded its differences from the released pipeline "
+                     f"(rows {', '.join(older)}): their prompts were this project's own ('own prompts').")
+    return lines
+
+
+def prompts_of(run: Run) -> str | None:
+    """own | released: the prompts a run's LLM stages sent (a run before fidelity.prompts existed used
+    its own); None when no stage of the run prompts an LLM (sentence atoms, no decomposition,
+    sieve, LLM query NER or reader), so there is nothing to mark."""
+    prompted = (run.cfg("atomizer.name") in ("llm", "vocabulary")
+                or run.cfg("decompose.name") not in (None, "none") or run.cfg("sieve.name") not in (None, "none")
+                or run.cfg("retriever.query_entities") == "llm" or run.cfg("reader.name") not in (None, "none"))
+    return str(run.cfg("fidelity.prompts") or "own") if prompted else None
 
 
 def _average_interval(cells: dict[str, Cell], col: Column) -> None:
@@ -208,6 +243,7 @@ def _attach_interval(cell: Cell, run: Run, extract: Any) -> None:
 
     fid = run.cfg("fidelity.preset")
     cell.fidelity = str(fid) if fid not in (None, "") else None
+    cell.prompts = prompts_of(run)
     source = source_of(extract)
     if source is None:
         return
