@@ -124,3 +124,20 @@ def test_real_checkout_parses() -> None:
     # every template renders with the fields the pipeline fills
     assert p.ner("x") and p.extraction("x", ["y"]) and p.decomposition("q", 5) and p.reader("precise", "c")
     assert p.judge_statements("q", "a") and p.judge_classify("q", ["a"], ["b"])
+
+
+def test_published_row_without_a_checkout_stops_before_any_work(tmp_path: Path) -> None:
+    """The entry point on a published row: no checkout named -> exit 2 with the message, no run folder."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != released.ENV_VAR}
+    env["PYTHONPATH"] = str(root)
+    proc = subprocess.run(
+        [sys.executable, "-m", "atomicrag.run", "+experiment=table1/medical_atomicrag", "dataset=medical_smoke",
+         "judge=run", "llm=vllm_cpu_qwen05b", f"paths.results_dir={tmp_path / 'results'}",
+         f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={tmp_path / 'hydra'}"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "No checkout of the released code is named" in proc.stderr and "fidelity.prompts=own" in proc.stderr
+    assert not (tmp_path / "results").exists() and not (tmp_path / "cache").exists()
