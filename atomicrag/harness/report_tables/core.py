@@ -199,18 +199,21 @@ def differences_footnote(results: list[RowResult]) -> list[str]:
     from atomicrag.harness.differences import footnote
 
     by_row: dict[str, list[dict[str, Any]]] = {}
-    older: list[str] = []
+    older: dict[str, bool] = {}  # row -> whether a run of it prompted an LLM
     for res in results:
         for run in res.runs.values():
             diffs = run.metrics.get("differences")
             if isinstance(diffs, list):
                 by_row.setdefault(res.row.label, []).extend(d for d in diffs if isinstance(d, dict))
-            elif res.row.label not in older:
-                older.append(res.row.label)
+            else:
+                older[res.row.label] = older.get(res.row.label, False) or prompts_of(run) is not None
     lines = [f"Differences from the released pipeline: {line}" for line in footnote(by_row)]
     if older:
-        lines.append("Runs made before metrics.json recorded its differences from the released pipeline "
-                     f"(rows {', '.join(older)}): their prompts were this project's own ('own prompts').")
+        prompted = [label for label, p in older.items() if p]
+        lines.append("Runs made before metrics.json recorded their differences from the released pipeline: "
+                     f"rows {', '.join(older)}"
+                     + (f"; the LLM prompts of rows {', '.join(prompted)} were this project's own ('own prompts')."
+                        if prompted else " (no LLM prompt in them)."))
     return lines
 
 
