@@ -15,8 +15,8 @@ from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import reader as prompt
-from atomicrag.prompts.released import ReleasedPrompts
 from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer
+from atomicrag.prompts.released import ReleasedPrompts
 
 MODULE = "answer"
 __all__ = [

@@ -56,9 +56,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
     from atomicrag.data.loaders import load_dataset
     from atomicrag.engine import ConfigModels, Engine, combined_stats
     from atomicrag.evaluate.score import score_run
-    from atomicrag.llm.accounting import Accountant
-
     from atomicrag.harness.differences import differences, prompt_source
+    from atomicrag.llm.accounting import Accountant
 
     prompts = prompt_source(cfg)  # fidelity.prompts=released without a checkout stops here, before any work
     out_dir = run_dir(cfg)

@@ -18,9 +18,9 @@ import torch
 from atomicrag.core.config import Config
 from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
+from atomicrag.embed.factory import embedding_fidelity
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
-from atomicrag.embed.factory import embedding_fidelity
 from atomicrag.prompts.released import for_fidelity
 from atomicrag.retrieve.context import unique_in_order
 from atomicrag.retrieve.decompose import Decomposition, build_decomposer

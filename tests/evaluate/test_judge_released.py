@@ -76,6 +76,6 @@ def test_judge_reference_is_the_single_answer_not_the_aliases():
 
     q = Question(id="q1", question="When?", answers=["June 1982", "1982", "summer 1982"])
     t = QueryTrace(question_id="q1", question="When?", answer="1982")
-    metrics, records = score_run([q], [t], judge=Recording())
+    _, records = score_run([q], [t], judge=Recording())
     assert seen == ["June 1982"]
     assert records[0]["f1"] == 1.0  # the aliases still count for EM/F1 (best over answers)

@@ -47,7 +47,7 @@ def check_request(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
     if not fmt:
         return None
     if fmt.get("type") == "json_object" and set(fmt) != {"type"}:
-        return 400, _error(f"Unrecognized request argument supplied: response_format.{sorted(set(fmt) - {'type'})[0]}")
+        return 400, _error(f"Unrecognized request argument supplied: response_format.{min(set(fmt) - {'type'})}")
     if fmt.get("type") != "json_schema":
         return None
     spec = fmt.get("json_schema") or {}
