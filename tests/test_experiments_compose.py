@@ -74,8 +74,12 @@ def test_experiment_composes_and_validates(composed: dict, name: str) -> None:
     # conf/preset/quickstart.yaml's values (failure allowance, reader budget, context) do not leak
     if folder == "table2_smoke":  # a 135M model on a CPU: the preset's own allowance, stated in it
         assert (cfg.max_failure_rate, cfg.reader.max_tokens) == (0.25, 160)
-    else:
+    elif folder == "table2_retrieval":  # retrieval only, offline models: no reader, no published cell
         assert (cfg.max_failure_rate, cfg.reader.max_tokens) == (0.0, 512)
+    else:
+        # the published rows: the released budget (max_new_tokens 2048) and the released prompts
+        assert (cfg.max_failure_rate, cfg.reader.max_tokens, cfg.decompose.max_tokens) == (0.0, 2048, 2048)
+        assert cfg.fidelity.prompts == "released"
     assert cfg.sieve.max_context == 25 or folder in ("fig4", "fig5")  # those sweep it
     if folder == "table2_smoke":
         assert (cfg.llm.model_path, cfg.embedder.model, cfg.judge.name) == ("smollm2", "minilm", "none")

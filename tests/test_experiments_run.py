@@ -23,6 +23,14 @@ NAMES = experiment_names(offline_only=True)
 
 
 @pytest.fixture(scope="module")
+def released_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # the published rows send the released prompts: a synthetic checkout (invented texts) stands in
+    from tests.prompts.released_tree import make_tree
+
+    return make_tree(tmp_path_factory.mktemp("released") / "AtomicRAG")
+
+
+@pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # one cache for the module: experiments that share an atomizer reuse its graph
     return tmp_path_factory.mktemp("exp_cache")
@@ -30,7 +38,8 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_path: Path, shared_data) -> None:
+def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_path: Path, shared_data,
+                                          released_tree: Path) -> None:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         dcfg = compose_experiment(  # as the entry point: experiment_name is the folder
             name,
@@ -41,12 +50,14 @@ def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_pat
                 "judge.llm_source=run", "judge.embedder_source=run",
                 f"paths.cache_dir={shared_cache}", f"paths.results_dir={tmp_path}",
                 f"paths.llm_cache={shared_cache / 'llm.sqlite'}",
+                f"fidelity.released_code={released_tree}",
             ],
         )
     cfg = to_dataclass(dcfg)
     metrics = run_one(cfg)
     assert metrics["n_questions"] == 1
     assert metrics["experiment"] == cfg.experiment_name == name.split("/")[0]
+    assert metrics["prompts"]["source"] == cfg.fidelity.prompts and isinstance(metrics["differences"], list)
     if cfg.judge.name == "llm" and cfg.reader.name != "none":
         assert "judge" in metrics  # the answer-accuracy judge ran and reported its verdicts
     if cfg.retriever.name != "dense_passage":

@@ -16,6 +16,7 @@ from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import reader as prompt
 from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer
+from atomicrag.prompts.released import ReleasedPrompts
 
 MODULE = "answer"
 __all__ = [
@@ -38,7 +39,10 @@ class ReaderOutput:
     marker_found: bool = False  # False: the reply had no "Answer:" (whole reply used)
     failed: bool = False
     error: str | None = None
-    truncated: bool = False  # the backend stopped at max_tokens (finish_reason "length"): a failure
+    # the backend stopped at max_tokens (finish_reason "length"): the reply was cut by the budget the
+    # config chose. Not an LLM failure: the answer is what follows "Answer:" in the cut reply, or
+    # empty (scored as wrong) when the cut came before it; reported as cut, by module and question
+    truncated: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
     context_dropped: int = 0  # lowest-ranked context items left out to fit the model's window
@@ -50,7 +54,7 @@ class ReaderOutput:
 class LLMReader:
     def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int | None = None,
-                 context_style: str = "numbered") -> None:
+                 context_style: str = "numbered", released: ReleasedPrompts | None = None) -> None:
         if kind not in prompt.KINDS:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
@@ -61,6 +65,7 @@ class LLMReader:
         if context_style not in prompt.CONTEXT_STYLES:
             raise ValueError(f"context_style {context_style!r} is not one of {', '.join(prompt.CONTEXT_STYLES)}")
         self.context_style = context_style  # fidelity.reader_context
+        self.released = released  # fidelity.prompts=released: the released rag_qa_<kind> template
         self.dropped: list[int] = []  # per question of the last requests(): context items cut
 
     def requests(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ChatRequest]:
@@ -68,10 +73,10 @@ class LLMReader:
         reqs, self.dropped = [], []
         for q, ctx in zip(questions, contexts, strict=True):
             # Context is ranked best first: what does not fit the window is the least relevant.
-            kept, dropped = fit_items(lambda c, q=q: prompt.build_messages(self.name, q, c, self.context_style), ctx,
+            kept, dropped = fit_items(lambda c, q=q: prompt.build_messages(self.name, q, c, self.context_style, self.released), ctx,
                                       window, self.max_tokens)
             self.dropped.append(dropped)
-            reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style), schema=None,
+            reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style, self.released), schema=None,
                                     temperature=self.temperature, max_tokens=self.max_tokens,
                                     seed=self.seed, module=MODULE))
         return reqs
@@ -95,10 +100,12 @@ class LLMReader:
                 continue
             if getattr(r, "finish_reason", None) == "length":
                 # Cut off at max_tokens: without "Answer:" the parser would return the thought as
-                # the answer, and after it only part of the answer. Either way it is a failure.
-                outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True, truncated=True,
-                                            error=f"reply truncated at max_tokens={self.max_tokens}",
-                                            **tokens))
+                # the answer, so the answer is empty; after it, what was written is kept (the
+                # released code, too, reads whatever follows "Answer:").
+                parsed = parse_answer(r.text or "")
+                outputs.append(ReaderOutput(answer=parsed.answer if parsed.marker_found else "",
+                                            raw=r.text or "", thought=parsed.thought,
+                                            marker_found=parsed.marker_found, truncated=True, **tokens))
                 continue
             parsed = parse_answer(r.text or "")
             outputs.append(ReaderOutput(answer=parsed.answer, raw=r.text or "", thought=parsed.thought,

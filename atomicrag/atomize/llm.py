@@ -41,6 +41,7 @@ from atomicrag.llm.sampling import attempt_sampling, sampling_fingerprint
 from atomicrag.prompts import extraction as extraction_prompt
 from atomicrag.prompts import ner as ner_prompt
 from atomicrag.prompts._common import PromptParseError
+from atomicrag.prompts.released import ReleasedPrompts
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,8 @@ class LLMAtomizer:
                  checkpoint_path: str | Path | None = None, batch_size: int = 32, retries: int = 1,
                  ner_max_tokens: int = 512, extraction_max_tokens: int = 2048,
                  temperature: float = 0.0, seed: int | None = 0,
-                 progress: bool | None = None, **_: Any) -> None:
+                 progress: bool | None = None, released_prompts: ReleasedPrompts | None = None,
+                 **_: Any) -> None:
         if llm is None:
             raise ValueError("the llm atomizer needs an LLM backend (llm=...)")
         self.cfg = cfg or AtomizerConfig(name="llm")
@@ -104,12 +106,15 @@ class LLMAtomizer:
         self.extraction_max_tokens = extraction_max_tokens
         self.temperature, self.seed = temperature, seed  # llm.temperature/seed (llm.sampling)
         self.progress = progress_enabled(progress)
+        self.released = released_prompts  # fidelity.prompts=released: the released templates
 
     def fingerprint(self) -> dict[str, Any]:
         """What besides the chunks and the config decides the output (for cache keys)."""
         return {
             "model": getattr(self.llm, "model", type(self.llm).__name__),
-            "prompts": [ner_prompt.VERSION, extraction_prompt.VERSION],
+            "prompts": ([ner_prompt.VERSION, extraction_prompt.VERSION] if self.released is None else
+                        {k: v for k, v in self.released.hashes().items()
+                         if k in ("ner", "unified_triple_knowledge_fragment_extraction")}),
             "max_tokens": [self.ner_max_tokens, self.extraction_max_tokens],
             "retries": self.retries,
             **sampling_fingerprint(self.temperature, self.seed),
@@ -130,10 +135,10 @@ class LLMAtomizer:
             for st in pending:
                 c = st.chunk
                 if kind == "ner":
-                    msgs = ner_prompt.build_messages(c.text, c.title)
+                    msgs = ner_prompt.build_messages(c.text, c.title, self.released)
                     reqs.append(self._request(msgs, ner_prompt.SCHEMA, self.ner_max_tokens, attempt))
                 else:
-                    msgs = extraction_prompt.build_messages(c.text, st.entities or [], c.title)
+                    msgs = extraction_prompt.build_messages(c.text, st.entities or [], c.title, self.released)
                     reqs.append(self._request(msgs, extraction_prompt.SCHEMA, self.extraction_max_tokens, attempt))
             results = self.llm.chat(reqs)
             if len(results) != len(reqs):

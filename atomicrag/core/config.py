@@ -231,11 +231,16 @@ def _released_judge_llm() -> "LLMConfig":
                      concurrency=32, temperature=0.0, seed=42)
 
 
+# langchain_community.embeddings.huggingface.DEFAULT_QUERY_BGE_INSTRUCTION_EN (a library default)
+LANGCHAIN_BGE_QUERY_INSTRUCTION = "Represent this question for searching relevant passages: "
+
+
 def _released_judge_embedder() -> "EmbedderConfig":
-    # the released evaluation embeds with bge-large through LangChain's aembed_query: CLS pooling
-    # and bge's query instruction on both the answer and the reference (judge.embed_as_query)
+    # the released evaluation embeds with bge-large through LangChain's HuggingFaceBgeEmbeddings
+    # aembed_query: CLS pooling and LangChain's default English query instruction (its "question"
+    # wording, not bge's model-card "sentence" one) on both the answer and the reference
     return EmbedderConfig(name="sentence_transformers", model="BAAI/bge-large-en-v1.5", pooling="cls",
-                          query_prefix="Represent this sentence for searching relevant passages: ",
+                          query_prefix=LANGCHAIN_BGE_QUERY_INSTRUCTION,
                           max_length=512, batch_size=64)
 
 

@@ -22,6 +22,10 @@ class FidelityConfig:
     # 1: what the damping value means
     damping_semantics: str = "restart"  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
     dangling: str = "seed"  # where dangling-node mass goes: seed (released code) | uniform
+    # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
+    # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
+    # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
+    ppr_solve: str = "budget"
     # 2: atom seeds
     atom_seeding: str = "topk"  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
     # 3: containment edge keys
@@ -41,7 +45,10 @@ class FidelityConfig:
     # 9: answer accuracy
     acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
     acc_similarity: str = "cosine"  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
-    judge_failures: str = "excluded"  # a failed judge call: excluded from means | zero (released code); counted both ways
+    # a failed judge call: excluded from means | zero (ACC 0) | released (the released rule: failed
+    # classification -> FC 0 and ACC = (1-w)*SS; failed answer statements -> ACC 0; failed reference
+    # statements -> skipped); counted every way
+    judge_failures: str = "excluded"
     # 10: pooling for bge-style encoders
     embed_pooling: str = "model"  # model (CLS for bge) | mean (code)
     # 10: the released code glues its instruction strings onto queries with no separator
@@ -55,11 +62,17 @@ class FidelityConfig:
     entity_link_fallback: str = "none"  # none | best (released: the best entity when none passes the threshold)
     reader_context: str = "numbered"  # numbered ("[n] (title / id) text") | wikipedia_title (released)
     atom_merge: str = "none"  # none | identical_text (released: one node per distinct atom text)
+    # prompts: own (this project's wording) | released (read from a checkout of the released code at
+    # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
+    # path (else the ATOMICRAG_RELEASED_CODE environment variable).
+    prompts: str = "own"
+    released_code: Optional[str] = None
 
     def __post_init__(self) -> None:
         _choice(self, "preset", ("paper", "reference_code", "custom"))
         _choice(self, "damping_semantics", ("restart", "continue"))
         _choice(self, "dangling", ("seed", "uniform"))
+        _choice(self, "ppr_solve", ("budget", "exact"))
         _choice(self, "atom_seeding", ("topk", "all_minmax"))
         _choice(self, "containment_keys", ("canonical", "raw"))
         _choice(self, "relevance_weight", ("distinct_relations", "occurrences"))
@@ -68,7 +81,7 @@ class FidelityConfig:
         _choice(self, "merge", ("citation_units", "string_dedupe"))
         _choice(self, "decompose_trigger", ("score", "score_and_flag"))
         _choice(self, "acc_similarity", ("cosine", "rescaled"))
-        _choice(self, "judge_failures", ("excluded", "zero"))
+        _choice(self, "judge_failures", ("excluded", "zero", "released"))
         _choice(self, "embed_pooling", ("model", "mean"))
         _choice(self, "vector_index", ("exact", "faiss"))
         _choice(self, "embed_instruction", ("model", "released"))
@@ -78,6 +91,8 @@ class FidelityConfig:
         _choice(self, "entity_link_fallback", ("none", "best"))
         _choice(self, "reader_context", ("numbered", "wikipedia_title"))
         _choice(self, "atom_merge", ("none", "identical_text"))
+        _choice(self, "prompts", ("own", "released"))
+        _text(self, "released_code")
         _unit(self, "acc_weight")
 
 
@@ -158,10 +173,13 @@ class DecomposeConfig:
     name: str = "none"  # llm (paper's AQD) | none (w/o AQD)
     complexity_threshold: float = 6.5
     max_sub_questions: int = 3
+    # completion budget of the decomposition reply; None: llm.max_tokens. The paper preset sets the
+    # released code's budget (its max_new_tokens, 2048, for every call)
+    max_tokens: Optional[int] = None
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.DECOMPOSERS.names())
-        _positive(self, "max_sub_questions")
+        _positive(self, "max_sub_questions", "max_tokens")
         _range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
 
 

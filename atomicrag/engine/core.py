@@ -27,6 +27,7 @@ from atomicrag.core.schemas import Atom, AtomizeResult, Chunk, Passage, QueryTra
 from atomicrag.engine.corpus_index import CorpusIndex, group_chunks
 from atomicrag.graph.incremental import IndexedGraph
 from atomicrag.llm.sampling import sampling
+from atomicrag.prompts import released as released_prompts
 
 log = logging.getLogger("atomicrag")
 
@@ -117,6 +118,7 @@ class Engine:
         from atomicrag.atomize import build_atomizer
 
         llm = self.llm_for(INDEX_STAGES)
+        deps.setdefault("released_prompts", released_prompts.for_fidelity(self.cfg.fidelity))
         return build_atomizer(self.cfg.atomizer, llm=llm, **sampling_deps(self.cfg, llm), **deps)
 
     def atomize_slices(self, chunks: list[Chunk], step: int | None = None,
@@ -231,6 +233,7 @@ class Engine:
             return []
         llm = self.models.llm
         reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
+                              released=released_prompts.for_fidelity(self.cfg.fidelity),
                               **sampling(self.cfg.llm, "answer", max_tokens=self.cfg.reader.max_tokens))
         t0 = time.perf_counter()
         with self._timed("answer"):
@@ -241,6 +244,8 @@ class Engine:
             t.seconds["answer"] = round(share, 6)
             if o.failed:
                 t.errors.append(f"reader: {o.error}")
+            if o.truncated:  # cut by reader.max_tokens: reported beside failures, not as one
+                t.cut["answer"] = reader.max_tokens
         batch.outputs = outputs
         fill_tokens(batch)
         return outputs

@@ -69,6 +69,11 @@ def summarize_run(threshold: float, modules: dict[str, dict[str, Any]], predicti
     preds = list(predictions)
     by_question = {str(p.get("question_id", i)): question_failures(p) for i, p in enumerate(preds)}
     failed_q = sorted(q for q, mods in by_question.items() if mods)
+    # replies cut by a completion budget the config chose: reported beside the failures, not in them
+    cut: dict[str, list[str]] = {}
+    for i, p in enumerate(preds):
+        for module in p.get("cut") or {}:
+            cut.setdefault(module, []).append(str(p.get("question_id", i)))
     st = atomize_stats or {}
     chunks = int(st.get("chunks", 0) or 0)
     failed_chunks = int(st.get("failed_chunks", 0) or 0) + int(st.get("vocab_failed_batches", 0) or 0)
@@ -86,6 +91,9 @@ def summarize_run(threshold: float, modules: dict[str, dict[str, Any]], predicti
         "llm_requests": calls, "llm_failures": failures, "by_module": per_module,
         "questions": len(preds), "failed_questions": len(failed_q), "failed_question_ids": failed_q[:100],
         "chunks": chunks, "failed_chunks": failed_chunks,
+        "cut_by_budget": {m: {"questions": len(ids), "question_ids": ids[:100],
+                              "budget": next(iter({(p.get("cut") or {}).get(m) for p in preds} - {None}), None)}
+                          for m, ids in sorted(cut.items())},
         "threshold": threshold, "exceeded": exceeded,
     }
     return {"failures": summary, "error_rate": round(_rate(failures, calls), 6),
@@ -98,11 +106,13 @@ def format_failures(label: str, metrics: dict[str, Any]) -> str:
     if not isinstance(f, dict):
         return ""
     mods = [f"{m} {s['failures']}/{s['calls']}" for m, s in f.get("by_module", {}).items() if s.get("failures")]
+    cuts = [f"{m} {c['questions']} (max_tokens={c['budget']})" for m, c in (f.get("cut_by_budget") or {}).items()]
+    cut_line = f"; replies cut by the configured budget: {', '.join(cuts)}" if cuts else ""
     if not mods and not f.get("failed_questions") and not f.get("failed_chunks"):
-        return f"{label}: no failures ({f.get('llm_requests', 0)} LLM requests)"
+        return f"{label}: no failures ({f.get('llm_requests', 0)} LLM requests){cut_line}"
     lines = [f"{label}: LLM request failures per module: {', '.join(mods) or 'none'}; "
              f"failed questions {f.get('failed_questions', 0)}/{f.get('questions', 0)}; "
-             f"failed chunks {f.get('failed_chunks', 0)}/{f.get('chunks', 0)}"]
+             f"failed chunks {f.get('failed_chunks', 0)}/{f.get('chunks', 0)}{cut_line}"]
     if metrics.get("status") == FAILED:
         lines.append(f"  FAILED ({'; '.join(f.get('exceeded', []))}; max_failure_rate={f.get('threshold')}): the run "
                      "is not marked finished. The errors of each failed question are in predictions.jsonl (a "

@@ -9,7 +9,10 @@ Skip rules, in the released code's order: both statement lists empty → skipped
 statement → ACC 0; reference has no statement (or is blank) → skipped. Skipped samples return
 ``acc=None`` with a status, and failed LLM calls are ``status="failed"``: under
 ``fidelity.judge_failures="excluded"`` (paper) their ``acc`` is None and they are left out of
-means; under ``"zero"`` (the released code) they score 0. Either way they are counted.
+means; under ``"zero"`` they score 0; under ``"released"`` they follow the released code: a failed
+classification keeps its similarity (FC 0, ACC = (1−w)·SS), failed answer statements score 0 (the
+released split returns no statements) and failed reference statements skip the sample. Every way
+they are counted (status "failed"). ``fidelity.prompts=released`` sends the released judge prompts.
 
 Batching: one ``chat()`` call splits every answer and reference into statements, a second
 classifies every eligible sample, and one ``encode()`` call embeds all texts for SS.
@@ -25,6 +28,7 @@ import torch
 from atomicrag.core.config import FidelityConfig
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import judge as prompt
+from atomicrag.prompts.released import for_fidelity
 
 MODULE = "judge"
 STATUSES = ("scored", "empty_answer", "skipped_both_empty", "skipped_empty_reference", "failed")
@@ -82,7 +86,9 @@ class AnswerAccuracyJudge:
         self.llm = llm
         self.embedder = embedder
         self.weight = float(fidelity.acc_weight)
+        self.failures = fidelity.judge_failures
         self.failed_acc = 0.0 if fidelity.judge_failures == "zero" else None  # counted either way
+        self.released = for_fidelity(fidelity)  # fidelity.prompts=released: the released judge prompts
         self.similarity = fidelity.acc_similarity
         self.max_tokens = max_tokens
         self.seed = seed
@@ -111,7 +117,7 @@ class AnswerAccuracyJudge:
                 else:
                     stmts[(i, role)] = []
         texts = {"answer": answers, "reference": references}
-        replies = self._chat([self._request(prompt.build_statement_messages(questions[i], texts[r][i]),
+        replies = self._chat([self._request(prompt.build_statement_messages(questions[i], texts[r][i], self.released),
                                             prompt.SCHEMA["statements"]) for i, r in split_jobs])
         for (i, role), reply in zip(split_jobs, replies, strict=True):
             _add_tokens(tokens[i], reply)
@@ -127,7 +133,7 @@ class AnswerAccuracyJudge:
         for i in range(n):
             a, r = stmts.get((i, "answer")), stmts.get((i, "reference"))
             if errors[i]:
-                verdicts[i] = AccuracyVerdict(acc=self.failed_acc, status="failed")
+                verdicts[i] = AccuracyVerdict(acc=self._failed_split_acc(i, stmts), status="failed")
             elif not a and not r:
                 verdicts[i] = AccuracyVerdict(acc=None, status="skipped_both_empty")
             elif not a:
@@ -140,7 +146,8 @@ class AnswerAccuracyJudge:
         counts: dict[int, tuple[int, int, int]] = {}
         if self.weight > 0:
             replies = self._chat([self._request(
-                prompt.build_classify_messages(questions[i], stmts[(i, "answer")], stmts[(i, "reference")]),
+                prompt.build_classify_messages(questions[i], stmts[(i, "answer")], stmts[(i, "reference")],
+                                              self.released),
                 prompt.SCHEMA["classify"]) for i in classify])
             for i, reply in zip(classify, replies, strict=True):
                 _add_tokens(tokens[i], reply)
@@ -151,7 +158,8 @@ class AnswerAccuracyJudge:
                     fc[i] = factual_correctness(*counts[i])
                 except (TypeError, ValueError) as exc:
                     errors[i].append(f"classification: {exc}")
-                    verdicts[i] = AccuracyVerdict(acc=self.failed_acc, status="failed")
+                    if self.failures != "released":  # released: FC 0, similarity still counts
+                        verdicts[i] = AccuracyVerdict(acc=self.failed_acc, status="failed")
         scored = [i for i in classify if verdicts[i] is None]
 
         # 3. Semantic similarity of the full texts, one encode call for all scored samples.
@@ -164,7 +172,8 @@ class AnswerAccuracyJudge:
             f = fc.get(i, 0.0)
             s = similarity_score(cos[i], self.similarity) if i in cos else 0.0
             tp, fp, fn = counts.get(i, (None, None, None))
-            verdicts[i] = AccuracyVerdict(acc=answer_accuracy(f, s, self.weight), status="scored",
+            verdicts[i] = AccuracyVerdict(acc=answer_accuracy(f, s, self.weight),
+                                          status="failed" if errors[i] else "scored",
                                           fc=fc.get(i), ss=s if i in cos else None, cosine=cos.get(i),
                                           tp=tp, fp=fp, fn=fn)
 
@@ -177,6 +186,14 @@ class AnswerAccuracyJudge:
             v.prompt_tokens, v.completion_tokens = tokens[i]
             out.append(v)
         return out
+
+    def _failed_split_acc(self, i: int, stmts: dict[tuple[int, str], list[str]]) -> float | None:
+        """ACC of a sample whose statement split failed."""
+        if self.failures != "released":
+            return self.failed_acc
+        # released: a failed split is an empty list; the reference's empty list skips the sample
+        # (it cannot be graded), the answer's scores 0
+        return None if not stmts.get((i, "reference")) else 0.0
 
     def _chat(self, requests: list[ChatRequest]) -> list[Any]:
         if not requests:

@@ -26,6 +26,13 @@ def _pct(cell: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def judge_reference(q: Question) -> str:
+    """The judge's reference: the dataset's answer, as the released evaluation passes its single
+    ``ground_truth``. Aliases (MuSiQue's answer_aliases) count for EM/F1 only: joined into the
+    reference they became statements the system's answer was marked as missing (FN)."""
+    return q.answers[0] if q.answers else ""
+
+
 def score_run(
     questions: Sequence[Question],
     traces: Sequence[QueryTrace],
@@ -44,7 +51,7 @@ def score_run(
         answered = any(t.answer or t.raw_answer for t in traces)
     verdicts = None
     if judge is not None and answered:
-        refs = ["; ".join(q.answers) for q in questions]
+        refs = [judge_reference(q) for q in questions]
         verdicts = judge.judge([q.question for q in questions], [t.answer for t in traces], refs)
     rows, per_question = [], []
     for i, (q, t) in enumerate(zip(questions, traces)):

@@ -66,7 +66,10 @@ def atomize_cached(chunks: list[Chunk], cfg: Config, llm: Any, cache_dir: str | 
 
     ckey = chunks_hash(chunks)
     if atomizer is None:
-        atomizer = build_atomizer(cfg.atomizer, llm=llm, progress=progress)
+        from atomicrag.prompts.released import for_fidelity
+
+        atomizer = build_atomizer(cfg.atomizer, llm=llm, progress=progress,
+                                  released_prompts=for_fidelity(cfg.fidelity))
     inputs = atomize_inputs(ckey, cfg.atomizer, atomizer)
     key = content_hash("atomize", inputs)
     cache = StageCache(cache_dir, dataset_name, "atomize", key)

@@ -53,6 +53,9 @@ class Cost:
     seconds_per_query: float
     retrieval_ms_per_query: float
     wall_seconds: float
+    # the released code's retrieval_time: decomposition + retrieval + sieve, per question (ours above
+    # is the retrieve module alone); runs before it have none
+    retrieval_ms_per_query_released: float | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass
@@ -75,6 +78,8 @@ class Failures:
     failed_chunks: int
     threshold: float
     exceeded: list[str]
+    # replies cut by a completion budget the config chose, per module: reported, not failures
+    cut_by_budget: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass(kw_only=True)
@@ -101,6 +106,10 @@ class RunMetrics:
     cost: Cost
     models: Models
     config: dict[str, Any]  # pipeline.summary_fields
+    # where the prompts came from (own | released, the checkout, a hash per released template) and
+    # every difference from the released pipeline (harness/differences.py); older runs have neither
+    prompts: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    differences: list[dict[str, Any]] | None = field(default=None, metadata=OPTIONAL)
     # failures (engine/failures.py: summarize_run); runs written before them have none
     failures: Failures | None = field(default=None, metadata=OPTIONAL)
     error_rate: float | None = field(default=None, metadata=OPTIONAL)

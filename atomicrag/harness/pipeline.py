@@ -73,8 +73,10 @@ def run_one(cfg: Config) -> dict[str, Any]:
     from atomicrag.data.loaders import load_dataset
     from atomicrag.engine import ConfigModels, Engine, combined_stats
     from atomicrag.evaluate.score import score_run
+    from atomicrag.harness.differences import differences, prompt_source
     from atomicrag.llm.accounting import Accountant
 
+    prompts = prompt_source(cfg)  # fidelity.prompts=released without a checkout stops here, before any work
     out_dir = run_dir(cfg)
     if is_finished(out_dir) and not cfg.overwrite:
         log.info("run %s is finished; reusing it (overwrite=true to redo)", out_dir)
@@ -123,6 +125,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
         "cost": cost_summary(accountant, len(questions), query_wall, wall),
         "models": {"llm": cfg.llm.model if models.llm_built else None, "embedder": models.embedder.name},
         "config": summary_fields(cfg),
+        "prompts": prompts,
+        "differences": differences(cfg),
         "judge_settings": metrics_judge,
     }
     passages = data.passage_index()
@@ -210,6 +214,9 @@ def cost_summary(accountant: Any, n_questions: int, query_wall: float, wall: flo
         "seconds_per_query": query_wall / n,
         "retrieval_ms_per_query": 1000.0 * retrieve_s / n,
         "wall_seconds": wall,
+        # the released retrieval_time also times the decomposition and sieve calls
+        "retrieval_ms_per_query_released": 1000.0 * sum(
+            mods.get(m, {}).get("wall_s", 0.0) for m in ("decompose", "retrieve", "sieve")) / n,
     }
 
 

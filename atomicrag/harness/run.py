@@ -44,6 +44,17 @@ def main(dcfg: DictConfig) -> float:
     hydra_cfg = HydraConfig.get()  # results/<experiment folder>/...: no experiment file states it
     name_experiment(dcfg, experiment_choice(hydra_cfg.runtime.choices), hydra_cfg.overrides.task)
     cfg = to_dataclass(dcfg)
+    from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
+
+    try:  # fidelity.prompts=released needs a named checkout: say so before any work starts
+        for_fidelity(cfg.fidelity)
+    except ReleasedCodeMissing as exc:
+        from hydra.types import RunMode
+
+        if hydra_cfg.mode == RunMode.RUN:
+            print(f"atomicrag: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        raise
     rows = run_with_baselines(cfg)
     print(format_comparison(rows))
     print("\n".join(format_failures(label, m) for label, m in rows))

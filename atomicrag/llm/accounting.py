@@ -25,7 +25,11 @@ if TYPE_CHECKING:
 @dataclass
 class ModuleStats:
     calls: int = 0  # requests (not attempts)
-    failures: int = 0  # requests whose result has error set
+    failures: int = 0  # requests whose result has error set, except replies cut at max_tokens
+    # replies the backend stopped at the request's max_tokens (finish_reason "length"): a budget the
+    # config chose cut them, which is reported here, not as an LLM failure (the caller decides
+    # what a cut reply means for its question: the reader keeps what was written)
+    cut: int = 0
     cached_calls: int = 0
     attempts: int = 0  # generation attempts, retries included
     prompt_tokens: int = 0  # new tokens only
@@ -66,7 +70,9 @@ class Accountant:
             s = self._get(module)
             for r in results:
                 s.calls += 1
-                s.failures += 0 if r.ok else 1
+                cut = r.finish_reason == "length"
+                s.cut += 1 if cut else 0
+                s.failures += 0 if r.ok or cut else 1
                 s.cached_calls += 1 if r.cached else 0
                 s.attempts += r.attempts
                 s.prompt_tokens += r.prompt_tokens

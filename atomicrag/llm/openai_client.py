@@ -231,6 +231,10 @@ class OpenAIClient:
             except httpx.TransportError as exc:
                 # Refused, reset or closed mid-reply: the server is gone or restarting.
                 raise RetryableLLMError(f"{type(exc).__name__} at {ep.url}: {exc}", endpoint_down=True) from None
+            if resp.status_code == 400 and "Invalid schema" in resp.text:
+                # OpenAI strict mode refused the schema itself: a bug in the schema, not an unknown
+                # dialect. Retrying without it would silently drop the constraint.
+                raise FatalLLMError(f"HTTP 400 from {url}: {resp.text[:500]}")
             if (  # llama-cpp-python reports request validation errors as HTTP 500
                 resp.status_code in (400, 422, 500)
                 and "response_format" in body

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from atomicrag.prompts.released import ReleasedPrompts
+
 VERSION = "decompose-v1"
 
 FOCUS_LABELS = ("entity", "relationship", "reasoning", "context")
@@ -32,10 +34,12 @@ SCHEMA: dict[str, Any] = {
                     "focus": {"type": "string", "enum": list(FOCUS_LABELS)},
                 },
                 "required": ["id", "question", "focus"],
+                "additionalProperties": False,
             },
         },
     },
     "required": ["needs_decomposition", "complexity_score", "reasoning", "sub_questions"],
+    "additionalProperties": False,  # OpenAI strict mode requires it on every object
 }
 
 TEMPLATE = """You prepare questions for a retrieval system whose knowledge base stores small, \
@@ -88,8 +92,14 @@ STEP2 = {"score": STEP2_SCORE, "score_and_flag": STEP2_CRITERIA}
 
 
 def build_messages(question: str, *, max_sub_questions: int, threshold: float,
-                   trigger: str = "score") -> list[dict[str, str]]:
-    """Chat messages for one question (a single user turn: the rubric carries everything)."""
+                   trigger: str = "score", released: ReleasedPrompts | None = None) -> list[dict[str, str]]:
+    """Chat messages for one question (a single user turn: the rubric carries everything).
+
+    With ``released`` the released question-analysis template is sent instead; it carries its own
+    threshold wording, so ``threshold`` and ``trigger`` act only in code (``retrieve.decompose``).
+    """
+    if released is not None:
+        return released.decomposition(question.strip(), max_sub_questions)
     if trigger not in STEP2:
         raise ValueError(f"decompose trigger {trigger!r} is not one of {', '.join(STEP2)}")
     step2 = STEP2[trigger].format(threshold=_fmt_threshold(threshold))

@@ -12,6 +12,7 @@ from typing import Any
 
 from atomicrag.prompts._common import PromptParseError, clean_str, dedupe
 from atomicrag.prompts.ner import passage_text
+from atomicrag.prompts.released import ReleasedPrompts
 
 VERSION = "extraction-v2"
 
@@ -93,7 +94,11 @@ class Extraction:
     stray_entities: list[str] = field(default_factory=list)  # entities of a misaligned reply
 
 
-def build_messages(text: str, entities: list[str], title: str = "") -> list[dict[str, str]]:
+def build_messages(text: str, entities: list[str], title: str = "",
+                   released: ReleasedPrompts | None = None) -> list[dict[str, str]]:
+    """This project's extraction prompt, or the released unified template when ``released`` is given."""
+    if released is not None:
+        return released.extraction(passage_text(text, title), list(entities))
     return [
         {"role": "system", "content": SYSTEM},
         {

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from atomicrag.prompts.released import ReleasedPrompts
+
 VERSION = "judge-v1"
 
 SCHEMA: dict[str, dict[str, Any]] = {
@@ -19,6 +21,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {"statements": {"type": "array", "items": {"type": "string"}}},
         "required": ["statements"],
+        "additionalProperties": False,  # OpenAI strict mode requires it on every object
     },
     "classify": {
         "type": "object",
@@ -29,11 +32,13 @@ SCHEMA: dict[str, dict[str, Any]] = {
                     "type": "object",
                     "properties": {"statement": {"type": "string"}, "reason": {"type": "string"}},
                     "required": ["statement", "reason"],
+                    "additionalProperties": False,
                 },
             }
             for key in ("TP", "FP", "FN")
         },
         "required": ["TP", "FP", "FN"],
+        "additionalProperties": False,
     },
 }
 
@@ -66,13 +71,19 @@ TEMPLATE: dict[str, str] = {
 }
 
 
-def build_statement_messages(question: str, text: str) -> list[dict[str, str]]:
+def build_statement_messages(question: str, text: str,
+                             released: ReleasedPrompts | None = None) -> list[dict[str, str]]:
+    if released is not None:  # the released judge formats the unstripped strings
+        return released.judge_statements(question, text)
     return [{"role": "user", "content": TEMPLATE["statements"].format(
         question=question.strip(), text=text.strip())}]
 
 
 def build_classify_messages(question: str, answer_statements: list[str],
-                            reference_statements: list[str]) -> list[dict[str, str]]:
+                            reference_statements: list[str],
+                            released: ReleasedPrompts | None = None) -> list[dict[str, str]]:
+    if released is not None:
+        return released.judge_classify(question, answer_statements, reference_statements)
     return [{"role": "user", "content": TEMPLATE["classify"].format(
         question=question.strip(),
         answer=json.dumps(answer_statements, ensure_ascii=False),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from atomicrag.prompts._common import PromptParseError, clean_str, dedupe
+from atomicrag.prompts.released import ReleasedPrompts
 
 VERSION = "ner-v1"
 
@@ -43,7 +44,10 @@ def passage_text(text: str, title: str = "") -> str:
     return f"{title}\n{text}" if title else text
 
 
-def build_messages(text: str, title: str = "") -> list[dict[str, str]]:
+def build_messages(text: str, title: str = "", released: ReleasedPrompts | None = None) -> list[dict[str, str]]:
+    """This project's NER prompt, or the released template when ``released`` is given."""
+    if released is not None:
+        return released.ner(passage_text(text, title))
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": TEMPLATE.format(passage=EXAMPLE_PASSAGE)},

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-VERSION = "reader-v2"  # v2: context sources without passage ids or repeated titles
+from atomicrag.prompts.released import ReleasedPrompts
+
+VERSION = "reader-v3"  # v3: the instructions follow the context layout (no citation numbers for blocks)
 SCHEMA = None
 KINDS = ("precise", "abstract")
 ANSWER_MARKER = "Answer:"
@@ -27,17 +29,28 @@ _COMMON = (
     "over the fragments, citing the numbers you rely on, e.g. [2]. If the fragments do not "
     "settle the question, say so in the thought and give your best-supported answer. "
 )
-TEMPLATE: dict[str, str] = {
-    "precise": _COMMON + (
+# The same instructions for the released context layout ("Wikipedia Title: ..." blocks), which
+# carries no numbers to cite: asking for [n] there made the model invent them.
+_COMMON_BLOCKS = (
+    "You answer questions using evidence fragments, each in its own block. Start after "
+    "\"Thought:\" by reasoning step by step over the fragments, naming the facts you rely on. If "
+    "the fragments do not settle the question, say so in the thought and give your best-supported "
+    "answer. "
+)
+_TAIL = {
+    "precise": (
         "Then write \"Answer:\" followed by the shortest exact answer: a name, date, number, "
         "place or yes/no, with no explanation, no citation and no full sentence."
     ),
-    "abstract": _COMMON + (
+    "abstract": (
         "Then write \"Answer:\" followed by a complete, self-contained answer in plain prose "
         "that covers every part of the question with the essential details from the evidence, "
         "without citation numbers."
     ),
 }
+TEMPLATE_BLOCKS: dict[str, str] = {k: _COMMON_BLOCKS + v.replace(", without citation numbers", "")
+                                   for k, v in _TAIL.items()}
+TEMPLATE: dict[str, str] = {k: _COMMON + v for k, v in _TAIL.items()}
 
 USER_TEMPLATE = "{context}\n\nQuestion: {question}\nThought: "
 
@@ -51,6 +64,7 @@ _EXAMPLE_QUESTION = "What is the capital of the country where the Rhine Falls ar
 _EXAMPLE_THOUGHT = (
     "The Rhine Falls are in Switzerland [1]. The capital of Switzerland is Bern [3]."
 )
+_EXAMPLE_THOUGHT_BLOCKS = "The Rhine Falls are in Switzerland. The capital of Switzerland is Bern."
 _EXAMPLE_ANSWER = {
     "precise": "Bern",
     "abstract": "The Rhine Falls are in Switzerland, whose capital (the federal city) is Bern.",
@@ -72,8 +86,7 @@ def format_context(items: Sequence[Any], style: str = "numbered") -> str:
     if style not in CONTEXT_STYLES:
         raise ValueError(f"context style {style!r} is not one of {', '.join(CONTEXT_STYLES)}")
     if style == "wikipedia_title":
-        texts = [(item if isinstance(item, str) else str(item.text)).strip() for item in items]
-        return "\n\n".join(f"Wikipedia Title: {t}" for t in texts)
+        return "\n\n".join(f"Wikipedia Title: {t}" for t in _texts(items))
     lines = []
     for n, item in enumerate(items, start=1):
         if isinstance(item, str):
@@ -94,21 +107,32 @@ def format_context(items: Sequence[Any], style: str = "numbered") -> str:
 
 
 def build_messages(kind: str, question: str, items: Sequence[Any],
-                   context_style: str = "numbered") -> list[dict[str, str]]:
+                   context_style: str = "numbered", released: ReleasedPrompts | None = None
+                   ) -> list[dict[str, str]]:
+    """The reader's chat; with ``released``, the released ``rag_qa_<kind>`` template, whose user turn
+    is the released layout (``Wikipedia Title:`` blocks, then the question and ``Thought:``)."""
     if kind not in TEMPLATE:
         raise ValueError(f"reader kind {kind!r} is not one of {', '.join(KINDS)}")
-    example = _EXAMPLE_CONTEXT
-    if context_style == "wikipedia_title":  # the demonstration in the same layout as the question
+    if released is not None:
+        blocks = "".join(f"Wikipedia Title: {t}\n\n" for t in _texts(items))
+        return released.reader(kind, f"{blocks}Question: {question}\nThought: ")
+    example, system, thought = _EXAMPLE_CONTEXT, TEMPLATE[kind], _EXAMPLE_THOUGHT
+    if context_style == "wikipedia_title":  # the demonstration and instructions in the same layout
         example = format_context([line.split(") ", 1)[1] for line in _EXAMPLE_CONTEXT.splitlines()],
                                  context_style)
+        system, thought = TEMPLATE_BLOCKS[kind], _EXAMPLE_THOUGHT_BLOCKS
     return [
-        {"role": "system", "content": TEMPLATE[kind]},
+        {"role": "system", "content": system},
         {"role": "user", "content": USER_TEMPLATE.format(context=example,
                                                          question=_EXAMPLE_QUESTION)},
-        {"role": "assistant", "content": f"{_EXAMPLE_THOUGHT}\n{ANSWER_MARKER} {_EXAMPLE_ANSWER[kind]}"},
+        {"role": "assistant", "content": f"{thought}\n{ANSWER_MARKER} {_EXAMPLE_ANSWER[kind]}"},
         {"role": "user", "content": USER_TEMPLATE.format(context=format_context(items, context_style),
                                                          question=question.strip())},
     ]
+
+
+def _texts(items: Sequence[Any]) -> list[str]:
+    return [(item if isinstance(item, str) else str(item.text)).strip() for item in items]
 
 
 @dataclass

@@ -16,6 +16,7 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"keep_indices": {"type": "array", "items": {"type": "integer"}}},
     "required": ["keep_indices"],
+    "additionalProperties": False,  # OpenAI strict mode requires it on every object
 }
 
 TEMPLATE = """You select evidence for a question-answering system. You receive a question and a \

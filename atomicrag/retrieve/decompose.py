@@ -22,6 +22,7 @@ from typing import Any
 from atomicrag.core.config import DecomposeConfig, FidelityConfig
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import decompose as prompt
+from atomicrag.prompts.released import for_fidelity
 
 MODULE = "decompose"
 
@@ -39,6 +40,7 @@ class Decomposition:
     proposed: int = 0  # usable sub-questions the model wrote, before the cap
     failed: bool = False
     error: str | None = None
+    cut_at: int | None = None  # the reply was cut at this max_tokens (our budget): reported, not a failure
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -81,6 +83,7 @@ class LLMDecomposer:
         self.llm = llm
         self.cfg = cfg
         self.rule = fidelity.decompose_trigger
+        self.released = for_fidelity(fidelity)  # fidelity.prompts=released: the released template
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
@@ -90,7 +93,8 @@ class LLMDecomposer:
         return [
             ChatRequest(
                 messages=prompt.build_messages(q, max_sub_questions=self.cfg.max_sub_questions,
-                                               threshold=self.cfg.complexity_threshold, trigger=self.rule),
+                                               threshold=self.cfg.complexity_threshold, trigger=self.rule,
+                                               released=self.released),
                 schema=prompt.SCHEMA, temperature=self.temperature, max_tokens=self.max_tokens,
                 seed=self.seed, module=MODULE,
             )
@@ -109,6 +113,11 @@ class LLMDecomposer:
         out = Decomposition(question=question, queries=[question],
                             prompt_tokens=int(result.prompt_tokens or 0),
                             completion_tokens=int(result.completion_tokens or 0))
+        if result.error is not None and getattr(result, "finish_reason", None) == "length":
+            # cut by the completion budget: the question keeps only itself as its query, as after an
+            # unreadable reply, but the cause is the budget the config chose, reported as such
+            out.cut_at, out.error = self.max_tokens, str(result.error)
+            return out
         if result.error is not None:
             out.failed, out.error = True, str(result.error)
             return out
@@ -158,6 +167,7 @@ def summarize(decompositions: list[Decomposition]) -> dict[str, Any]:
         "decomposed": len(decomposed),
         "triggered_without_sub_questions": sum(d.triggered and not d.decomposed for d in decompositions),
         "failed": sum(d.failed for d in decompositions),
+        "cut_by_budget": sum(d.cut_at is not None for d in decompositions),
         "mean_sub_questions": (sum(len(d.sub_questions) for d in decomposed) / len(decomposed)
                                if decomposed else 0.0),
         "capped": sum(d.proposed > len(d.sub_questions) for d in decomposed),

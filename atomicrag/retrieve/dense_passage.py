@@ -7,6 +7,7 @@ embedded with the query prefix, and an exact top-k by matmul ranks the chunks. W
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,17 @@ def _encode_chunks(chunks: list[Chunk], embedder: Any, cfg: Config) -> torch.Ten
     return embed_cached(embedder, texts, path, stage="embed_passages")
 
 
-def _rerank(model_name: str, question: str, cands: list[Chunk]) -> list[float]:
+@lru_cache(maxsize=2)
+def cross_encoder(model_name: str, device: str | None) -> Any:
+    """One CrossEncoder per (model, device): loading bge-reranker-large costs seconds and 1.3 GB,
+    and scoring keeps no state, so every question of every run in the process shares it."""
     from sentence_transformers import CrossEncoder
 
-    model = CrossEncoder(model_name)
+    return CrossEncoder(model_name, device=device)
+
+
+def _rerank(model_name: str, device: str, question: str, cands: list[Chunk]) -> list[float]:
+    model = cross_encoder(model_name, None if device == "auto" else device)
     return [float(s) for s in model.predict([(question, c.text) for c in cands])]
 
 
@@ -56,7 +64,7 @@ def retrieve_passages(
             ranked = [(chunks[int(i)], float(s)) for s, i in zip(scores[row], idx[row])]
             if rc.reranker:
                 cands = ranked[: rc.rerank_candidates]
-                new = _rerank(rc.reranker, q.question, [c for c, _ in cands])
+                new = _rerank(rc.reranker, rc.device, q.question, [c for c, _ in cands])
                 ranked = sorted(zip([c for c, _ in cands], new), key=lambda x: -x[1]) + ranked[len(cands):]
             cand = [
                 {"id": c.id, "text": c.text, "title": c.title, "passage_id": c.passage_id, "score": s}

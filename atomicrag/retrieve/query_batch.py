@@ -18,8 +18,10 @@ import torch
 from atomicrag.core.config import Config
 from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
+from atomicrag.embed.factory import embedding_fidelity
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
+from atomicrag.prompts.released import for_fidelity
 from atomicrag.retrieve.context import unique_in_order
 from atomicrag.retrieve.decompose import Decomposition, build_decomposer
 from atomicrag.retrieve.hybrid import HybridRetriever, uses_hybrid
@@ -67,9 +69,11 @@ class BatchRetriever:
         self.embedder = embedder
         self.llm = llm
         self.accountant = accountant
-        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm, **sampling(cfg.llm, "decompose"))
+        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm, **sampling(
+            cfg.llm, "decompose", **({"max_tokens": cfg.decompose.max_tokens} if cfg.decompose.max_tokens else {})))
         self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, "sieve"))
         self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
+        self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(cfg)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
@@ -130,7 +134,7 @@ class BatchRetriever:
         if self.llm is None:
             raise ValueError("retriever.query_entities=llm needs an LLM (llm=... not fake-less)")
         reqs = [
-            ChatRequest(messages=ner.build_messages(q), schema=ner.SCHEMA, module="retrieve_ner",
+            ChatRequest(messages=ner.build_messages(q, released=self.released), schema=ner.SCHEMA, module="retrieve_ner",
                         **sampling(self.cfg.llm, "retrieve_ner"))
             for q in queries
         ]
@@ -146,7 +150,8 @@ class BatchRetriever:
         ents = self.query_entities(queries)
         extra = self.hybrid.seed_inputs(queries, q_emb) if self.hybrid is not None else {}
         return build_seeds(
-            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever, self.cfg.fidelity,
+            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever,
+            embedding_fidelity(self.cfg.embedder, self.cfg.fidelity),
             **extra,
         )
 
@@ -219,6 +224,7 @@ class BatchRetriever:
                     sieve=sieved[i].trace(),
                     context=[c.to_dict() for c in ctx],
                     retrieved_passages=fused or unique_in_order(passage_ranking(all_cands)),
+                    cut={"decompose": decomps[i].cut_at} if decomps[i].cut_at is not None else {},
                 )
             )
             contexts.append(ctx)

@@ -21,3 +21,26 @@ def test_factory_applies_pooling_and_released_instruction(monkeypatch):
 def test_instructions_are_glued_without_a_separator():
     assert glue(QUERY_TO_NODE, ["Paris"]) == [QUERY_TO_NODE + "Paris"]
     assert QUERY_TO_PASSAGE.endswith("question.") and not QUERY_TO_PASSAGE.endswith(" ")
+
+
+def test_table8_embedders_keep_their_own_recipe_unless_the_released_code_covers_them(monkeypatch):
+    """Issue 19, item 6: reference_code's mean pooling and glued instruction are the released BGE
+    class's; e5, gte, gte-Qwen2 and nomic (no released encoder) keep their model card's recipe."""
+    from pathlib import Path
+
+    import yaml
+
+    seen = {}
+    monkeypatch.setattr(factory, "_build", lambda key, pooling: seen.setdefault(dict(key)["model"], (dict(key), pooling)))
+    released = FidelityConfig(embed_pooling="mean", embed_instruction="released")
+    conf = Path(__file__).resolve().parents[2] / "conf" / "embedder"
+    for name in ("bge_large", "bge_m3", "e5_large", "gte_large", "gte_qwen2_1.5b", "nomic_embed"):
+        factory.build_embedder(EmbedderConfig(**yaml.safe_load((conf / f"{name}.yaml").read_text())), released)
+    got = {m: (pool, k["query_prefix"], k["passage_prefix"]) for m, (k, pool) in seen.items()}
+    assert got["BAAI/bge-large-en-v1.5"] == ("mean", QUERY_TO_PASSAGE, "")
+    assert got["BAAI/bge-m3"] == ("mean", QUERY_TO_PASSAGE, "")
+    assert got["intfloat/e5-large-v2"] == ("mean", "query: ", "passage: ")
+    assert got["thenlper/gte-large"] == ("mean", "", "")
+    assert got["nomic-ai/nomic-embed-text-v1.5"] == ("mean", "search_query: ", "search_document: ")
+    pool, query, passage = got["Alibaba-NLP/gte-Qwen2-1.5B-instruct"]
+    assert pool == "auto" and query.startswith("Instruct: ") and query.endswith("\nQuery: ") and passage == ""

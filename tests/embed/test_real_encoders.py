@@ -67,13 +67,21 @@ def test_prefix_only_on_the_configured_side() -> None:
     assert emb.name != plain.name and "qp=" in emb.name and "pp=" not in emb.name
 
 
-def test_fidelity_switch_forces_mean_pooling() -> None:
+@pytest.fixture
+def covered(monkeypatch):
+    """minilm stands in for a bge model: the switches apply only to models the released code covers."""
+    from atomicrag.embed import factory
+
+    monkeypatch.setattr(factory, "released_code_covers", lambda cfg: True)
+
+
+def test_fidelity_switch_forces_mean_pooling(covered) -> None:
     cfg = EmbedderConfig(name="transformers", model="minilm", pooling="cls", device="cpu")
     assert build_embedder(cfg).pooling == "cls"
     assert build_embedder(cfg, FidelityConfig(embed_pooling="mean")).pooling == "mean"
 
 
-def test_released_pooling_and_instruction_change_the_query_embedding() -> None:
+def test_released_pooling_and_instruction_change_the_query_embedding(covered) -> None:
     """Switch #10: mean pooling and the released instruction glued on with no separator."""
     from atomicrag.embed.released_instructions import QUERY_TO_PASSAGE
 

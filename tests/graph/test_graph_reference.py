@@ -88,7 +88,7 @@ def test_reference_code_preset_changes_the_graph_paper_does_not():
     for field, value in {"triple_dedupe": "per_chunk", "synonym_direction": "directed",
                          "entity_embedding_text": "canonical", "entity_link_fallback": "best",
                          "reader_context": "wikipedia_title", "atom_merge": "identical_text",
-                         "embed_instruction": "released", "judge_failures": "zero"}.items():
+                         "embed_instruction": "released", "judge_failures": "released"}.items():
         assert getattr(ref, field) == value, field
     with pytest.raises(ValueError, match="synonym_direction"):
         FidelityConfig(synonym_direction="both")

@@ -76,6 +76,7 @@ class Cell:
     n: int | None = None  # questions behind the measured value (paired ones for a drop)
     ci: tuple[float, float] | None = None  # 95% bootstrap interval (paired for a drop)
     fidelity: str | None = None  # fidelity.preset of the run(s) measured: paper | reference_code | mixed
+    prompts: str | None = None  # fidelity.prompts of the run(s): own | released (runs before the field: own)
     strata: Any = None  # per-question values (intervals.Strata), not rendered
 
     @property
@@ -156,6 +157,8 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
                 value = col.derive(table[res.row.label], table)
                 res.cells[col.key].measured = value
                 table[res.row.label][col.key] = value
+                if value is not None:
+                    _average_interval(res.cells, col)
     by_label = {r.row.label: r for r in results}
     for res in results:  # paired intervals of drops (derived ``minus_row`` cells)
         for col in spec.columns:
@@ -181,10 +184,60 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
             if cell.fidelity is None and col.derive is not None and cell.measured is not None:
                 fids = {c.fidelity for c in res.cells.values() if c.fidelity is not None}
                 cell.fidelity = fids.pop() if len(fids) == 1 else ("mixed" if fids else None)
+            if cell.prompts is None and col.derive is not None and cell.measured is not None:
+                srcs = {c.prompts for c in res.cells.values() if c.prompts is not None}
+                cell.prompts = "own" if "own" in srcs else (srcs.pop() if srcs else None)
             if (col.comparable and cell.measured is not None and cell.published is not None
                     and cell.fidelity == PUBLISHED_FIDELITY):
                 cell.diff = cell.measured - cell.published
+    notes += differences_footnote(results)
     return TableResult(spec, results, notes)
+
+
+def differences_footnote(results: list[RowResult]) -> list[str]:
+    """The table's footnote: the differences from the released pipeline its runs recorded."""
+    from atomicrag.harness.differences import footnote
+
+    by_row: dict[str, list[dict[str, Any]]] = {}
+    older: dict[str, bool] = {}  # row -> whether a run of it prompted an LLM
+    for res in results:
+        for run in res.runs.values():
+            diffs = run.metrics.get("differences")
+            if isinstance(diffs, list):
+                by_row.setdefault(res.row.label, []).extend(d for d in diffs if isinstance(d, dict))
+            else:
+                older[res.row.label] = older.get(res.row.label, False) or prompts_of(run) is not None
+    lines = [f"Differences from the released pipeline: {line}" for line in footnote(by_row)]
+    if older:
+        prompted = [label for label, p in older.items() if p]
+        lines.append("Runs made before metrics.json recorded their differences from the released pipeline: "
+                     f"rows {', '.join(older)}"
+                     + (f"; the LLM prompts of rows {', '.join(prompted)} were this project's own ('own prompts')."
+                        if prompted else " (no LLM prompt in them)."))
+    return lines
+
+
+def prompts_of(run: Run) -> str | None:
+    """own | released: the prompts a run's LLM stages sent (a run before fidelity.prompts existed used
+    its own); None when no stage of the run prompts an LLM (sentence atoms, no decomposition,
+    sieve, LLM query NER or reader), so there is nothing to mark."""
+    prompted = (run.cfg("atomizer.name") in ("llm", "vocabulary")
+                or run.cfg("decompose.name") not in (None, "none") or run.cfg("sieve.name") not in (None, "none")
+                or run.cfg("retriever.query_entities") == "llm" or run.cfg("reader.name") not in (None, "none"))
+    return str(run.cfg("fidelity.prompts") or "own") if prompted else None
+
+
+def _average_interval(cells: dict[str, Cell], col: Column) -> None:
+    """n and interval of an averaged cell (``mean_of``): its components' questions resampled as
+    for each component, the draws averaged; the strata are kept for its paired drop."""
+    from atomicrag.harness.report_tables.intervals import bootstrap_ci, mean_strata, n_of
+
+    keys = getattr(col.derive, "components", None)
+    if not keys or not all(cells[k].strata for k in keys):
+        return
+    s = mean_strata({k: cells[k].strata for k in keys})
+    cell = cells[col.key]
+    cell.strata, cell.n, cell.ci = s, n_of(s), bootstrap_ci(s)
 
 
 def _attach_interval(cell: Cell, run: Run, extract: Any) -> None:
@@ -193,6 +246,7 @@ def _attach_interval(cell: Cell, run: Run, extract: Any) -> None:
 
     fid = run.cfg("fidelity.preset")
     cell.fidelity = str(fid) if fid not in (None, "") else None
+    cell.prompts = prompts_of(run)
     source = source_of(extract)
     if source is None:
         return
@@ -239,6 +293,7 @@ def mean_of(*keys: str) -> Derive:
         vals = [cells.get(k) for k in keys]
         return sum(vals) / len(vals) if all(v is not None for v in vals) else None  # type: ignore[misc]
 
+    get.components = keys  # type: ignore[attr-defined]  # its interval: intervals.mean_strata
     return get
 
 

@@ -7,12 +7,17 @@ questions (``predictions.jsonl``, one line per question with its scores in [0, 1
 - a Graph-Bench type cell resamples the questions of that type; its "Avg." (mean over types)
   resamples within each type (a stratified bootstrap, so every type keeps its size);
 - a drop (``row − base`` of one column) is a *paired* bootstrap: the same resampled question ids
-  in both runs, so the interval reflects the difference, not two independent noises.
+  in both runs, so the interval reflects the difference, not two independent noises;
+- an averaged cell (Multi-hop Avg., the 11-task Avg., Table 2's Avg.) is the mean of its
+  component cells: each component's questions are resampled as for that cell, and the draws are
+  averaged (``mean_strata``), so its drop (Avg. drop) is paired the same way.
 
-Percentile intervals, ``B = 2000`` resamples with a fixed seed (reproducible tables). The point
-value printed stays the run's own metric (for Novel a macro average over the 20 novels); the
-interval is that of the plain per-type mean over questions. ``n`` is the number of questions
-with a value (skipped or failed judge calls are not counted unless scored 0).
+Every estimator is a weighted mean of stratum means (``Strata.weights``), the weights being what
+the printed value uses: Novel's cells are macro averages over novels (the released averaging), so
+their strata are type × novel, resampled within each, weighted 1/novels within a type.
+
+Percentile intervals, ``B = 2000`` resamples with a fixed seed (reproducible tables). ``n`` is the
+number of questions with a value (skipped or failed judge calls are not counted unless scored 0).
 """
 from __future__ import annotations
 
@@ -32,8 +37,32 @@ log = logging.getLogger(__name__)
 B = 2000
 LEVEL = 0.95
 SEED = 0
-# Strata of one cell: stratum name -> {question id: value in percent}
-Strata = dict[str, dict[str, float]]
+
+
+class Strata(dict):  # type: ignore[type-arg]
+    """Stratum name -> {question id: value in percent}; ``weights`` (stratum -> weight, summing to
+    1) say how stratum means make the cell's value; None: equal weights."""
+
+    def __init__(self, *args: Any, weights: dict[str, float] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.weights = weights
+
+    def weight_of(self, keys: list[str]) -> np.ndarray:
+        """Weights of ``keys`` (renormalised to sum 1 over them)."""
+        w = np.array([1.0 if self.weights is None else self.weights.get(k, 0.0) for k in keys])
+        return w / w.sum()
+
+
+def mean_strata(parts: dict[str, Strata]) -> Strata:
+    """The strata of an averaged cell: the mean of the component cells ``parts`` (column -> strata)."""
+    out: dict[str, dict[str, float]] = {}
+    weights: dict[str, float] = {}
+    for col, s in parts.items():
+        keys = [k for k in sorted(s) if s[k]]
+        for k, w in zip(keys, s.weight_of(keys)):
+            out[f"{col}|{k}"] = s[k]
+            weights[f"{col}|{k}"] = float(w) / len(parts)
+    return Strata(out, weights=weights)
 
 
 def predictions(run: Run) -> list[dict[str, Any]] | None:
@@ -76,26 +105,46 @@ def strata(run: Run, source: tuple[str, ...]) -> Strata | None:
     if source[0] == "overall":
         metric = source[1]
         vals = {str(r.get("question_id", i)): v for i, r in enumerate(recs) if (v := _value(r, metric)) is not None}
-        return {"all": vals} if vals else None
+        return Strata({"all": vals}) if vals else None
     if source[0] == "graphbench":
         kind, metric = source[1], source[2]
         wanted = set(GB_TYPES.values()) if kind == "avg" else {GB_TYPES[kind]}
-        out: Strata = defaultdict(dict)
+        by_type: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         for i, r in enumerate(recs):
             t = acc_type(str(r.get("question_type") or ""))
             if t in wanted and (v := _value(r, metric)) is not None:
-                out[t][str(r.get("question_id", i))] = v
-        return dict(out) or None
+                by_type[t][_group(r)][str(r.get("question_id", i))] = v
+        return _macro(by_type) if by_type else None
     raise ValueError(f"unknown interval source {source!r}")
+
+
+def _group(rec: dict[str, Any]) -> str:
+    # the macro-averaging group of evaluate.aggregate.group_of (the novel for Graph-Bench Novel)
+    return str(rec.get("group") or rec.get("source") or rec.get("corpus") or "")
+
+
+def _macro(by_type: dict[str, dict[str, dict[str, float]]]) -> Strata:
+    """Type (× group when a type has several: aggregate's macro average) strata, each type 1/T."""
+    out: dict[str, dict[str, float]] = {}
+    weights: dict[str, float] = {}
+    for t, groups in by_type.items():
+        if len(groups) == 1:
+            out[t] = next(iter(groups.values()))
+            weights[t] = 1.0 / len(by_type)
+            continue
+        for g, vals in groups.items():
+            out[f"{t}|{g}"] = vals
+            weights[f"{t}|{g}"] = 1.0 / (len(by_type) * len(groups))
+    return Strata(out, weights=weights)
 
 
 def n_of(s: Strata) -> int:
     return sum(len(v) for v in s.values())
 
 
-def _estimate(arrays: list[np.ndarray], idx: list[np.ndarray]) -> np.ndarray:
-    """Mean over strata of each stratum's resampled mean: [B]."""
-    return np.mean([a[i].mean(axis=1) for a, i in zip(arrays, idx)], axis=0)
+def _estimate(arrays: list[np.ndarray], idx: list[np.ndarray], w: np.ndarray) -> np.ndarray:
+    """Weighted sum over strata of each stratum's resampled mean: [B]."""
+    return np.sum([wk * a[i].mean(axis=1) for a, i, wk in zip(arrays, idx, w)], axis=0)
 
 
 def _draws(sizes: list[int], rng: np.random.Generator) -> list[np.ndarray]:
@@ -114,7 +163,8 @@ def bootstrap_ci(s: Strata, seed: int = SEED) -> tuple[float, float] | None:
         return None
     arrays = [np.fromiter(s[k].values(), dtype=np.float64) for k in keys]
     rng = np.random.default_rng(seed)
-    return _percentiles(_estimate(arrays, _draws([len(a) for a in arrays], rng)))
+    w = s.weight_of(keys) if isinstance(s, Strata) else np.full(len(keys), 1.0 / len(keys))
+    return _percentiles(_estimate(arrays, _draws([len(a) for a in arrays], rng), w))
 
 
 def paired_ci(row: Strata, base: Strata, sign: float = 1.0, seed: int = SEED) -> tuple[tuple[float, float], int] | None:
@@ -129,7 +179,10 @@ def paired_ci(row: Strata, base: Strata, sign: float = 1.0, seed: int = SEED) ->
     b = [np.array([base[k][q] for q in ids]) for k, ids in pairs]
     rng = np.random.default_rng(seed)
     idx = _draws([len(ids) for _, ids in pairs], rng)
-    diff = sign * (_estimate(a, idx) - _estimate(b, idx))
+    keys = [k for k, _ in pairs]
+    wr = row.weight_of(keys) if isinstance(row, Strata) else np.full(len(keys), 1.0 / len(keys))
+    wb = base.weight_of(keys) if isinstance(base, Strata) else wr
+    diff = sign * (_estimate(a, idx, wr) - _estimate(b, idx, wb))
     return _percentiles(diff), sum(len(ids) for _, ids in pairs)
 
 

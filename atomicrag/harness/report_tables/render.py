@@ -42,6 +42,8 @@ def measured_text(cell: Cell, col: Column) -> str:
         text += f" n={cell.n}"
     if cell.fidelity:
         text += f" {FIDELITY_TAG.get(cell.fidelity, cell.fidelity)}"
+    if cell.prompts == "own":  # not the released prompts: named beside the number
+        text += " own prompts"
     return text
 
 
@@ -123,7 +125,7 @@ def write_csv(result: TableResult, path: Path, out_dir: Path) -> None:
     header = ["row"]
     for c in spec.columns:
         header += [f"{c.key}", f"{c.key}.published", f"{c.key}.diff", f"{c.key}.n", f"{c.key}.ci_lo",
-                   f"{c.key}.ci_hi", f"{c.key}.fidelity", f"{c.key}.published_inside"]
+                   f"{c.key}.ci_hi", f"{c.key}.fidelity", f"{c.key}.published_inside", f"{c.key}.prompts"]
     header.append("runs")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
@@ -137,7 +139,7 @@ def write_csv(result: TableResult, path: Path, out_dir: Path) -> None:
                 inside = cell.inside
                 line += [_num(cell.measured), _num(cell.published), _num(cell.diff),
                          "" if cell.n is None else cell.n, _num(ci[0]), _num(ci[1]), cell.fidelity or "",
-                         "" if inside is None else int(inside)]
+                         "" if inside is None else int(inside), cell.prompts or ""]
             line.append(";".join(_rel(r.path, out_dir) for r in res.runs.values()))
             writer.writerow(line)
 

@@ -218,6 +218,13 @@ def retrieval_seconds_per_query(run: Run) -> float | None:
     return None if ms is None else ms / 1000.0
 
 
+def released_retrieval_seconds_per_query(run: Run) -> float | None:
+    """The released code's ``retrieval_time`` per query: decomposition + retrieval + sieve (None for
+    runs written before ``cost.retrieval_ms_per_query_released``)."""
+    ms = _num((run.metrics.get("cost") or {}).get("retrieval_ms_per_query_released"))
+    return None if ms is None else ms / 1000.0
+
+
 def _modules(run: Run) -> dict[str, Any]:
     return (run.metrics.get("cost") or {}).get("modules") or {}
 

@@ -23,6 +23,7 @@ from atomicrag.harness.report_tables.runs import (
     module_seconds,
     module_tokens,
     overall,
+    released_retrieval_seconds_per_query,
     retrieval_seconds_per_query,
 )
 
@@ -234,7 +235,12 @@ def table4(metric: str) -> TableSpec:
                fmt=".2f"),
         Column("qa_all_tokens_m", "QA incl. AQD+AS (M)", extract=module_tokens(MODULES[1:]), published=False,
                fmt=".2f"),
-        Column("latency_s_per_q", "Retrieval s/q", extract=retrieval_seconds_per_query, fmt=".2f"),
+        # the published latency is the released retrieval_time (decomposition, retrieval and sieve
+        # calls); the retrieve module alone is ours, beside it
+        Column("latency_s_per_q", "Retrieval s/q (released def.: AQD+retrieve+AS)",
+               extract=released_retrieval_seconds_per_query, fmt=".2f"),
+        Column("retrieve_s_per_q", "Retrieve module s/q", extract=retrieval_seconds_per_query, published=False,
+               fmt=".2f"),
         Column("e2e_s_per_q", "End-to-end s/q", extract=cost("seconds_per_query"), published=False, fmt=".2f"),
         Column("medical.acc", "ACC", extract=graphbench("avg", metric), comparable=comparable),
     ]

@@ -38,6 +38,10 @@ def ppr(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Pro
     }
     if cfg.ppr_stop == "fixed":  # exactly max_iter plain power steps: reproduces fixed-step code
         kw["solver"] = "power"
+    if fidelity.ppr_solve == "exact":
+        # the released code's PRPACK solve is exact at every damping: solve each query to a residual
+        # bound of EXACT_TOL (float64: float32 cannot resolve it), scores and order included
+        kw.update(tol=EXACT_TOL, max_iter=max(cfg.max_iter, EXACT_MAX_ITER), dtype="float64", stop="accuracy")
     return PPR(**{**kw, **overrides})
 
 

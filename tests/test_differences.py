@@ -1,0 +1,64 @@
+"""Issue 19, item 9: each run names its differences from the released pipeline; tables say them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from atomicrag.core.config import Config
+from atomicrag.core.config_query import DecomposeConfig, FidelityConfig, ReaderConfig
+from atomicrag.core.presets import load_preset
+from atomicrag.harness.differences import differences, footnote
+from atomicrag.harness.report_tables.core import Column, Row, TableSpec, build
+from atomicrag.harness.report_tables.render import to_markdown
+from atomicrag.harness.report_tables.runs import load_runs, overall
+from tests.test_make_tables import write_run
+
+
+def _topics(cfg: Config) -> dict[str, dict]:
+    return {d["topic"]: d for d in differences(cfg)}
+
+
+def test_a_reference_code_run_lists_only_what_is_left():
+    ref = FidelityConfig(**load_preset("fidelity", "reference_code"))
+    cfg = Config(fidelity=ref, reader=ReaderConfig(max_tokens=256), decompose=DecomposeConfig(name="llm"))
+    t = _topics(cfg)
+    assert not any(k.startswith("fidelity.") for k in t)  # every switch at its released value
+    assert t["prompts"]["ours"].startswith("this project's own wording")
+    assert t["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256, "released": 2048}
+    assert "corpus chunks" in t and "questions" in t and "generator" in t
+    released = Config(fidelity=FidelityConfig(**{**load_preset("fidelity", "reference_code"), "prompts": "released"}),
+                      reader=ReaderConfig(max_tokens=2048))
+    t2 = _topics(released)
+    assert "prompts" not in t2 and "budget: reader max_tokens" not in t2
+
+
+def test_paper_fidelity_names_every_switch():
+    t = _topics(Config(fidelity=FidelityConfig()))
+    assert t["fidelity.damping_semantics"]["ours"] == "restart" and t["fidelity.damping_semantics"]["released"] == "continue"
+    assert t["fidelity.ppr_solve"]["released"] == "exact"
+
+
+def test_footnote_names_rows_and_cells_say_own_prompts(tmp_path: Path):
+    diffs = {"A": [{"topic": "generator", "ours": "qwen", "released": "gpt-4o-mini"}],
+             "B": [{"topic": "generator", "ours": "qwen", "released": "gpt-4o-mini"},
+                   {"topic": "prompts", "ours": "own", "released": "released templates"}]}
+    assert footnote(diffs) == ["generator: qwen (released: gpt-4o-mini) — all rows",
+                               "prompts: own (released: released templates) — B"]
+    preds = [{"question_id": f"q{i}", "f1": 0.5} for i in range(10)]
+    for label, prompts in (("Own", "own"), ("Rel", "released")):
+        path = write_run(tmp_path, "tx", "dsa", label, {"retriever.name": label}, predictions=preds)
+        cfg = yaml.safe_load((path / "config.yaml").read_text())
+        cfg["fidelity"]["prompts"] = prompts
+        (path / "config.yaml").write_text(yaml.safe_dump(cfg))
+        m = json.loads((path / "metrics.json").read_text())
+        m["differences"] = diffs["B" if prompts == "own" else "A"]
+        (path / "metrics.json").write_text(json.dumps(m))
+    spec = TableSpec("tx", "t", None, ("tx",), [Row("Own", {"retriever.name": "Own"}), Row("Rel", {"retriever.name": "Rel"})],
+                     [Column("a", "A", extract=overall("f1"), dataset="dsa", published=False)], "F1", "F1")
+    result = build(spec, load_runs(tmp_path), {}, {})
+    md = to_markdown(result, tmp_path)
+    assert "| Own | 50.0 [50.0, 50.0] n=10 ref own prompts |" in md
+    assert "| Rel | 50.0 [50.0, 50.0] n=10 ref |" in md
+    assert "Differences from the released pipeline: prompts: own (released: released templates) — Own" in md
