@@ -51,6 +51,8 @@ def atomize_inputs(chunks_key: str, cfg: AtomizerConfig, atomizer: Any) -> dict[
         inputs["cfg"]["resolve_subject"] = True
     if cfg.name == "sentence" and cfg.entity_filter:
         inputs["cfg"]["entity_filter"] = True
+    if cfg.name == "sentence" and cfg.merge_window_repeats:  # changes the atoms of overlapping windows
+        inputs["cfg"]["merge_window_repeats"] = True
     if cfg.name != "llm":
         from atomicrag.atomize.nlp import model_version, spacy_version
 
