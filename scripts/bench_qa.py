@@ -56,7 +56,7 @@ def base_config(args: argparse.Namespace) -> Any:
         "reader": {"name": "precise", "max_tokens": args.max_tokens, "context": "documents",
                    "context_tokens": args.context_tokens},
         "sieve": {"name": "none", "max_context": args.atoms_context},
-        "llm": {**llm, "concurrency": args.concurrency},
+        "llm": {**llm, "concurrency": args.concurrency, **({"n_threads": args.llm_threads} if args.llm_threads else {})},
         "fidelity": {"preset": "custom"},
     })
 
@@ -68,38 +68,38 @@ def gold_context(q: Any, passages: dict[str, Any]) -> list[Any]:
             for p in q.supporting_ids if p in passages]
 
 
-def contexts_for(args: argparse.Namespace, cfg: Any, questions: list[Any]) -> dict[str, list[list[Any]]]:
-    """Every system's context per question (retrieval is offline and takes seconds)."""
-    from atomicrag.data.loaders import load_dataset
+def passage_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+                     ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
+    """Contexts (and passage rankings) of the systems that need no atom index: vanilla, gold."""
     from atomicrag.data.token_windows import chunk_passages
-    from atomicrag.embed.factory import build_embedder
-    from atomicrag.graph.cached_build import index_corpus
     from atomicrag.retrieve.dense_passage import retrieve_passages
-    from atomicrag.retrieve.query_batch import BatchRetriever
     from atomicrag.retrieve.reader_context import fit_budget
 
-    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
     passages = data.passage_index()
-    embedder = build_embedder(cfg.embedder, cfg.fidelity)
-    chunks = chunk_passages(data.passages, cfg.dataset)
-    graph = index_corpus(chunks, cfg, None, embedder, args.cache_dir, data.name, progress=False)
+    vcfg = dataclasses.replace(cfg, retriever=dataclasses.replace(cfg.retriever, passage_top_k=5))
+    vtraces, vctx = retrieve_passages(questions, chunk_passages(data.passages, cfg.dataset), embedder, vcfg)
+    ctx = {"vanilla": [fit_budget(c, args.context_tokens) for c in vctx],
+           "gold": [fit_budget(gold_context(q, passages), args.context_tokens) for q in questions]}
+    return ctx, {"vanilla": [t.retrieved_passages for t in vtraces]}
+
+
+def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+                    ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
+    """AtomicRAG's contexts on the cached 2Wiki index (built here when the cache has none)."""
+    from atomicrag.data.token_windows import chunk_passages
+    from atomicrag.graph.cached_build import index_corpus
+    from atomicrag.retrieve.query_batch import BatchRetriever
+
+    graph = index_corpus(chunk_passages(data.passages, cfg.dataset), cfg, None, embedder, args.cache_dir, data.name,
+                         progress=False)
     out: dict[str, list[list[Any]]] = {}
     traces, out["atomicrag"] = BatchRetriever(cfg, graph, embedder).run(questions)
     ranked = {"atomicrag": [t.retrieved_passages for t in traces]}
     if "atomicrag_atoms" in args.systems:
         acfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, context="atoms"))
-        _, out["atomicrag_atoms"] = BatchRetriever(acfg, graph, embedder).run(questions)
-    vcfg = dataclasses.replace(cfg, retriever=dataclasses.replace(cfg.retriever, passage_top_k=5))
-    vtraces, vctx = retrieve_passages(questions, chunks, embedder, vcfg)
-    ranked["vanilla"] = [t.retrieved_passages for t in vtraces]
-    out["vanilla"] = [fit_budget(c, args.context_tokens) for c in vctx]
-    out["gold"] = [fit_budget(gold_context(q, passages), args.context_tokens) for q in questions]
-    out["_ranked"] = ranked  # type: ignore[assignment]
-    return out
-
-
-def answer_block(reader: Any, questions: list[Any], contexts: list[list[Any]]) -> list[Any]:
-    return reader.answer([q.question for q in questions], contexts)
+        traces, out["atomicrag_atoms"] = BatchRetriever(acfg, graph, embedder).run(questions)
+        ranked["atomicrag_atoms"] = [t.retrieved_passages for t in traces]
+    return out, ranked
 
 
 def bootstrap(values: list[float], reps: int = 2000, seed: int = 0) -> list[float]:
@@ -163,10 +163,12 @@ def main() -> None:
     ap.add_argument("--atoms-context", type=int, default=25, help="atomicrag_atoms: atoms in the paper's context")
     ap.add_argument("--max-tokens", type=int, default=384, help="reader completion budget")
     ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--llm-threads", type=int, default=0, help="cores the vLLM server computes on (0: the config's)")
     ap.add_argument("--block", type=int, default=32, help="questions per block (every system answers it)")
     ap.add_argument("--cache-dir", default="cache")
     ap.add_argument("--out", default="results/qa_2wiki/odd333")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--wait-for", help="answer AtomicRAG's rows once this file exists (its index build is done)")
     args = ap.parse_args()
     args.systems = [s for s in args.systems.split(",") if s]
     if unknown := set(args.systems) - set(SYSTEMS):
@@ -188,56 +190,77 @@ def main() -> None:
 def run(args: argparse.Namespace, rows_file: Path) -> None:
     from atomicrag.answer.readers import LLMReader
     from atomicrag.data.loaders import load_dataset
+    from atomicrag.embed.factory import build_embedder
     from atomicrag.engine.core import ConfigModels
-    from atomicrag.evaluate.metrics import exact_match, normalize_answer, recall_at_k, token_f1
     from atomicrag.llm.accounting import Accountant
-    from atomicrag.retrieve.reader_context import count_tokens
 
     cfg = base_config(args)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
     questions = data.questions[1::2][: args.n]  # the odd half: never tuned on
+    embedder = build_embedder(cfg.embedder, cfg.fidelity)
     t0 = time.perf_counter()
-    ctx = contexts_for(args, cfg, questions)
-    ranked = ctx.pop("_ranked")
-    print(f"contexts for {len(questions)} questions in {time.perf_counter() - t0:.0f} s; load "
+    ctx, ranked = passage_contexts(args, cfg, data, questions, embedder)
+    print(f"passage contexts for {len(questions)} questions in {time.perf_counter() - t0:.0f} s; load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
-    done = set()
+    pending = [s for s in args.systems if s.startswith("atomicrag")]
+    done: set[tuple[str, str]] = set()
     if rows_file.exists():  # resume: a stopped run keeps its answers
         done = {(r["id"], r["system"]) for r in map(json.loads, rows_file.read_text().splitlines()) if r}
+    units = [(start, system) for start in range(0, len(questions), args.block) for system in args.systems]
     models = ConfigModels(cfg, Accountant())
     try:
         reader = LLMReader(models.llm, "precise", cfg.reader, temperature=0.0, seed=0, max_tokens=args.max_tokens)
-        for start in range(0, len(questions), args.block):
-            block = list(range(start, min(start + args.block, len(questions))))
-            for system in args.systems:
-                todo = [i for i in block if (questions[i].id, system) not in done]
-                if not todo:
-                    continue
-                t1 = time.perf_counter()
-                outs = answer_block(reader, [questions[i] for i in todo], [ctx[system][i] for i in todo])
-                with rows_file.open("a") as f:
-                    for i, o in zip(todo, outs):
-                        q = questions[i]
-                        golds = list(q.answers)
-                        rank = ranked.get(system, [None] * len(questions))[i]
-                        f.write(json.dumps({
-                            "id": q.id, "system": system, "type": q.question_type, "answers": golds,
-                            "answer": o.answer, "raw": o.raw, "failed": o.failed, "error": o.error,
-                            "marker_found": o.marker_found,
-                            "em": 0.0 if o.failed else exact_match(o.answer, golds),
-                            "f1": 0.0 if o.failed else token_f1(o.answer, golds),
-                            "gold_in_reply": float(not o.failed and any(
-                                normalize_answer(g) and normalize_answer(g) in normalize_answer(o.raw) for g in golds)),
-                            "context_tokens": sum(count_tokens(c.text) for c in ctx[system][i]),
-                            "context_items": len(ctx[system][i]),
-                            "context_passages": [c.passage_id for c in ctx[system][i]],
-                            "R@5": recall_at_k(rank, q.supporting_ids, 5) if rank is not None else None,
-                            "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens,
-                        }) + "\n")
-                print(f"[{time.strftime('%H:%M:%S')}] {system:16s} q {block[0]}-{block[-1]}: "
-                      f"{time.perf_counter() - t1:5.1f} s, failed {sum(o.failed for o in outs)}", flush=True)
+        while True:
+            # AtomicRAG's rows wait for its index (--wait-for: a file the index build writes when done,
+            # e.g. scripts/tune_retrieval.py's --json); the other systems answer meanwhile.
+            if pending and (not args.wait_for or Path(args.wait_for).exists()):
+                t0 = time.perf_counter()
+                more, more_ranked = atomic_contexts(args, cfg, data, questions, embedder)
+                ctx.update(more)
+                ranked.update(more_ranked)
+                pending = []
+                print(f"AtomicRAG contexts in {time.perf_counter() - t0:.0f} s", flush=True)
+            unit = next(((start, system) for start, system in units if system in ctx and any(
+                (q.id, system) not in done for q in questions[start:start + args.block])), None)
+            if unit is None:
+                if not pending:
+                    break
+                time.sleep(15)
+                continue
+            start, system = unit
+            todo = [i for i in range(start, min(start + args.block, len(questions)))
+                    if (questions[i].id, system) not in done]
+            t1 = time.perf_counter()
+            outs = reader.answer([questions[i].question for i in todo], [ctx[system][i] for i in todo])
+            with rows_file.open("a") as f:
+                for i, o in zip(todo, outs):
+                    f.write(json.dumps(answer_row(questions[i], system, o, ctx[system][i],
+                                                  ranked.get(system, [None] * len(questions))[i])) + "\n")
+                    done.add((questions[i].id, system))
+            print(f"[{time.strftime('%H:%M:%S')}] {system:16s} q {todo[0]}-{todo[-1]}: "
+                  f"{time.perf_counter() - t1:5.1f} s, failed {sum(o.failed for o in outs)}", flush=True)
     finally:
         models.close()
+
+
+def answer_row(q: Any, system: str, o: Any, context: list[Any], rank: list[str] | None) -> dict[str, Any]:
+    """One answers.jsonl row: the parsed span, the full reply, EM/F1 (a failed call scores 0)."""
+    from atomicrag.evaluate.metrics import exact_match, normalize_answer, recall_at_k, token_f1
+    from atomicrag.retrieve.reader_context import count_tokens
+
+    golds = list(q.answers)
+    return {
+        "id": q.id, "system": system, "type": q.question_type, "answers": golds,
+        "answer": o.answer, "raw": o.raw, "failed": o.failed, "error": o.error, "marker_found": o.marker_found,
+        "em": 0.0 if o.failed else exact_match(o.answer, golds),
+        "f1": 0.0 if o.failed else token_f1(o.answer, golds),
+        "gold_in_reply": float(not o.failed and any(
+            normalize_answer(g) and normalize_answer(g) in normalize_answer(o.raw) for g in golds)),
+        "context_tokens": sum(count_tokens(c.text) for c in context), "context_items": len(context),
+        "context_passages": [c.passage_id for c in context],
+        "R@5": recall_at_k(rank, q.supporting_ids, 5) if rank is not None else None,
+        "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens,
+    }
 
 
 if __name__ == "__main__":
