@@ -50,6 +50,9 @@ def retriever_rows() -> list[tuple[str, dict[str, Any], str]]:
             ("hybrid, atom-list context (25 atoms)", hybrid, "atoms")]
 
 
+READER: dict[str, Any] = {}  # --reader: extra reader fields (e.g. {"atoms_first": false})
+
+
 def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens: int) -> Any:
     from atomicrag.core.config import RetrieverConfig, load_config
 
@@ -58,7 +61,7 @@ def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens
         "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32},
         "atomizer": {"name": "sentence"},
         "retriever": {**dataclasses.asdict(RetrieverConfig()), **retriever},
-        "reader": {"name": "none", "context": context, "context_tokens": context_tokens},
+        "reader": {"name": "none", "context": context, "context_tokens": context_tokens, **READER},
         "fidelity": {"preset": "custom"},
     })
 
@@ -115,9 +118,13 @@ def main() -> None:
     ap.add_argument("--half", type=int, default=1, choices=[0, 1])
     ap.add_argument("--context-tokens", type=int, default=1000, help="budget of the documents context")
     ap.add_argument("--only", default="", help="comma list of system labels (prefix match)")
+    ap.add_argument("--corpora", type=int, default=0,
+                    help="only the first N corpora in sorted order (Novel: N novels) and their questions; 0 = all")
     ap.add_argument("--cache-dir", default="cache")
+    ap.add_argument("--reader", default="{}", help="JSON reader fields for the documents context")
     ap.add_argument("--json")
     args = ap.parse_args()
+    READER.update(json.loads(args.reader))
     from atomicrag.core.schemas import Question
     from atomicrag.data.loaders import load_dataset
     from atomicrag.data.token_windows import chunk_passages
@@ -130,6 +137,10 @@ def main() -> None:
     data_dir = base.paths.resolved_data_dir()
     data = load_dataset(base.dataset, data_dir)
     questions: list[Question] = data.questions[args.half::2]
+    if args.corpora:  # a run that must fit a time budget: whole corpora with all their questions
+        keep = sorted({q.corpus for q in questions if q.corpus})[: args.corpora]
+        questions = [q for q in questions if q.corpus in keep]
+        print(f"corpora {keep}: {len(questions)} questions", flush=True)
     passages = raw_passages(args.dataset, data_dir)
     embedder = build_embedder(base.embedder, base.fidelity)
     chunks = chunk_passages(passages, base.dataset)

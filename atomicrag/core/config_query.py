@@ -186,6 +186,7 @@ class ReaderConfig:
     context_tokens: int = 800  # documents: budget in regex tokens (\w+ | punctuation) of context text
     whole_doc_tokens: int = 200  # documents: a document this short goes in whole, a longer one as snippets
     neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
+    atoms_first: bool = True  # documents: a long document's ranked atoms first, their neighbours after all of them
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.READERS.names())

@@ -7,10 +7,13 @@ sentence atoms are fewer words than a reader can take. Here the context is fille
 
 - a short document (``<= reader.whole_doc_tokens``, e.g. a 2Wiki passage) goes in whole, its
   sentences in document order, once, at its rank;
-- a long document (a novel, a manual) goes in as snippets: each of its ranked atoms with
-  ``reader.neighbour_sentences`` sentences on each side. Its best snippet comes at the
-  document's rank; its other snippets follow every document's first unit, in atom-score order,
-  so a second document is not crowded out by the first one's tenth snippet;
+- a long document (a novel, a manual) goes in by its ranked atoms: its best atom at the
+  document's rank, its other ranked atoms after every document's first unit, in atom-score
+  order (a second document is not crowded out by the first one's tenth atom); then, while the
+  budget lasts, ``reader.neighbour_sentences`` sentences on each side of each ranked atom, in
+  the same order (``reader.atoms_first``; false: each atom comes with its neighbours at once,
+  which spends the first words of the context on neighbours, measured worse on the even half
+  of Graph-Bench Medical DEV, experiments/answers);
 - a sentence already in the context is not repeated (overlapping windows, two snippets that
   touch, two atom ids with the same text).
 
@@ -76,7 +79,7 @@ class DocumentStore:
 
 
 def _units(ranked_docs: Sequence[str], atoms: Sequence[ScoredAtom], store: DocumentStore,
-           whole_doc_tokens: int, neighbours: int) -> list[tuple[str, list[int], float]]:
+           whole_doc_tokens: int, neighbours: int, atoms_first: bool = True) -> list[tuple[str, list[int], float]]:
     """Context units (document, atom indices in document order, score) in reading order."""
     best: dict[str, float] = {}
     for a in atoms:  # the best score of each atom id
@@ -89,6 +92,7 @@ def _units(ranked_docs: Sequence[str], atoms: Sequence[ScoredAtom], store: Docum
     order = list(dict.fromkeys([d for d in ranked_docs if d in store.doc_atoms] + list(hits)))
     first: list[tuple[str, list[int], float]] = []
     later: list[tuple[str, list[int], float]] = []
+    around: list[tuple[str, list[int], float]] = []
     for doc in order:
         idx = store.doc_atoms[doc]
         doc_hits = hits.get(doc, [])
@@ -98,22 +102,27 @@ def _units(ranked_docs: Sequence[str], atoms: Sequence[ScoredAtom], store: Docum
             continue
         for k, (score, i) in enumerate(doc_hits):
             p = store.position[i]
-            unit = (doc, idx[max(0, p - neighbours): p + neighbours + 1], score)
-            (first if k == 0 else later).append(unit)
+            window = idx[max(0, p - neighbours): p + neighbours + 1]
+            if atoms_first:  # the ranked sentence now, its neighbours after every ranked sentence
+                (first if k == 0 else later).append((doc, [idx[p]], score))
+                around.append((doc, window, score))
+            else:
+                (first if k == 0 else later).append((doc, window, score))
     later.sort(key=lambda u: -u[2])  # stable
-    return first + later
+    around.sort(key=lambda u: -u[2])
+    return first + later + around
 
 
 def build_document_context(ranked_docs: Sequence[str], atoms: Sequence[ScoredAtom], store: DocumentStore,
                            context_tokens: int, whole_doc_tokens: int = 200,
-                           neighbours: int = 1) -> list[ContextItem]:
+                           neighbours: int = 1, atoms_first: bool = True) -> list[ContextItem]:
     """The reader's context: ranked documents (whole or as snippets around their ranked atoms),
     deduplicated by sentence, filled to ``context_tokens``. ``atoms``: the question's scored
     atoms (top-k candidates or sieve-kept), any order."""
     items: list[ContextItem] = []
     used: set[str] = set()
     left = context_tokens
-    for doc, idx, score in _units(ranked_docs, atoms, store, whole_doc_tokens, neighbours):
+    for doc, idx, score in _units(ranked_docs, atoms, store, whole_doc_tokens, neighbours, atoms_first):
         if left <= 0:
             break
         texts: list[str] = []

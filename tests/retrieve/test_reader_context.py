@@ -37,10 +37,20 @@ def test_short_documents_go_in_whole_at_their_rank_including_bridge_documents():
     assert "American film director" in items[1].text  # reached the reader with no atom of its own
 
 
-def test_long_documents_give_snippets_around_ranked_atoms_without_repeats():
+def test_long_documents_give_their_ranked_atoms_first_then_their_neighbours():
     store = _store()
     top = [ScoredAtom("d5", "", 0.9, "p2"), ScoredAtom("d6", "", 0.8, "p2"), ScoredAtom("d2bis", "", 0.7, "p2")]
     items = build_document_context(["p2"], top, store, context_tokens=500, whole_doc_tokens=20, neighbours=1)
+    texts = [s for it in items for s in it.atom_texts]
+    sent = "Sentence number {} of the long document says something.".format
+    assert texts == [sent(i) for i in (5, 6, 2, 4, 7, 1, 3)]  # atoms by score, then neighbours, none twice
+
+
+def test_long_documents_give_snippets_around_ranked_atoms_without_repeats():
+    store = _store()
+    top = [ScoredAtom("d5", "", 0.9, "p2"), ScoredAtom("d6", "", 0.8, "p2"), ScoredAtom("d2bis", "", 0.7, "p2")]
+    items = build_document_context(["p2"], top, store, context_tokens=500, whole_doc_tokens=20, neighbours=1,
+                                   atoms_first=False)
     texts = [s for it in items for s in it.atom_texts]
     assert texts[:3] == [f"Sentence number {i} of the long document says something." for i in (4, 5, 6)]
     assert len(texts) == len(set(texts))  # d6's snippet repeats 5 and 6: only 7 is new
