@@ -8,8 +8,9 @@ config_query.py, excluded: their validation reads every field). A field ``F`` of
 - ``x.F`` where ``x`` is a parameter annotated with the section's class (``cfg: LLMConfig``), or an
   attribute ``self.x`` its class assigned from such a parameter;
 - the string ``"F"`` as a field name (in a tuple/list literal, as getattr's name or a subscript key)
-  in a module that uses the section: the cache-key field lists of ``graph.cached_build``, the dict of an
-  embedder config;
+  in a module that uses the section: the dict of an embedder config;
+- a field an atomizer's registry entry declares as its cache key (``core/registry.py``: read with
+  getattr when ``graph.cached_build`` keys the atomize stage);
 - ``self.F`` in a method of the config class other than ``__post_init__`` (``resolved_data_dir``).
 """
 from __future__ import annotations
@@ -152,6 +153,9 @@ def unread_fields() -> list[tuple[str, str]]:
     fields = {(s, f.name) for s, cls in sections.items() for f in dataclasses.fields(cls)
               if not (s == "" and f.name in sections)}
     found = _config_class_methods(sections)
+    from atomicrag.core.registry import ATOMIZERS
+
+    found |= {("atomizer", f) for name in ATOMIZERS.names() for f in ATOMIZERS.cache_key_fields(name)}
     for path in sorted(PKG.rglob("*.py")):
         if path in DEFINITIONS:
             continue

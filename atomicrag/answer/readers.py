@@ -15,7 +15,7 @@ from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import reader as prompt
-from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer
+from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer, short_answer
 from atomicrag.prompts.released import ReleasedPrompts
 
 MODULE = "answer"
@@ -27,14 +27,15 @@ __all__ = [
     "format_context",
     "parse_answer",
     "resolve_reader_name",
+    "short_answer",
     "summarize",
 ]
 
 
 @dataclass
 class ReaderOutput:
-    answer: str  # the parsed final answer ("" when the call failed)
-    raw: str  # the model's full reply
+    answer: str  # the parsed final answer ("" when the call failed); precise: the short span
+    raw: str  # the model's full reply (kept in the trace)
     thought: str = ""
     marker_found: bool = False  # False: the reply had no "Answer:" (whole reply used)
     failed: bool = False
@@ -108,7 +109,12 @@ class LLMReader:
                                             marker_found=parsed.marker_found, truncated=True, **tokens))
                 continue
             parsed = parse_answer(r.text or "")
-            outputs.append(ReaderOutput(answer=parsed.answer, raw=r.text or "", thought=parsed.thought,
+            # Our precise prompt asks for the short span; the metric scores exactly that, so
+            # citation marks, lead-ins and a second line are stripped (issue #21 item 5). The
+            # released layout (wikipedia_title) and the abstract reader keep their own form.
+            span = (short_answer(parsed.answer) if self.name == "precise" and self.context_style == "numbered"
+                    else parsed.answer)
+            outputs.append(ReaderOutput(answer=span, raw=r.text or "", thought=parsed.thought,
                                         marker_found=parsed.marker_found, **tokens))
         return outputs
 

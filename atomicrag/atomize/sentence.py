@@ -11,6 +11,7 @@ from typing import Any
 from atomicrag.atomize.base import atom_id, check_chunks, pbar, progress_enabled, with_title
 from atomicrag.atomize.nlp import clean_mentions, load_spacy, nlp_processes, sentences
 from atomicrag.atomize.selfcontained import chunk_subject, self_contained
+from atomicrag.atomize.windows import merge_window_repeats
 from atomicrag.core.config import AtomizerConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Chunk
 
@@ -67,7 +68,13 @@ class SentenceAtomizer:
                     id=atom_id(chunk.id, j), text=text, chunk_id=chunk.id,
                     passage_id=chunk.passage_id, entities=ents, span=(s.start, s.end),
                 ))
+        repeats = 0
+        if self.cfg.merge_window_repeats:
+            n = len(atoms)
+            atoms = merge_window_repeats(atoms, chunks)
+            repeats = n - len(atoms)
         return AtomizeResult(atoms=atoms, stats={
             "atomizer": self.name, "chunks": len(chunks), "atoms": len(atoms), "empty_chunks": empty,
+            "window_repeats_merged": repeats,
             "nlp_s": round(time.perf_counter() - t0, 3), "nlp_cpu_s": round(time.process_time() - c0, 3),
         })

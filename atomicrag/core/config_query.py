@@ -197,7 +197,21 @@ class SieveConfig:
 class ReaderConfig:
     name: str = "dataset"  # dataset (the dataset's own choice) | precise | abstract | none (retrieval only)
     max_tokens: int = 512
+    # What the reader reads: documents = ranked documents filled to context_tokens
+    # (retrieve/reader_context.py); atoms = the paper's atom list (fidelity.merge, sieve.max_context);
+    # auto = atoms under fidelity.preset=reference_code, else documents.
+    context: str = "auto"
+    context_tokens: int = 800  # documents: budget in regex tokens (\w+ | punctuation) of context text
+    whole_doc_tokens: int = 200  # documents: a document this short goes in whole, a longer one as snippets
+    neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
+    atoms_first: bool = True  # documents: a long document's ranked atoms first, their neighbours after all of them
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.READERS.names())
-        _positive(self, "max_tokens")
+        _choice(self, "context", ("auto", "documents", "atoms"))
+        _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens")
+        _range(self, 0, None, "neighbour_sentences")
+
+    def uses_documents(self, fidelity_preset: str) -> bool:
+        """True when the reader's context is built by token budget from the ranked documents."""
+        return self.context == "documents" or (self.context == "auto" and fidelity_preset != "reference_code")

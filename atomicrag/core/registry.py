@@ -164,7 +164,8 @@ for _name in ("fake", "sentence_transformers", "transformers", "onnx"):
 ATOMIZERS.add("llm", "atomicrag.atomize.llm:LLMAtomizer", needs=LLM)
 ATOMIZERS.add("sentence", "atomicrag.atomize.sentence:SentenceAtomizer",
               cache_key=("spacy_model", "noun_chunks", "min_atom_chars", "title_context"),
-              cache_key_when_set=("resolve_subject", "entity_filter"))
+              # merge_window_repeats changes the atoms of overlapping windows (keyed while on)
+              cache_key_when_set=("resolve_subject", "entity_filter", "merge_window_repeats"))
 ATOMIZERS.add("vocabulary", "atomicrag.atomize.vocabulary:VocabularyAtomizer",
               needs=lambda c: LLM if c is None or c.vocab_llm_filter else (),
               cache_key=("spacy_model", "min_atom_chars", "vocab_min_freq", "vocab_max_ngram",

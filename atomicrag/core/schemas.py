@@ -77,10 +77,15 @@ class Atom:
     # character span in the chunk of the sentence the atom is (the text may add the chunk's title
     # as a prefix, AtomizerConfig.title_context); None when the LLM rewrote the statement
     span: tuple[int, int] | None = None
+    # other places of the same sentence: [chunk_id, start, end] in that chunk (a sentence that
+    # overlapping token windows repeat is one atom, atomize/windows.py)
+    positions: list[list[Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["span"] = list(self.span) if self.span is not None else None
+        if not self.positions:  # existing artifacts and stores keep their exact form
+            d.pop("positions")
         return d
 
     @classmethod
@@ -93,6 +98,7 @@ class Atom:
             passage_id=d["passage_id"],
             entities=list(d.get("entities") or []),
             span=tuple(span) if span else None,
+            positions=[list(p) for p in d.get("positions") or []],
         )
 
 

@@ -5,18 +5,25 @@ the same folder always gives the same index) into document dicts plus the files 
 each with the reason. Nothing is skipped silently: callers report the list
 (``report_skipped``).
 
-- ``.txt``/``.md``: the file's text; title = file name without suffix.
+- ``.txt``/``.md``: the file's text; no title (see "Titles" below).
 - ``.jsonl``: one document per line, ``text`` plus optional ``id``/``doc_id``, ``title`` and
   metadata. A malformed or non-UTF-8 line is an error naming the file and line
   (``data.validate.DataError``; a data file the user built is never read in part).
 - ``.html``/``.htm``: visible text (stdlib ``html.parser``; scripts, styles and the head are
-  dropped, block elements end a line); title = ``<title>`` or the file name.
-- ``.pdf``: the text layer of every page (``pypdf``); title = the PDF's title or the file name.
+  dropped, block elements end a line); title = ``<title>``.
+- ``.pdf``: the text layer of every page (``pypdf``); title = the PDF's title.
   A scanned PDF without a text layer has no text and is skipped as empty.
 
 Ids: a file's path relative to the folder **without its suffix** (``notes/intro`` for
 ``notes/intro.md``), so ids are easy to type; when two files differ only in suffix
 (``a.txt``, ``a.md``) both keep their suffix. The full relative path is kept in ``path``.
+
+Titles: a title the document itself carries (HTML ``<title>``, PDF metadata, a ``.jsonl``
+``title``) is kept. A file name is not a title unless the caller says file names are names
+(``file_name_titles=True``): with ``atomizer.title_context`` a title becomes an entity of every
+atom of its document and a prefix of its text, so "Novel-10146" or "notes_v2" would be one hub
+entity per file and prefix tokens in every context line (issue #21). The id (the file's path
+without suffix) still names the document in results.
 
 A file named directly must be readable and non-empty (an error otherwise); inside a folder,
 files of other types, hidden files, empty files and files that cannot be decoded or parsed are
@@ -145,8 +152,9 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return docs
 
 
-def read_file(path: Path, doc_id: str, rel: str) -> list[dict[str, Any]]:
-    """Documents of one supported file; ``UnreadableFile`` when it yields no text."""
+def read_file(path: Path, doc_id: str, rel: str, file_name_titles: bool = False) -> list[dict[str, Any]]:
+    """Documents of one supported file; ``UnreadableFile`` when it yields no text.
+    ``file_name_titles``: a document without a title of its own is titled by its file name."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return _jsonl(path)
@@ -160,7 +168,7 @@ def read_file(path: Path, doc_id: str, rel: str) -> list[dict[str, Any]]:
         raise UnreadableFile(f"unsupported file type {suffix or '(no suffix)'!r}; supported: {', '.join(SUFFIXES)}")
     if not text.strip():
         raise UnreadableFile("no text" + (" (a scanned PDF has no text layer)" if suffix == ".pdf" else ""))
-    return [{"id": doc_id, "title": title or path.stem, "text": text, "path": rel}]
+    return [{"id": doc_id, "title": title or (path.stem if file_name_titles else ""), "text": text, "path": rel}]
 
 
 # --------------------------------------------------------------------------- folders
@@ -186,14 +194,15 @@ def _walk(root: Path, folder: Path, skipped: list[Skipped]) -> list[Path]:
     return out
 
 
-def read_path(source: str | Path) -> tuple[list[dict[str, Any]], list[Skipped]]:
-    """``(documents, skipped files)`` of a file or a folder (recursive, sorted paths)."""
+def read_path(source: str | Path, file_name_titles: bool = False) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """``(documents, skipped files)`` of a file or a folder (recursive, sorted paths);
+    ``file_name_titles``: file names are names (titles, with entities and prefixes)."""
     root = Path(source).expanduser()
     if not root.exists():
         raise FileNotFoundError(f"{root} does not exist")
     if root.is_file():
         try:
-            return read_file(root, root.stem, root.name), []
+            return read_file(root, root.stem, root.name, file_name_titles), []
         except UnreadableFile as exc:
             raise ValueError(f"{root}: {exc}") from exc
     docs: list[dict[str, Any]] = []
@@ -209,7 +218,7 @@ def read_path(source: str | Path) -> tuple[list[dict[str, Any]], list[Skipped]]:
     for path in candidates:
         rel = path.relative_to(root).as_posix()
         try:
-            docs.extend(read_file(path, ids[rel], rel))
+            docs.extend(read_file(path, ids[rel], rel, file_name_titles))
         except UnreadableFile as exc:
             skipped.append(Skipped(rel, str(exc)))
         except DataError as exc:
@@ -256,7 +265,7 @@ def _as_path(item: Any) -> Path | None:
     return None
 
 
-def expand_paths(items: Iterable[Any]) -> list[Any]:
+def expand_paths(items: Iterable[Any], file_name_titles: bool = False) -> list[Any]:
     """``items`` with every file or folder replaced by its documents (skipped files reported)."""
     out: list[Any] = []
     for item in items:
@@ -264,7 +273,7 @@ def expand_paths(items: Iterable[Any]) -> list[Any]:
         if path is None:
             out.append(item)
             continue
-        docs, skipped = read_path(path)
+        docs, skipped = read_path(path, file_name_titles)
         report_skipped(path, skipped)
         out.extend(docs)
     return out

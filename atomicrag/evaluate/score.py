@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from atomicrag.core.schemas import QueryTrace, Question
 from atomicrag.evaluate.aggregate import aggregate, row_for
+from atomicrag.evaluate.coverage import context_texts, coverage_scores
 from atomicrag.evaluate.metrics import qa_scores
 
 ACC_COLUMNS = {
@@ -58,6 +59,8 @@ def score_run(
         scores: dict[str, Any] = qa_scores(
             t.answer, q.answers, retrieved=t.retrieved_passages, gold_ids=q.supporting_ids, ks=(2, 5)
         )
+        if q.evidence and not q.supporting_ids:  # Graph-Bench: evidence facts instead of passage ids
+            scores.update(coverage_scores(q.evidence, context_texts(t.context)))
         if not answered:  # retrieval-only run: EM/F1 of an empty answer would be misleading zeros
             scores.pop("em", None)
             scores.pop("f1", None)
@@ -90,6 +93,10 @@ def score_run(
         from atomicrag.evaluate.judge import summarize
 
         metrics["judge"] = summarize(verdicts)
+    cov = {f"{col}_{m.split('@')[1]}": metrics["by_type"][t][m] for t, col in ACC_COLUMNS.items()
+           for m in ("coverage@300", "coverage@600") if metrics["by_type"].get(t, {}).get(m) is not None}
+    if cov:  # evidence coverage per type, beside ACC (issue #21 item 3)
+        metrics["coverage_table"] = cov
     overall = metrics["overall"]
     for name in ("acc", "f1", "recall@5"):
         if overall.get(name) is not None:

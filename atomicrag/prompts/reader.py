@@ -11,6 +11,7 @@ its passage.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +157,26 @@ def parse_answer(text: str) -> ParsedAnswer:
     answer = text[cut + len(ANSWER_MARKER):].strip()
     thought = _strip_thought(text[:cut]).strip()
     return ParsedAnswer(answer=answer, thought=thought, marker_found=True)
+
+
+# Citation marks the numbered context invites: "[2]", "[1, 3]", "[1][3]", "[2-4]".
+_CITATION = re.compile(r"\s*\[\s*\d+(?:\s*[-,;–]\s*\d+)*\s*\]")
+_LEAD = re.compile(r"^(?:the\s+)?(?:final\s+|short\s+)?answer\s*(?:is\s*:?|:)\s*", re.IGNORECASE)
+
+
+def short_answer(answer: str) -> str:
+    """The span EM/F1 score, from a parsed answer (``precise`` reader; issue #21 item 5).
+
+    The model often keeps the habits of its thought after "Answer:": citation marks ("Phoolwari
+    [2]."), a second line of explanation, a trailing full stop, quotes, a lead-in ("The answer is
+    ..."). Those are answer form, not content: SQuAD-style normalisation drops only articles and
+    punctuation, so "Phoolwari [2]" would lose F1 for the "2". Only the first non-empty line counts.
+    """
+    line = next((ln for ln in (answer or "").splitlines() if ln.strip()), "")
+    line = _CITATION.sub("", line).strip()
+    line = _LEAD.sub("", line).strip()
+    line = line.strip().strip("\"'“”‘’*`").strip()
+    return line.rstrip(" .;:,").strip()
 
 
 def _strip_thought(text: str) -> str:

@@ -27,6 +27,7 @@ from atomicrag.retrieve.decompose import Decomposition, build_decomposer
 from atomicrag.retrieve.hybrid import HybridRetriever, uses_hybrid
 from atomicrag.retrieve.merge import ContextItem, merge_context, passage_ranking
 from atomicrag.retrieve.propagate import build_propagator, propagate_topk
+from atomicrag.retrieve.reader_context import DocumentStore, build_document_context
 from atomicrag.retrieve.seeds import (
     SeedSet,
     build_seeds,
@@ -78,6 +79,7 @@ class BatchRetriever:
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
         self._nlp: Any = None
+        self._store: DocumentStore | None = None  # documents for the reader's context, built on first use
         self._matcher: Any = None
         # BM25 seeding, passage nodes, fused passage ranking (retrieve/hybrid.py), when configured
         # Only for propagating retrievers: dense and qiter score atoms by their vectors and read no
@@ -180,6 +182,21 @@ class BatchRetriever:
             out.append(ScoredAtom(a.id, a.text, float(s), a.passage_id, a.chunk_id, list(a.entities)))
         return out
 
+    def reader_context(self, kept: list[ScoredAtom], ranked_docs: list[str]) -> list[ContextItem]:
+        """The reader's context: ranked documents by token budget (reader.context=documents), or
+        the paper's atom list (atoms; fidelity.merge and sieve.max_context)."""
+        rc = self.cfg.reader
+        if not rc.uses_documents(self.cfg.fidelity.preset):
+            return merge_context(kept, mode=self.cfg.fidelity.merge, max_context=self.cfg.sieve.max_context,
+                                 titles=self.titles)
+        if self._store is None:
+            self._store = DocumentStore(self.graph.atoms, self.titles)
+        if self.cfg.sieve.name != "none":  # a document whose atoms the sieve dropped is not read
+            keep = {a.passage_id for a in kept}
+            ranked_docs = [d for d in ranked_docs if d in keep]
+        return build_document_context(ranked_docs, kept, self._store, rc.context_tokens, rc.whole_doc_tokens,
+                                      rc.neighbour_sentences, rc.atoms_first)
+
     # -- the batch ------------------------------------------------------------------------
     def run(self, questions: list[Question]) -> RetrievalResult:
         texts = [q.question for q in questions]
@@ -203,12 +220,9 @@ class BatchRetriever:
         for qs in query_sets:
             offsets.append(offsets[-1] + len(qs))
         for i, q in enumerate(questions):
-            ctx = merge_context(
-                sieved[i].kept, mode=self.cfg.fidelity.merge, max_context=self.cfg.sieve.max_context,
-                titles=self.titles,
-            )
             all_cands = [a for per in candidates[i] for a in per]
             fused = self.hybrid.ranked_passages(range(offsets[i], offsets[i + 1])) if self.hybrid else None
+            ctx = self.reader_context(sieved[i].kept, fused or passage_ranking(all_cands))
             traces.append(
                 QueryTrace(
                     question_id=q.id,

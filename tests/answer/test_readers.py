@@ -131,3 +131,32 @@ def test_reference_code_context_is_wikipedia_title_blocks():
     assert demo.startswith("Wikipedia Title: The Rhine Falls")  # the demonstration in the same layout
     with pytest.raises(ValueError):
         LLMReader(llm, "precise", context_style="markdown")
+
+
+# -- issue #21 item 5: the precise reader's reply is parsed to the span EM/F1 score ----------------
+def test_short_answer_strips_citations_lead_ins_and_second_lines():
+    from atomicrag.prompts.reader import short_answer
+
+    assert short_answer("Phoolwari [2].") == "Phoolwari"
+    assert short_answer("The answer is: Leo Fong [1][3]") == "Leo Fong"
+    assert short_answer('"1988" [2, 4]\nBecause the film ...') == "1988"
+    assert short_answer("yes") == "yes"
+    assert short_answer("") == ""
+
+
+def test_precise_reader_scores_the_span_and_keeps_the_full_reply():
+    from atomicrag.answer.readers import LLMReader
+    from atomicrag.evaluate.metrics import exact_match
+    from atomicrag.llm.protocol import ChatResult
+
+    reply = "Thought: Phoolwari came out in 1984 [2].\nAnswer: Phoolwari [2]."
+
+    class OneReply:
+        def chat(self, reqs):
+            return [ChatResult(text=reply) for _ in reqs]
+
+    out = LLMReader(OneReply(), "precise").answer(["Which film came out first?"], [["[ctx]"]])[0]
+    assert out.answer == "Phoolwari" and exact_match(out.answer, ["Phoolwari"]) == 1.0
+    assert out.raw == reply  # the trace keeps the full reply
+    abstract = LLMReader(OneReply(), "abstract").answer(["q"], [["c"]])[0]
+    assert abstract.answer == "Phoolwari [2]."  # the abstract reader keeps its prose

@@ -77,7 +77,7 @@ def test_folder_reads_every_supported_type_and_reports_the_rest(folder: Path) ->
     assert by_id["page"]["text"] == "Vienna\nVienna is the capital of Austria.\nThe Danube flows."
     assert "Freud lived in Vienna" in by_id["report"]["text"] and "London in 1938" in by_id["report"]["text"]
     assert by_id["report"]["title"] == "Freud"
-    assert by_id["j1"]["lang"] == "en" and by_id["sub/warsaw"]["title"] == "warsaw"
+    assert by_id["j1"]["lang"] == "en" and by_id["sub/warsaw"]["title"] == ""
     reasons = {s.path: s.reason for s in skipped}
     assert reasons[".git/"] == "hidden" and "unsupported" in reasons["image.png"]
     assert reasons["empty.txt"] == "no text" and "scanned PDF" in reasons["scan.pdf"]
@@ -121,3 +121,17 @@ def test_errors_name_the_problem(folder: Path, tmp_path: Path) -> None:
 def test_html_text_keeps_blocks_and_drops_code() -> None:
     text, title = html_text("<title> T </title><div>a<br>b</div><noscript>x</noscript><ul><li>c</li><li>d</li></ul>")
     assert (text, title) == ("a\nb\nc\nd", "T")
+
+
+def test_file_names_are_not_titles_unless_the_caller_says_so(tmp_path):
+    """Issue #21 item 2: a file name titled every atom of its file (entity + text prefix)."""
+    from atomicrag.atomize.base import with_title
+    from atomicrag.core.config import AtomizerConfig
+    from atomicrag.data.ingest import read_path
+
+    (tmp_path / "Novel-10146.txt").write_text("She walked home. The rain had stopped.")
+    docs, _ = read_path(tmp_path)
+    assert docs[0]["title"] == "" and docs[0]["id"] == "Novel-10146"
+    assert with_title("She walked home.", [], docs[0]["title"], AtomizerConfig().title_context) == ("She walked home.", [])
+    named, _ = read_path(tmp_path, file_name_titles=True)
+    assert named[0]["title"] == "Novel-10146"

@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""Evidence coverage on Graph-Bench Medical and Novel DEV, raw documents (issue #21 item 4).
+
+The user's setting: each raw document (``corpus_raw.jsonl``: Medical is one document, Novel 20
+novels) dropped in as a file, with no title (a file name is not a title, ``data/ingest.py``),
+chunked into 256-token windows, sentence atoms, MiniLM; one index per novel (each question is
+routed to its novel). Every system returns a context in rank order; evidence coverage
+(``evaluate/coverage.py``) reads its first 300 and 600 words. Systems:
+
+- graph retrievers with the reader's context by token budget (``reader.context=documents``,
+  ``retrieve/reader_context.py``): ``hybrid`` (the library default), ``ppr_minilm``, dense atoms
+  (``retriever=dense``), the paper's ``ppr``; and ``hybrid`` with the paper's atom-list context
+  (``reader.context=atoms``, 25 atoms, what the library returned before issue #21);
+- window baselines: BM25 and dense MiniLM over 200-word windows of the same documents.
+
+Odd half of DEV (``--half 1``, never tuned on) by default; 95% bootstrap intervals over questions
+and per question type. ``--json`` writes the rows.
+
+    python scripts/bench_graphbench.py --dataset graphbench_medical --json results/graphbench/medical_half1.json
+    python scripts/bench_graphbench.py --dataset graphbench_novel --json results/graphbench/novel_half1.json
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
+
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = (300, 600)
+
+
+def retriever_rows() -> list[tuple[str, dict[str, Any], str]]:
+    """(label, retriever fields over the dataclass defaults, reader context)."""
+    hybrid = yaml.safe_load((ROOT / "conf/retriever/hybrid.yaml").read_text())
+    ppr_minilm = yaml.safe_load((ROOT / "conf/retriever/ppr_minilm.yaml").read_text())
+    return [("hybrid", hybrid, "documents"), ("ppr_minilm", ppr_minilm, "documents"),
+            ("dense atoms", {"name": "dense"}, "documents"), ("ppr (paper values)", {}, "documents"),
+            ("hybrid, atom-list context (25 atoms)", hybrid, "atoms")]
+
+
+READER: dict[str, Any] = {}  # --reader: extra reader fields (e.g. {"atoms_first": false})
+
+
+def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens: int) -> Any:
+    from atomicrag.core.config import RetrieverConfig, load_config
+
+    return load_config({
+        "dataset": {"name": dataset, "split": "dev", "format": "normalized", "reader": "abstract"},
+        "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32},
+        "atomizer": {"name": "sentence"},
+        "retriever": {**dataclasses.asdict(RetrieverConfig()), **retriever},
+        "reader": {"name": "none", "context": context, "context_tokens": context_tokens, **READER},
+        "fidelity": {"preset": "custom"},
+    })
+
+
+def raw_passages(dataset: str, data_dir: Path) -> list[Any]:
+    """The original documents, untitled (as ``index(folder)`` reads a .txt file)."""
+    from atomicrag.core.schemas import Passage
+
+    out = []
+    for line in (data_dir / dataset / "corpus_raw.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        out.append(Passage(id=r["id"], text=r["text"], title="", corpus=r.get("corpus") or r["id"]))
+    return out
+
+
+def windows(passages: list[Any], size: int = 200) -> dict[str, list[str]]:
+    """Non-overlapping ``size``-word windows of each corpus's documents."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for p in passages:
+        words = p.text.split()
+        out[p.corpus].extend(" ".join(words[i:i + size]) for i in range(0, len(words), size))
+    return out
+
+
+def bootstrap(values: list[float], reps: int = 1000, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
+    return [round(100 * means[int(0.025 * reps)], 1), round(100 * means[int(0.975 * reps) - 1], 1)]
+
+
+def summarize(label: str, questions: list[Any], contexts: list[list[str]]) -> dict[str, Any]:
+    from atomicrag.evaluate.coverage import evidence_coverage
+
+    row: dict[str, Any] = {"system": label}
+    for n in WORDS:
+        vals = [evidence_coverage(q.evidence, c, n) for q, c in zip(questions, contexts)]
+        pairs = [(q, v) for q, v in zip(questions, vals) if v is not None]
+        all_v = [v for _, v in pairs]
+        row[f"cov@{n}"] = round(100 * sum(all_v) / len(all_v), 1)
+        row[f"cov@{n}_ci95"] = bootstrap(all_v)
+        row["n"] = len(all_v)
+        by_type: dict[str, list[float]] = defaultdict(list)
+        for q, v in pairs:
+            by_type[q.question_type].append(v)
+        row[f"cov@{n}_by_type"] = {t: [round(100 * sum(v) / len(v), 1), len(v)] for t, v in sorted(by_type.items())}
+    row["words_mean"] = round(sum(sum(len(t.split()) for t in c) for c in contexts) / len(contexts), 1)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", required=True, choices=["graphbench_medical", "graphbench_novel"])
+    ap.add_argument("--half", type=int, default=1, choices=[0, 1])
+    ap.add_argument("--context-tokens", type=int, default=1000, help="budget of the documents context")
+    ap.add_argument("--only", default="", help="comma list of system labels (prefix match)")
+    ap.add_argument("--corpora", type=int, default=0,
+                    help="only the first N corpora in sorted order (Novel: N novels) and their questions; 0 = all")
+    ap.add_argument("--cache-dir", default="cache")
+    ap.add_argument("--reader", default="{}", help="JSON reader fields for the documents context")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    READER.update(json.loads(args.reader))
+    from atomicrag.core.schemas import Question
+    from atomicrag.data.loaders import load_dataset
+    from atomicrag.data.token_windows import chunk_passages
+    from atomicrag.embed.factory import build_embedder
+    from atomicrag.graph.cached_build import index_corpus
+    from atomicrag.retrieve.lexical import BM25Matrix
+    from atomicrag.retrieve.query_batch import BatchRetriever
+
+    base = config(args.dataset, {}, "documents", args.context_tokens)
+    data_dir = base.paths.resolved_data_dir()
+    data = load_dataset(base.dataset, data_dir)
+    questions: list[Question] = data.questions[args.half::2]
+    if args.corpora:  # a run that must fit a time budget: whole corpora with all their questions
+        keep = sorted({q.corpus for q in questions if q.corpus})[: args.corpora]
+        questions = [q for q in questions if q.corpus in keep]
+        print(f"corpora {keep}: {len(questions)} questions", flush=True)
+    passages = raw_passages(args.dataset, data_dir)
+    embedder = build_embedder(base.embedder, base.fidelity)
+    chunks = chunk_passages(passages, base.dataset)
+    by_corpus: dict[str, list[Any]] = defaultdict(list)
+    for c in chunks:
+        by_corpus[next(p.corpus for p in passages if p.id == c.passage_id)].append(c)
+    asked = defaultdict(list)
+    for i, q in enumerate(questions):
+        asked[q.corpus or passages[0].corpus].append(i)
+    t0 = time.perf_counter()
+    graphs = {}
+    for name in sorted(asked):
+        graphs[name] = index_corpus(by_corpus[name], base, None, embedder, args.cache_dir, f"{args.dataset}_raw",
+                                    progress=False)
+        print(f"indexed {name}: {len(by_corpus[name])} chunks, {len(graphs[name].atoms):,} atoms "
+              f"({time.perf_counter() - t0:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
+    rows = []
+    wanted = [s for s in args.only.split(",") if s]
+    for label, fields, context in retriever_rows():
+        if wanted and not any(label.startswith(w) for w in wanted):
+            continue
+        cfg = config(args.dataset, fields, context, args.context_tokens)
+        ctx: list[list[str]] = [[] for _ in questions]
+        t1 = time.perf_counter()
+        for name, pos in asked.items():
+            _, contexts = BatchRetriever(cfg, graphs[name], embedder).run([questions[i] for i in pos])
+            for i, c in zip(pos, contexts):
+                ctx[i] = [it.text for it in c]
+        rows.append(summarize(label, questions, ctx) | {"s": round(time.perf_counter() - t1, 1)})
+        print(json.dumps(rows[-1]), flush=True)
+    wins = windows(passages)
+    for label in ("BM25 200-word windows", "dense MiniLM 200-word windows"):
+        if wanted and not any(label.startswith(w) for w in wanted):
+            continue
+        ctx = [[] for _ in questions]
+        for name, pos in asked.items():
+            texts = wins[name]
+            qs = [questions[i].question for i in pos]
+            if label.startswith("BM25"):
+                scores = BM25Matrix(texts).scores(qs)  # [q, W]
+            else:
+                scores = embedder.encode(qs, is_query=True) @ embedder.encode(texts).T  # [q, d] @ [d, W] -> [q, W]
+            top = scores.topk(min(6, len(texts)), dim=1).indices  # 6 windows = 1,200 words, past 600
+            for row, i in enumerate(pos):
+                ctx[i] = [texts[int(j)] for j in top[row]]
+        rows.append(summarize(label, questions, ctx))
+        print(json.dumps(rows[-1]), flush=True)
+    print(f"\n{args.dataset} DEV half {args.half}: evidence coverage, 95% bootstrap CI")
+    for r in rows:
+        print(f"{r['system']:40s} n={r['n']}  @300 {r['cov@300']:5.1f} {r['cov@300_ci95']}  "
+              f"@600 {r['cov@600']:5.1f} {r['cov@600_ci95']}  words {r['words_mean']}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"dataset": args.dataset, "half": args.half,
+                                               "context_tokens": args.context_tokens, "rows": rows,
+                                               "load_1min": os.getloadavg()[0]}, indent=1))
+
+
+if __name__ == "__main__":
+    torch.set_grad_enabled(False)
+    main()

@@ -1,0 +1,267 @@
+#!/usr/bin/env python
+"""QA benchmark (issue #21 item 6): do retrieval gains reach the answers?
+
+2Wiki DEV odd half (the questions no retrieval setting was tuned on; n = 333), full corpus
+(6,119 passages), one reader for every system: the ``precise`` reader, its prompt, and the same
+context budget (``--context-tokens`` regex tokens), on Qwen2.5-Coder-0.5B-Instruct served by the
+CPU vLLM server. Systems:
+
+- ``atomicrag``: the default retriever (``retriever=hybrid``) and the default reader context
+  (ranked documents filled to the budget, ``retrieve/reader_context.py``);
+- ``atomicrag_atoms``: the same retrieval, the paper's atom-list context (``reader.context=atoms``,
+  ``--atoms-context`` atoms; optional row);
+- ``vanilla``: dense MiniLM over the passages, top-5 passages (cut to the same budget);
+- ``gold``: the gold supporting passages (the reader's ceiling).
+
+Questions go in blocks: every system answers a block before the next starts, and each answer
+is appended to ``<out>/answers.jsonl`` at once, so a run stopped early still gives paired rows.
+The summary (EM/F1 with 95% bootstrap intervals, paired F1 differences) is printed and written
+to ``<out>/summary.json`` from whatever rows are there; ``--summary-only`` re-reads them.
+
+    python scripts/bench_qa.py --n 333 --out results/qa_2wiki/odd333
+    python scripts/bench_qa.py --summary-only --out results/qa_2wiki/odd333
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms")
+
+
+def base_config(args: argparse.Namespace) -> Any:
+    from atomicrag.core.config import RetrieverConfig, load_config
+
+    hybrid = yaml.safe_load((ROOT / "conf/retriever/hybrid.yaml").read_text())
+    llm = yaml.safe_load((ROOT / f"conf/llm/{args.llm}.yaml").read_text())
+    return load_config({
+        "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},
+        # the same embedder settings as scripts/tune_retrieval.py: its cached index is reused
+        "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32},
+        "atomizer": {"name": "sentence", "merge_window_repeats": bool(args.merge_window_repeats)},
+        "retriever": {**dataclasses.asdict(RetrieverConfig()), **hybrid},
+        "reader": {"name": "precise", "max_tokens": args.max_tokens, "context": "documents",
+                   "context_tokens": args.context_tokens},
+        "sieve": {"name": "none", "max_context": args.atoms_context},
+        "llm": {**llm, "concurrency": args.concurrency, **({"n_threads": args.llm_threads} if args.llm_threads else {})},
+        "fidelity": {"preset": "custom"},
+    })
+
+
+def gold_context(q: Any, passages: dict[str, Any]) -> list[Any]:
+    from atomicrag.retrieve.merge import ContextItem
+
+    return [ContextItem(text=passages[p].text, score=1.0, passage_id=p, title=passages[p].title, passage_ids=[p])
+            for p in q.supporting_ids if p in passages]
+
+
+def passage_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+                     ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
+    """Contexts (and passage rankings) of the systems that need no atom index: vanilla, gold."""
+    from atomicrag.data.token_windows import chunk_passages
+    from atomicrag.retrieve.dense_passage import retrieve_passages
+    from atomicrag.retrieve.reader_context import fit_budget
+
+    passages = data.passage_index()
+    vcfg = dataclasses.replace(cfg, retriever=dataclasses.replace(cfg.retriever, passage_top_k=5))
+    vtraces, vctx = retrieve_passages(questions, chunk_passages(data.passages, cfg.dataset), embedder, vcfg)
+    ctx = {"vanilla": [fit_budget(c, args.context_tokens) for c in vctx],
+           "gold": [fit_budget(gold_context(q, passages), args.context_tokens) for q in questions]}
+    return ctx, {"vanilla": [t.retrieved_passages for t in vtraces]}
+
+
+def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+                    ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
+    """AtomicRAG's contexts on the cached 2Wiki index (built here when the cache has none)."""
+    from atomicrag.data.token_windows import chunk_passages
+    from atomicrag.graph.cached_build import index_corpus
+    from atomicrag.retrieve.query_batch import BatchRetriever
+
+    graph = index_corpus(chunk_passages(data.passages, cfg.dataset), cfg, None, embedder, args.cache_dir, data.name,
+                         progress=False)
+    out: dict[str, list[list[Any]]] = {}
+    traces, out["atomicrag"] = BatchRetriever(cfg, graph, embedder).run(questions)
+    ranked = {"atomicrag": [t.retrieved_passages for t in traces]}
+    if "atomicrag_atoms" in args.systems:
+        acfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, context="atoms"))
+        traces, out["atomicrag_atoms"] = BatchRetriever(acfg, graph, embedder).run(questions)
+        ranked["atomicrag_atoms"] = [t.retrieved_passages for t in traces]
+    return out, ranked
+
+
+def bootstrap(values: list[float], reps: int = 2000, seed: int = 0) -> list[float]:
+    """95% percentile interval of the mean, in points, over question resamples."""
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
+    return [round(100 * means[int(0.025 * reps)], 1), round(100 * means[int(0.975 * reps) - 1], 1)]
+
+
+def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
+    """Per system EM/F1 (failures score 0 and are counted), paired F1 differences vs vanilla."""
+    by_q: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by_q.setdefault(r["id"], {})[r["system"]] = r
+    done = [q for q, s in by_q.items() if all(x in s for x in systems)]  # paired: every system answered
+    out: dict[str, Any] = {"n": len(done), "systems": {}}
+    for s in systems:
+        em = [by_q[q][s]["em"] for q in done]
+        f1 = [by_q[q][s]["f1"] for q in done]
+        cont = [by_q[q][s]["gold_in_reply"] for q in done]
+        if not done:
+            continue
+        out["systems"][s] = {
+            "EM": round(100 * sum(em) / len(em), 1), "EM_ci95": bootstrap(em),
+            "F1": round(100 * sum(f1) / len(f1), 1), "F1_ci95": bootstrap(f1),
+            "gold_in_reply": round(100 * sum(cont) / len(cont), 1),
+            "failed": sum(by_q[q][s]["failed"] for q in done),
+            "no_answer_marker": sum(not by_q[q][s]["marker_found"] for q in done),
+            "context_tokens_mean": round(sum(by_q[q][s]["context_tokens"] for q in done) / len(done), 1),
+            "R@5": (round(100 * sum(by_q[q][s]["R@5"] for q in done) / len(done), 1)
+                    if all(by_q[q][s].get("R@5") is not None for q in done) else None),
+        }
+    for s in systems:
+        if s == "vanilla" or "vanilla" not in systems or not done:
+            continue
+        diff = [by_q[q][s]["f1"] - by_q[q]["vanilla"]["f1"] for q in done]
+        out["systems"][s]["F1_minus_vanilla"] = round(100 * sum(diff) / len(diff), 1)
+        out["systems"][s]["F1_minus_vanilla_ci95"] = bootstrap(diff)
+    return out
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    print(f"n = {summary['n']} questions answered by every system (2Wiki DEV odd half)")
+    print(f"{'system':18s} {'EM [95% CI]':>20s} {'F1 [95% CI]':>20s} {'F1 - vanilla [95% CI]':>26s} "
+          f"{'gold in reply':>14s} {'failed':>7s} {'ctx tok':>8s} {'R@5':>6s}")
+    for s, m in summary["systems"].items():
+        d = (f"{m['F1_minus_vanilla']:+.1f} {m['F1_minus_vanilla_ci95']}" if "F1_minus_vanilla" in m else "—")
+        print(f"{s:18s} {m['EM']:5.1f} {m['EM_ci95']!s:>14s} {m['F1']:5.1f} {m['F1_ci95']!s:>14s} {d:>26s} "
+              f"{m['gold_in_reply']:14.1f} {m['failed']:7d} {m['context_tokens_mean']:8.1f} {m['R@5']!s:>6s}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=333, help="first n questions of the odd half")
+    ap.add_argument("--systems", default="atomicrag,vanilla,gold", help=f"comma list of {SYSTEMS}")
+    ap.add_argument("--llm", default="vllm_cpu_qwen05b", help="conf/llm/<name>.yaml")
+    ap.add_argument("--context-tokens", type=int, default=600, help="reader context budget (regex tokens), every system")
+    ap.add_argument("--merge-window-repeats", type=int, default=1, choices=[0, 1],
+                    help="atomizer.merge_window_repeats of the 2Wiki index (0: the index built before issue #21)")
+    ap.add_argument("--atoms-context", type=int, default=25, help="atomicrag_atoms: atoms in the paper's context")
+    ap.add_argument("--max-tokens", type=int, default=384, help="reader completion budget")
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--llm-threads", type=int, default=0, help="cores the vLLM server computes on (0: the config's)")
+    ap.add_argument("--block", type=int, default=32, help="questions per block (every system answers it)")
+    ap.add_argument("--cache-dir", default="cache")
+    ap.add_argument("--out", default="results/qa_2wiki/odd333")
+    ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--wait-for", help="answer AtomicRAG's rows once this file exists (its index build is done)")
+    args = ap.parse_args()
+    args.systems = [s for s in args.systems.split(",") if s]
+    if unknown := set(args.systems) - set(SYSTEMS):
+        sys.exit(f"unknown systems {sorted(unknown)}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows_file = out / "answers.jsonl"
+    if not args.summary_only:
+        run(args, rows_file)
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines() if line.strip()]
+    summary = summarize(rows, args.systems)
+    summary.update({"command": " ".join(sys.argv), "llm": args.llm, "context_tokens": args.context_tokens,
+                    "merge_window_repeats": args.merge_window_repeats,
+                    "max_tokens": args.max_tokens, "n_requested": args.n})
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print_summary(summary)
+
+
+def run(args: argparse.Namespace, rows_file: Path) -> None:
+    from atomicrag.answer.readers import LLMReader
+    from atomicrag.data.loaders import load_dataset
+    from atomicrag.embed.factory import build_embedder
+    from atomicrag.engine.core import ConfigModels
+    from atomicrag.llm.accounting import Accountant
+
+    cfg = base_config(args)
+    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
+    questions = data.questions[1::2][: args.n]  # the odd half: never tuned on
+    embedder = build_embedder(cfg.embedder, cfg.fidelity)
+    t0 = time.perf_counter()
+    ctx, ranked = passage_contexts(args, cfg, data, questions, embedder)
+    print(f"passage contexts for {len(questions)} questions in {time.perf_counter() - t0:.0f} s; load "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    pending = [s for s in args.systems if s.startswith("atomicrag")]
+    done: set[tuple[str, str]] = set()
+    if rows_file.exists():  # resume: a stopped run keeps its answers
+        done = {(r["id"], r["system"]) for r in map(json.loads, rows_file.read_text().splitlines()) if r}
+    units = [(start, system) for start in range(0, len(questions), args.block) for system in args.systems]
+    models = ConfigModels(cfg, Accountant())
+    try:
+        reader = LLMReader(models.llm, "precise", cfg.reader, temperature=0.0, seed=0, max_tokens=args.max_tokens)
+        while True:
+            # AtomicRAG's rows wait for its index (--wait-for: a file the index build writes when done,
+            # e.g. scripts/tune_retrieval.py's --json); the other systems answer meanwhile.
+            if pending and (not args.wait_for or Path(args.wait_for).exists()):
+                t0 = time.perf_counter()
+                more, more_ranked = atomic_contexts(args, cfg, data, questions, embedder)
+                ctx.update(more)
+                ranked.update(more_ranked)
+                pending = []
+                print(f"AtomicRAG contexts in {time.perf_counter() - t0:.0f} s", flush=True)
+            unit = next(((start, system) for start, system in units if system in ctx and any(
+                (q.id, system) not in done for q in questions[start:start + args.block])), None)
+            if unit is None:
+                if not pending:
+                    break
+                time.sleep(15)
+                continue
+            start, system = unit
+            todo = [i for i in range(start, min(start + args.block, len(questions)))
+                    if (questions[i].id, system) not in done]
+            t1 = time.perf_counter()
+            outs = reader.answer([questions[i].question for i in todo], [ctx[system][i] for i in todo])
+            with rows_file.open("a") as f:
+                for i, o in zip(todo, outs):
+                    f.write(json.dumps(answer_row(questions[i], system, o, ctx[system][i],
+                                                  ranked.get(system, [None] * len(questions))[i])) + "\n")
+                    done.add((questions[i].id, system))
+            print(f"[{time.strftime('%H:%M:%S')}] {system:16s} q {todo[0]}-{todo[-1]}: "
+                  f"{time.perf_counter() - t1:5.1f} s, failed {sum(o.failed for o in outs)}", flush=True)
+    finally:
+        models.close()
+
+
+def answer_row(q: Any, system: str, o: Any, context: list[Any], rank: list[str] | None) -> dict[str, Any]:
+    """One answers.jsonl row: the parsed span, the full reply, EM/F1 (a failed call scores 0)."""
+    from atomicrag.evaluate.metrics import exact_match, normalize_answer, recall_at_k, token_f1
+    from atomicrag.retrieve.reader_context import count_tokens
+
+    golds = list(q.answers)
+    return {
+        "id": q.id, "system": system, "type": q.question_type, "answers": golds,
+        "answer": o.answer, "raw": o.raw, "failed": o.failed, "error": o.error, "marker_found": o.marker_found,
+        "em": 0.0 if o.failed else exact_match(o.answer, golds),
+        "f1": 0.0 if o.failed else token_f1(o.answer, golds),
+        "gold_in_reply": float(not o.failed and any(
+            normalize_answer(g) and normalize_answer(g) in normalize_answer(o.raw) for g in golds)),
+        "context_tokens": sum(count_tokens(c.text) for c in context), "context_items": len(context),
+        "context_passages": [c.passage_id for c in context],
+        "R@5": recall_at_k(rank, q.supporting_ids, 5) if rank is not None else None,
+        "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens,
+    }
+
+
+if __name__ == "__main__":
+    main()
