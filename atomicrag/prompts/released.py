@@ -141,7 +141,7 @@ def load(root: str) -> ReleasedPrompts:
     jm = ModuleConstants(base / JUDGE_FILE)
     examples_expr = find_assignment(jm.function("calculate_factuality"), "examples")
     judge = {"statements": jm.get(JUDGE_STATEMENTS), "classify": jm.get(JUDGE_CLASSIFY),
-             "examples": jm.eval(examples_expr, {})}
+             "examples": jm.resolve(examples_expr, {})}
     for key, fields_ in (("statements", ("question", "answer")),
                          ("classify", ("examples", "question", "answer", "ground_truth"))):
         text = judge[key]

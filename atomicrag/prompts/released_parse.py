@@ -61,7 +61,7 @@ class ModuleConstants:
         if name in self._cache:
             return self._cache[name]
         if name in self._assign:
-            value = self.eval(self._assign[name], {})
+            value = self.resolve(self._assign[name], {})
         elif name in self._imported:
             module, attr = self._imported[name]
             sibling = self._siblings.get(module)
@@ -73,27 +73,27 @@ class ModuleConstants:
         self._cache[name] = value
         return value
 
-    def eval(self, node: ast.expr, local: dict[str, Any]) -> Any:
+    def resolve(self, node: ast.expr, local: dict[str, Any]) -> Any:
         """Evaluate one expression of the closed set (see the module docstring)."""
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
             return node.value
         if isinstance(node, ast.Name):
             return local[node.id] if node.id in local else self.get(node.id)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self.eval(node.left, local), self.eval(node.right, local)
+            left, right = self.resolve(node.left, local), self.resolve(node.right, local)
             if not (isinstance(left, str) and isinstance(right, str)):
                 raise self._error(node, "'+' of non-strings")
             return left + right
         if isinstance(node, ast.JoinedStr):
             return "".join(self._fstring_part(v, local) for v in node.values)
         if isinstance(node, (ast.List, ast.Tuple)):
-            return [self.eval(e, local) for e in node.elts]
+            return [self.resolve(e, local) for e in node.elts]
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise self._error(node, "dict unpacking")
-            return {self.eval(k, local): self.eval(v, local) for k, v in zip(node.keys, node.values)}
+            return {self.resolve(k, local): self.resolve(v, local) for k, v in zip(node.keys, node.values)}
         if isinstance(node, ast.Subscript):
-            return self.eval(node.value, local)[self.eval(node.slice, local)]
+            return self.resolve(node.value, local)[self.resolve(node.slice, local)]
         if isinstance(node, ast.Call):
             return self._call(node, local)
         raise self._error(node, type(node).__name__)
@@ -102,32 +102,32 @@ class ModuleConstants:
         if isinstance(part, ast.Constant):
             return str(part.value)
         if isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None:
-            return str(self.eval(part.value, local))
+            return str(self.resolve(part.value, local))
         raise self._error(part, "f-string field with a conversion or format spec")
 
     def _call(self, node: ast.Call, local: dict[str, Any]) -> Any:
         func = node.func
-        kwargs = {k.arg: self.eval(k.value, local) for k in node.keywords if k.arg}
+        kwargs = {k.arg: self.resolve(k.value, local) for k in node.keywords if k.arg}
         if len(kwargs) != len(node.keywords):
             raise self._error(node, "** arguments")
         if isinstance(func, ast.Name) and func.id == "Template" and len(node.args) == 1 and not kwargs:
-            return self._text(self.eval(node.args[0], local), node)
+            return self._text(self.resolve(node.args[0], local), node)
         if isinstance(func, ast.Name) and func.id == "convert_format_to_template":
-            text = kwargs.get("original_string", self.eval(node.args[0], local) if node.args else None)
+            text = kwargs.get("original_string", self.resolve(node.args[0], local) if node.args else None)
             if kwargs.get("placeholder_mapping") or kwargs.get("static_values"):
                 raise self._error(node, "convert_format_to_template with a mapping")
             return format_to_template(self._text(text, node))
         if (isinstance(func, ast.Attribute) and func.attr == "dumps" and isinstance(func.value, ast.Name)
                 and func.value.id == "json" and len(node.args) == 1):
-            return json.dumps(self.eval(node.args[0], local), **{k: v for k, v in kwargs.items()
+            return json.dumps(self.resolve(node.args[0], local), **{k: v for k, v in kwargs.items()
                                                                  if k in ("ensure_ascii", "indent")})
         if isinstance(func, ast.Attribute) and func.attr == "format":
-            text = self._text(self.eval(func.value, local), node)
-            args = [self._text(self.eval(a, local), node) for a in node.args]
+            text = self._text(self.resolve(func.value, local), node)
+            args = [self._text(self.resolve(a, local), node) for a in node.args]
             return text.format(*args, **{k: self._text(v, node) for k, v in kwargs.items()})
         if (isinstance(func, ast.Attribute) and func.attr == "join" and len(node.args) == 1
                 and isinstance(node.args[0], ast.GeneratorExp)):
-            sep = self._text(self.eval(func.value, local), node)
+            sep = self._text(self.resolve(func.value, local), node)
             return sep.join(self._text(x, node) for x in self._generate(node.args[0], local))
         raise self._error(node, f"call of {ast.unparse(func)}")
 
@@ -135,8 +135,8 @@ class ModuleConstants:
         if len(gen.generators) != 1 or gen.generators[0].ifs or not isinstance(gen.generators[0].target, ast.Name):
             raise self._error(gen, "a generator other than 'x for x in NAME'")
         comp = gen.generators[0]
-        return [self.eval(gen.elt, {**local, comp.target.id: item})  # type: ignore[union-attr]
-                for item in self.eval(comp.iter, local)]
+        return [self.resolve(gen.elt, {**local, comp.target.id: item})  # type: ignore[union-attr]
+                for item in self.resolve(comp.iter, local)]
 
     def _text(self, value: Any, node: ast.AST) -> str:
         if not isinstance(value, str):
