@@ -44,3 +44,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def released_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A synthetic checkout of the released code (invented texts) named by the environment, for
+    tests of the switches that read it (embed_instruction=released, prompts=released); returns its
+    embedding instructions by linking method."""
+    from tests.prompts.released_tree import make_tree
+
+    from atomicrag.prompts.released import ENV_VAR, load
+
+    root = make_tree(tmp_path_factory.mktemp("released_checkout"))
+    monkeypatch.setenv(ENV_VAR, str(root))
+    return dict(load(str(root.resolve())).instructions)

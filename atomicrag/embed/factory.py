@@ -62,8 +62,13 @@ def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) 
     if fidelity is not None and fidelity.embed_instruction == "released":
         # switch #10: the released code's instruction, glued on with no separator; none on passages
         from atomicrag.embed.released_instructions import QUERY_TO_PASSAGE
+        from atomicrag.prompts.released import instruction
 
-        cfg = dataclasses.replace(cfg, query_prefix=QUERY_TO_PASSAGE, passage_prefix="")
+        # the checkout's text under fidelity.prompts=released; under own prompts the embedder's own
+        # query prefix, placed as the released code places its instruction (none on passages)
+        released = instruction(fidelity, QUERY_TO_PASSAGE)
+        cfg = dataclasses.replace(cfg, query_prefix=cfg.query_prefix if released is None else released,
+                                  passage_prefix="")
     key = tuple(sorted(dataclasses.asdict(cfg).items()))
     # the fake embedder has no pooling; don't let the switch split its shared instance
     pooling = "-" if cfg.name == "fake" else effective_pooling(cfg, fidelity)

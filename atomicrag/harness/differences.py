@@ -44,6 +44,9 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if cfg.fidelity.prompts == "own":
         out.append(_item("prompts", "this project's own wording (fidelity.prompts=own)", "released templates"))
+        if cfg.fidelity.embed_instruction == "released":
+            out.append(_item("embedding instructions", "the embedder's own query prefix (fidelity.prompts=own)",
+                             "the released linking instructions"))
     if cfg.sieve.name != "none":
         out.append(_item("sieve prompt", "this project's own wording (its released prompt is built in code, "
                          "not a template file)", "released sieve prompt"))

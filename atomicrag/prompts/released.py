@@ -30,6 +30,10 @@ from atomicrag.prompts.released_parse import ModuleConstants, ReleasedParseError
 ENV_VAR = "ATOMICRAG_RELEASED_CODE"
 TEMPLATES_DIR = Path("atomicrag/prompts/templates")
 JUDGE_FILE = Path("Evaluation/metrics/answer_accuracy.py")
+# the embedding instructions: a dict inside a function of this file (fidelity.embed_instruction=released)
+LINKING_FILE = Path("atomicrag/prompts/linking.py")
+LINKING_FUNCTION, LINKING_DICT = "get_query_instruction", "instructions"
+LINKING_KEYS = ("query_to_passage", "query_to_node")  # what the released retrieval asks for
 # template file -> the placeholders the pipeline fills (a checkout whose template lacks one fails)
 CHAT_TEMPLATES: dict[str, tuple[str, ...]] = {
     "ner": ("passage",),
@@ -59,6 +63,7 @@ class ReleasedPrompts:
     root: str
     chats: dict[str, list[dict[str, str]]]  # name -> [{"role", "content" with ${...}}]
     judge: dict[str, str] = field(default_factory=dict)  # statements / classify (str.format fields) / examples
+    instructions: dict[str, str] = field(default_factory=dict)  # linking method -> embedding instruction
 
     def render(self, name: str, **values: Any) -> list[dict[str, str]]:
         """Fill a chat template as the released manager does (``Template.substitute`` per message)."""
@@ -93,6 +98,7 @@ class ReleasedPrompts:
         """sha256 (first 16 hex digits) of each template as parsed, placeholders unfilled."""
         out = {name: _digest(msgs) for name, msgs in sorted(self.chats.items())}
         out.update({f"judge.{k}": _digest(v) for k, v in sorted(self.judge.items())})
+        out.update({f"instruction.{k}": _digest(v) for k, v in sorted(self.instructions.items())})
         return out
 
 
@@ -147,7 +153,12 @@ def load(root: str) -> ReleasedPrompts:
         text = judge[key]
         if not isinstance(text, str) or any("{" + f + "}" not in text for f in fields_):
             raise ReleasedParseError(f"{base / JUDGE_FILE}: the {key} prompt lacks one of {fields_}")
-    return ReleasedPrompts(root=root, chats=chats, judge=judge)
+    lm = ModuleConstants(base / LINKING_FILE)
+    instructions = lm.resolve(find_assignment(lm.function(LINKING_FUNCTION), LINKING_DICT), {})
+    if not (isinstance(instructions, dict) and all(isinstance(instructions.get(k), str) for k in LINKING_KEYS)):
+        raise ReleasedParseError(f"{base / LINKING_FILE}: {LINKING_DICT} lacks one of {LINKING_KEYS}")
+    return ReleasedPrompts(root=root, chats=chats, judge=judge,
+                           instructions={k: instructions[k] for k in LINKING_KEYS})
 
 
 def placeholders(text: str) -> set[str]:
@@ -161,3 +172,11 @@ def for_fidelity(fidelity: FidelityConfig) -> ReleasedPrompts | None:
     if fidelity.prompts != "released":
         return None
     return require(fidelity.released_code)
+
+
+def instruction(fidelity: FidelityConfig, linking: str) -> str | None:
+    """The released embedding instruction for ``linking`` (``query_to_passage``/``query_to_node``),
+    read from the named checkout, when the run sends the released prompts; None under own prompts
+    (the embedder's own query prefix then stands in, placed as the released code places it)."""
+    prompts = for_fidelity(fidelity)
+    return None if prompts is None else prompts.instructions[linking]

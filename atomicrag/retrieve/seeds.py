@@ -171,11 +171,17 @@ def build_seeds(
     """
     n_q = query_embeddings.shape[0]
     e_count = graph.num_entities
+    to_node = None
     if fidelity.embed_instruction == "released":  # switch #10: the released query-to-node instruction
-        from atomicrag.embed.released_instructions import QUERY_TO_NODE, glue
+        from atomicrag.embed.released_instructions import QUERY_TO_NODE
+        from atomicrag.prompts.released import instruction
+
+        to_node = instruction(fidelity, QUERY_TO_NODE)  # None under own prompts: no extra instruction
+    if to_node is not None:
+        from atomicrag.embed.released_instructions import glue
 
         plain_encode = encode_entities
-        encode_entities = lambda xs: plain_encode(glue(QUERY_TO_NODE, xs))  # noqa: E731
+        encode_entities = lambda xs: plain_encode(glue(to_node, xs))  # noqa: E731
     entity_seeds = link_entities(query_entities, graph, encode_entities, cfg, lexical,
                                  fallback=fidelity.entity_link_fallback)
     rows: list[torch.Tensor] = []

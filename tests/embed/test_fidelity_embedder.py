@@ -3,27 +3,28 @@ from __future__ import annotations
 
 from atomicrag.core.config import EmbedderConfig, FidelityConfig
 from atomicrag.embed import factory
-from atomicrag.embed.released_instructions import QUERY_TO_NODE, QUERY_TO_PASSAGE, glue
+from atomicrag.embed.released_instructions import glue
 
 
-def test_factory_applies_pooling_and_released_instruction(monkeypatch):
+def test_factory_applies_pooling_and_released_instruction(monkeypatch, released_checkout):
+    QUERY_TO_PASSAGE = released_checkout["query_to_passage"]  # read from the (synthetic) checkout
     seen = []
     monkeypatch.setattr(factory, "_build", lambda key, pooling: seen.append((dict(key), pooling)) or object())
     cfg = EmbedderConfig(name="transformers", model="BAAI/bge-large-en-v1.5", pooling="cls",
                          query_prefix="Represent this sentence for searching relevant passages: ")
     factory.build_embedder(cfg, FidelityConfig())
-    factory.build_embedder(cfg, FidelityConfig(embed_pooling="mean", embed_instruction="released"))
+    factory.build_embedder(cfg, FidelityConfig(embed_pooling="mean", embed_instruction="released", prompts="released"))
     (paper, p_pool), (code, c_pool) = seen
     assert (p_pool, paper["query_prefix"]) == ("cls", cfg.query_prefix)
     assert (c_pool, code["query_prefix"], code["passage_prefix"]) == ("mean", QUERY_TO_PASSAGE, "")
 
 
 def test_instructions_are_glued_without_a_separator():
-    assert glue(QUERY_TO_NODE, ["Paris"]) == [QUERY_TO_NODE + "Paris"]
-    assert QUERY_TO_PASSAGE.endswith("question.") and not QUERY_TO_PASSAGE.endswith(" ")
+    assert glue("SYN-INSTRUCTION.", ["Paris"]) == ["SYN-INSTRUCTION.Paris"]
 
 
-def test_table8_embedders_keep_their_own_recipe_unless_the_released_code_covers_them(monkeypatch):
+def test_table8_embedders_keep_their_own_recipe_unless_the_released_code_covers_them(monkeypatch, released_checkout):
+    QUERY_TO_PASSAGE = released_checkout["query_to_passage"]
     """Issue 19, item 6: reference_code's mean pooling and glued instruction are the released BGE
     class's; e5, gte, gte-Qwen2 and nomic (no released encoder) keep their model card's recipe."""
     from pathlib import Path
@@ -32,7 +33,7 @@ def test_table8_embedders_keep_their_own_recipe_unless_the_released_code_covers_
 
     seen = {}
     monkeypatch.setattr(factory, "_build", lambda key, pooling: seen.setdefault(dict(key)["model"], (dict(key), pooling)))
-    released = FidelityConfig(embed_pooling="mean", embed_instruction="released")
+    released = FidelityConfig(embed_pooling="mean", embed_instruction="released", prompts="released")
     conf = Path(__file__).resolve().parents[2] / "conf" / "embedder"
     for name in ("bge_large", "bge_m3", "e5_large", "gte_large", "gte_qwen2_1.5b", "nomic_embed"):
         factory.build_embedder(EmbedderConfig(**yaml.safe_load((conf / f"{name}.yaml").read_text())), released)

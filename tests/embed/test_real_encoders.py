@@ -81,14 +81,14 @@ def test_fidelity_switch_forces_mean_pooling(covered) -> None:
     assert build_embedder(cfg, FidelityConfig(embed_pooling="mean")).pooling == "mean"
 
 
-def test_released_pooling_and_instruction_change_the_query_embedding(covered) -> None:
-    """Switch #10: mean pooling and the released instruction glued on with no separator."""
-    from atomicrag.embed.released_instructions import QUERY_TO_PASSAGE
+def test_released_pooling_and_instruction_change_the_query_embedding(covered, released_checkout) -> None:
+    """Switch #10: mean pooling and the released instruction (from the checkout) glued on with no separator."""
+    QUERY_TO_PASSAGE = released_checkout["query_to_passage"]
 
     base = EmbedderConfig(name="transformers", model="minilm", pooling="cls", device="cpu",
                           query_prefix="query: ")
     model = build_embedder(base, FidelityConfig())
-    code = build_embedder(base, FidelityConfig(embed_pooling="mean", embed_instruction="released"))
+    code = build_embedder(base, FidelityConfig(embed_pooling="mean", embed_instruction="released", prompts="released"))
     assert (model.pooling, model.query_prefix) == ("cls", "query: ")
     assert (code.pooling, code.query_prefix, code.passage_prefix) == ("mean", QUERY_TO_PASSAGE, "")
     q_model, q_code = model.encode([QUERY], is_query=True), code.encode([QUERY], is_query=True)

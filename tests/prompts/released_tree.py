@@ -87,6 +87,18 @@ async def calculate_factuality(llm, question, answer_stmts, gt_stmts):
 '''
 
 
+LINKING = '''
+def get_query_instruction(linking_method):
+    instructions = {
+        "ner_to_node": "SYN-NER-TO-NODE: ",
+        "query_to_node": "SYN-QUERY-TO-NODE: ",
+        "query_to_passage": "SYN-QUERY-TO-PASSAGE: ",
+    }
+    default_instruction = "SYN-DEFAULT: "
+    return instructions.get(linking_method, default_instruction)
+'''
+
+
 def make_tree(root: Path) -> Path:
     tdir = root / "atomicrag" / "prompts" / "templates"
     tdir.mkdir(parents=True)
@@ -96,4 +108,5 @@ def make_tree(root: Path) -> Path:
     jdir = root / "Evaluation" / "metrics"
     jdir.mkdir(parents=True)
     (jdir / "answer_accuracy.py").write_text(JUDGE)
+    (root / "atomicrag" / "prompts" / "linking.py").write_text(LINKING)
     return root

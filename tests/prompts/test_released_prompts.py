@@ -53,12 +53,38 @@ def test_judge_prompts_and_examples_block(tree: Path) -> None:
 
 def test_hashes_cover_every_template_and_change_with_the_text(tree: Path) -> None:
     h1 = released.require(str(tree)).hashes()
-    assert set(h1) == set(released.CHAT_TEMPLATES) | {"judge.statements", "judge.classify", "judge.examples"}
+    assert set(h1) == set(released.CHAT_TEMPLATES) | {"judge.statements", "judge.classify", "judge.examples",
+                                                      "instruction.query_to_passage", "instruction.query_to_node"}
     f = tree / "atomicrag/prompts/templates/ner.py"
     f.write_text(f.read_text().replace("SYN-NER-SYSTEM", "SYN-NER-SYSTEM2"))
     released.load.cache_clear()
     h2 = released.require(str(tree)).hashes()
     assert h2["ner"] != h1["ner"] and h2["rag_qa_precise"] == h1["rag_qa_precise"]
+
+
+def test_embedding_instructions_come_from_the_checkout(tree: Path) -> None:
+    """fidelity.embed_instruction=released: the texts are the checkout's (nothing copied here), and
+    without a checkout the switch stops with how to get one."""
+    from atomicrag.core.config import EmbedderConfig
+    from atomicrag.embed import factory
+
+    fid = FidelityConfig(embed_instruction="released", prompts="released", released_code=str(tree))
+    assert released.instruction(fid, "query_to_passage") == "SYN-QUERY-TO-PASSAGE: "
+    assert released.instruction(fid, "query_to_node") == "SYN-QUERY-TO-NODE: "
+    seen = []
+    orig = factory._build
+    try:
+        factory._build = lambda key, pooling: seen.append(dict(key)) or object()
+        factory.build_embedder(EmbedderConfig(name="transformers", model="BAAI/bge-large-en-v1.5"), fid)
+        with pytest.raises(released.ReleasedCodeMissing, match="fidelity.released_code"):
+            factory.build_embedder(EmbedderConfig(name="transformers", model="BAAI/bge-large-en-v1.5"),
+                                   FidelityConfig(embed_instruction="released", prompts="released", released_code=str(tree / "nope")))
+    finally:
+        factory._build = orig
+    assert seen[0]["query_prefix"] == "SYN-QUERY-TO-PASSAGE: "
+    # own prompts: the embedder's own query prefix stands in (nothing of the checkout is read)
+    own = FidelityConfig(embed_instruction="released", prompts="own", released_code=str(tree / "nope"))
+    assert released.instruction(own, "query_to_passage") is None
 
 
 def test_the_checkout_is_never_imported(tree: Path) -> None:

@@ -8,7 +8,6 @@ import torch.nn.functional as F
 
 from atomicrag.core.config import FidelityConfig, RetrieverConfig
 from atomicrag.core.schemas import Atom
-from atomicrag.embed.released_instructions import QUERY_TO_NODE
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.retrieve.seeds import atom_seed_weights, build_seeds, link_entities
 
@@ -92,13 +91,14 @@ def test_build_seeds_matrix_layout_and_mass_split():
     assert (ref[0, 3:] > 0).sum() == 2  # every atom but the least similar carries mass
 
 
-def test_released_query_to_node_instruction_is_glued_on():
-    enc = Table({"x": [1.0, 0.0, 0.0], QUERY_TO_NODE + "x": [0.0, 1.0, 0.0]})
+def test_released_query_to_node_instruction_is_glued_on(released_checkout):
+    to_node = released_checkout["query_to_node"]  # read from the (synthetic) checkout
+    enc = Table({"x": [1.0, 0.0, 0.0], to_node + "x": [0.0, 1.0, 0.0]})
     q = F.normalize(torch.tensor([[1.0, 0.0, 0.0]]), dim=1)
     cfg = RetrieverConfig(entity_sim_threshold=0.9, atom_seed_weight=0.0)
     plain = build_seeds(G, q, [["x"]], enc, cfg, FidelityConfig())
-    released = build_seeds(G, q, [["x"]], enc, cfg, FidelityConfig(embed_instruction="released"))
-    assert enc.seen == ["x", QUERY_TO_NODE + "x"]  # no separator between instruction and text
+    released = build_seeds(G, q, [["x"]], enc, cfg, FidelityConfig(embed_instruction="released", prompts="released"))
+    assert enc.seen == ["x", to_node + "x"]  # no separator between instruction and text
     assert [e for e, _ in plain.entity_seeds[0]] == [0] and [e for e, _ in released.entity_seeds[0]] == [1]
 
 
