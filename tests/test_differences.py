@@ -62,3 +62,18 @@ def test_footnote_names_rows_and_cells_say_own_prompts(tmp_path: Path):
     assert "| Own | 50.0 [50.0, 50.0] n=10 ref own prompts |" in md
     assert "| Rel | 50.0 [50.0, 50.0] n=10 ref |" in md
     assert "Differences from the released pipeline: prompts: own (released: released templates) — Own" in md
+
+
+def test_ner_budgets_below_the_released_ones_are_listed() -> None:
+    """The passage NER (llm atomizer) and query NER calls get smaller completion budgets than the
+    released 2048: a run that makes those calls lists both."""
+    from atomicrag.core.config import Config
+    from atomicrag.harness.differences import differences
+
+    cfg = Config()
+    cfg.atomizer.name, cfg.retriever.query_entities = "llm", "llm"
+    topics = {d["topic"] for d in differences(cfg)}
+    assert {"budget: passage NER max_tokens", "budget: query NER max_tokens"} <= topics
+    cfg.atomizer.name, cfg.retriever.query_entities = "sentence", "spacy_cased"
+    topics = {d["topic"] for d in differences(cfg)}
+    assert not {"budget: passage NER max_tokens", "budget: query NER max_tokens"} & topics

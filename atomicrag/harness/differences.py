@@ -75,6 +75,14 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
 
     if STAGE_MAX_TOKENS["sieve"] != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none":
         out.append(_item("budget: sieve max_tokens", STAGE_MAX_TOKENS["sieve"], RELEASED_SIEVE_BUDGET))
+    if cfg.retriever.query_entities == "llm" and STAGE_MAX_TOKENS["retrieve_ner"] != RELEASED_BUDGET:
+        out.append(_item("budget: query NER max_tokens", STAGE_MAX_TOKENS["retrieve_ner"], RELEASED_BUDGET))
+    if cfg.atomizer.name == "llm":  # the llm atomizer's NER call (its extraction call gets 2048 as released)
+        from atomicrag.atomize.llm import LLMAtomizer
+
+        ner_budget = LLMAtomizer.NER_MAX_TOKENS
+        if ner_budget != RELEASED_BUDGET:
+            out.append(_item("budget: passage NER max_tokens", ner_budget, RELEASED_BUDGET))
     if cfg.llm.model != RELEASED_MODELS["llm"]:
         out.append(_item("generator", cfg.llm.model, RELEASED_MODELS["llm"]))
     if cfg.embedder.model != RELEASED_MODELS["embedder"]:
