@@ -93,11 +93,13 @@ def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: li
     graph = index_corpus(chunk_passages(data.passages, cfg.dataset), cfg, None, embedder, args.cache_dir, data.name,
                          progress=False)
     out: dict[str, list[list[Any]]] = {}
-    traces, out["atomicrag"] = BatchRetriever(cfg, graph, embedder).run(questions)
+    res = BatchRetriever(cfg, graph, embedder).run(questions)
+    traces, out["atomicrag"] = res.traces, res.contexts
     ranked = {"atomicrag": [t.retrieved_passages for t in traces]}
     if "atomicrag_atoms" in args.systems:
         acfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, context="atoms"))
-        traces, out["atomicrag_atoms"] = BatchRetriever(acfg, graph, embedder).run(questions)
+        res = BatchRetriever(acfg, graph, embedder).run(questions)
+        traces, out["atomicrag_atoms"] = res.traces, res.contexts
         ranked["atomicrag_atoms"] = [t.retrieved_passages for t in traces]
     return out, ranked
 

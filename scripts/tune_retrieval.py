@@ -124,7 +124,7 @@ def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict
         MemoEngine.memo.clear()
         engine.embedder.memo.clear()
     t0, c0 = time.perf_counter(), time.process_time()
-    traces, _ = engine.run(questions)
+    traces = engine.run(questions).traces
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     out: dict[str, Any] = {"n": len(questions), "ms_per_q": round(1000 * wall / len(questions), 1),
                            "cpu_ms_per_q": round(1000 * cpu / len(questions), 1)}

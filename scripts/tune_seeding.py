@@ -64,7 +64,7 @@ def main() -> None:
     for point in grid:
         engine = BatchRetriever(with_retriever(base, **point), graph, embedder)
         t0 = time.perf_counter()
-        traces, _ = engine.run(questions)
+        traces = engine.run(questions).traces
         r2 = sum(recall_at_k(t.retrieved_passages, q.supporting_ids, 2) or 0 for q, t in zip(questions, traces))
         r5 = sum(recall_at_k(t.retrieved_passages, q.supporting_ids, 5) or 0 for q, t in zip(questions, traces))
         n = len(questions)
