@@ -53,12 +53,16 @@ def retriever_rows() -> list[tuple[str, dict[str, Any], str]]:
 READER: dict[str, Any] = {}  # --reader: extra reader fields (e.g. {"atoms_first": false})
 
 
+SETUP: dict[str, Any] = {"embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "paths": {}}
+
+
 def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens: int) -> Any:
     from atomicrag.core.config import RetrieverConfig, load_config
 
     return load_config({
         "dataset": {"name": dataset, "split": "dev", "format": "normalized", "reader": "abstract"},
-        "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32},
+        "embedder": SETUP["embedder"],
+        "paths": SETUP["paths"],
         "atomizer": {"name": "sentence"},
         "retriever": {**dataclasses.asdict(RetrieverConfig()), **retriever},
         "reader": {"name": "none", "context": context, "context_tokens": context_tokens, **READER},
@@ -122,9 +126,14 @@ def main() -> None:
                     help="only the first N corpora in sorted order (Novel: N novels) and their questions; 0 = all")
     ap.add_argument("--cache-dir", default="cache")
     ap.add_argument("--reader", default="{}", help="JSON reader fields for the documents context")
+    ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
+    ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ../shared/data or ./data)")
     ap.add_argument("--json")
     args = ap.parse_args()
     READER.update(json.loads(args.reader))
+    if args.embedder != "minilm":
+        SETUP["embedder"] = yaml.safe_load((ROOT / f"conf/embedder/{args.embedder}.yaml").read_text())
+    SETUP["paths"] = {"data_dir": args.data_dir}
     from atomicrag.core.schemas import Question
     from atomicrag.data.loaders import load_dataset
     from atomicrag.data.token_windows import chunk_passages
@@ -166,8 +175,8 @@ def main() -> None:
         ctx: list[list[str]] = [[] for _ in questions]
         t1 = time.perf_counter()
         for name, pos in asked.items():
-            _, contexts = BatchRetriever(cfg, graphs[name], embedder).run([questions[i] for i in pos])
-            for i, c in zip(pos, contexts):
+            result = BatchRetriever(cfg, graphs[name], embedder).run([questions[i] for i in pos])
+            for i, c in zip(pos, result.contexts):
                 ctx[i] = [it.text for it in c]
         rows.append(summarize(label, questions, ctx) | {"s": round(time.perf_counter() - t1, 1)})
         print(json.dumps(rows[-1]), flush=True)

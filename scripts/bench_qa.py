@@ -48,9 +48,11 @@ def base_config(args: argparse.Namespace) -> Any:
     hybrid = yaml.safe_load((ROOT / "conf/retriever/hybrid.yaml").read_text())
     llm = yaml.safe_load((ROOT / f"conf/llm/{args.llm}.yaml").read_text())
     return load_config({
-        "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},
+        "dataset": {"name": "2wikimultihopqa", "split": args.split, "format": "normalized", "reader": "precise"},
         # the same embedder settings as scripts/tune_retrieval.py: its cached index is reused
-        "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32},
+        "embedder": yaml.safe_load((ROOT / f"conf/embedder/{args.embedder}.yaml").read_text())
+        if args.embedder != "minilm" else {"name": "onnx", "model": "minilm", "batch_size": 32},
+        "paths": {"data_dir": args.data_dir},
         "atomizer": {"name": "sentence", "merge_window_repeats": bool(args.merge_window_repeats)},
         "retriever": {**dataclasses.asdict(RetrieverConfig()), **hybrid},
         "reader": {"name": "precise", "max_tokens": args.max_tokens, "context": "documents",
@@ -89,6 +91,7 @@ def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: li
     from atomicrag.data.token_windows import chunk_passages
     from atomicrag.graph.cached_build import index_corpus
     from atomicrag.retrieve.query_batch import BatchRetriever
+    from atomicrag.retrieve.reader_context import fit_budget
 
     graph = index_corpus(chunk_passages(data.passages, cfg.dataset), cfg, None, embedder, args.cache_dir, data.name,
                          progress=False)
@@ -99,7 +102,8 @@ def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: li
     if "atomicrag_atoms" in args.systems:
         acfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, context="atoms"))
         res = BatchRetriever(acfg, graph, embedder).run(questions)
-        traces, out["atomicrag_atoms"] = res.traces, res.contexts
+        # the atom list is by count (--atoms-context); the same token budget as every system
+        traces, out["atomicrag_atoms"] = res.traces, [fit_budget(c, args.context_tokens) for c in res.contexts]
         ranked["atomicrag_atoms"] = [t.retrieved_passages for t in traces]
     return out, ranked
 
@@ -159,6 +163,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=333, help="first n questions of the odd half")
     ap.add_argument("--systems", default="atomicrag,vanilla,gold", help=f"comma list of {SYSTEMS}")
     ap.add_argument("--llm", default="vllm_cpu_qwen05b", help="conf/llm/<name>.yaml")
+    ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
+    ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ../shared/data or ./data)")
+    ap.add_argument("--split", default="dev", help="dev (the benchmark) or smoke (a plumbing check)")
     ap.add_argument("--context-tokens", type=int, default=600, help="reader context budget (regex tokens), every system")
     ap.add_argument("--merge-window-repeats", type=int, default=1, choices=[0, 1],
                     help="atomizer.merge_window_repeats of the 2Wiki index (0: the index built before issue #21)")
