@@ -49,9 +49,8 @@ def index_once(path: Path) -> tuple[float, float, dict]:
     t, c = time.perf_counter(), _cpu()
     rag.index(path)
     wall, cpu = time.perf_counter() - t, _cpu() - c
-    # counts only: rag.stats() also computes the clustering coefficient (a sparse A @ A), whose cost
-    # grows with the square of hub degrees and is not part of indexing (16 MB of text with ~600
-    # distinct entities: minutes)
+    # counts only: rag.stats() also computes the clustering coefficient, which is not part of
+    # indexing (scripts/bench_graph_stats.py times it)
     g = rag._indexed.graph  # noqa: SLF001  (a benchmark reads the built graph's sizes)
     chunks = sum(s.chunks for s in rag._states.values())  # noqa: SLF001
     return wall, cpu, {"chunks": chunks, "atoms": g.num_atoms, "entities": g.num_entities}

@@ -3,7 +3,8 @@
 Degree and clustering are computed on the *simple unweighted* graph (a pair joined by both a
 relevance and a synonym edge counts once), as networkx does for ``average_clustering`` and
 ``2 |E| / N``. Edge counts per type follow Table 6, whose total is the sum of the types.
-Triangles come from ``(A @ A) * A`` with scipy, in row blocks so a hub does not blow memory.
+Triangles are counted on the degree-ordered orientation of the graph (``triangles``), whose cost
+does not grow with the square of a hub's degree.
 """
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from atomicrag.graph.structure import AtomEntityGraph
-
-_ROW_BLOCK = 4096
 
 
 def simple_adjacency(graph: AtomEntityGraph) -> sp.csr_matrix:
@@ -33,16 +32,32 @@ def simple_adjacency(graph: AtomEntityGraph) -> sp.csr_matrix:
     return a
 
 
-def clustering(a: sp.csr_matrix) -> np.ndarray:
-    """Local clustering coefficient per node: 2 T(v) / (deg (deg - 1)), 0 when deg < 2."""
+def triangles(a: sp.csr_matrix) -> np.ndarray:
+    """Triangles through each node of the binary symmetric ``a``, counted on the degree-ordered
+    orientation: each edge points from the lower to the higher (degree, index) rank, so no node has
+    more than sqrt(2|E|) out-edges and the products below cost O(|E|^1.5) whatever the hubs
+    (``(A @ A) * A`` costs the sum of squared degrees: minutes on an entity hub of 10^4 atoms)."""
     n = a.shape[0]
     deg = np.asarray(a.sum(axis=1)).ravel()
-    tri2 = np.zeros(n)  # 2 * triangles through each node
-    for start in range(0, n, _ROW_BLOCK):
-        block = a[start:start + _ROW_BLOCK]
-        tri2[start:start + block.shape[0]] = np.asarray((block @ a).multiply(block).sum(axis=1)).ravel()
+    rank = np.empty(n, np.int64)
+    rank[np.lexsort((np.arange(n), deg))] = np.arange(n)
+    coo = a.tocoo()
+    up = rank[coo.row] < rank[coo.col]
+    d = sp.csr_matrix((np.ones(int(up.sum())), (coo.row[up], coo.col[up])), shape=(n, n))  # [n, n] u -> v
+    # a triangle u -> v -> w with u -> w: (D @ D) * D holds it at (u, w), credited to its lowest and
+    # highest node; (D^T @ D) * D holds it at (v, w) (u is the common in-neighbour), credited to v.
+    ends = (d @ d).multiply(d)
+    middle = (d.T @ d).multiply(d)
+    return (np.asarray(ends.sum(axis=1)).ravel() + np.asarray(ends.sum(axis=0)).ravel()
+            + np.asarray(middle.sum(axis=1)).ravel())
+
+
+def clustering(a: sp.csr_matrix) -> np.ndarray:
+    """Local clustering coefficient per node: 2 T(v) / (deg (deg - 1)), 0 when deg < 2."""
+    deg = np.asarray(a.sum(axis=1)).ravel()
+    tri2 = 2 * triangles(a)
     denom = deg * (deg - 1)
-    out = np.zeros(n)
+    out = np.zeros(a.shape[0])
     ok = denom > 0
     out[ok] = tri2[ok] / denom[ok]
     return out
