@@ -56,7 +56,7 @@ def base_config(args: argparse.Namespace) -> Any:
         "atomizer": {"name": "sentence", "merge_window_repeats": bool(args.merge_window_repeats)},
         "retriever": {**dataclasses.asdict(RetrieverConfig()), **hybrid},
         "reader": {"name": "precise", "max_tokens": args.max_tokens, "context": "documents",
-                   "context_tokens": args.context_tokens},
+                   "context_tokens": args.context_tokens, "answer_followup": args.answer_followup},
         "sieve": {"name": "none", "max_context": args.atoms_context},
         "llm": {**llm, "concurrency": args.concurrency, **({"n_threads": args.llm_threads} if args.llm_threads else {})},
         "fidelity": {"preset": "custom"},
@@ -135,6 +135,7 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
             "gold_in_reply": round(100 * sum(cont) / len(cont), 1),
             "failed": sum(by_q[q][s]["failed"] for q in done),
             "no_answer_marker": sum(not by_q[q][s]["marker_found"] for q in done),
+            "answer_followups": sum(bool(by_q[q][s].get("followup")) for q in done),
             "context_tokens_mean": round(sum(by_q[q][s]["context_tokens"] for q in done) / len(done), 1),
             "R@5": (round(100 * sum(by_q[q][s]["R@5"] for q in done) / len(done), 1)
                     if all(by_q[q][s].get("R@5") is not None for q in done) else None),
@@ -171,6 +172,8 @@ def main() -> None:
                     help="atomizer.merge_window_repeats of the 2Wiki index (0: the index built before issue #21)")
     ap.add_argument("--atoms-context", type=int, default=25, help="atomicrag_atoms: atoms in the paper's context")
     ap.add_argument("--max-tokens", type=int, default=384, help="reader completion budget")
+    ap.add_argument("--answer-followup", default="auto", choices=["auto", "continue", "ask", "none"],
+                    help="reader.answer_followup: a reply without 'Answer:' gets a short call for the span")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-threads", type=int, default=0, help="cores the vLLM server computes on (0: the config's)")
     ap.add_argument("--block", type=int, default=32, help="questions per block (every system answers it)")
@@ -191,7 +194,8 @@ def main() -> None:
     summary = summarize(rows, args.systems)
     summary.update({"command": " ".join(sys.argv), "llm": args.llm, "context_tokens": args.context_tokens,
                     "merge_window_repeats": args.merge_window_repeats,
-                    "max_tokens": args.max_tokens, "n_requested": args.n})
+                    "max_tokens": args.max_tokens, "n_requested": args.n,
+                    "answer_followup": args.answer_followup})
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print_summary(summary)
 
@@ -219,6 +223,7 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
     models = ConfigModels(cfg, Accountant())
     try:
         reader = LLMReader(models.llm, "precise", cfg.reader, temperature=0.0, seed=0, max_tokens=args.max_tokens)
+        print(f"reader follow-up for replies without 'Answer:': {reader.followup}", flush=True)
         while True:
             # AtomicRAG's rows wait for its index (--wait-for: a file the index build writes when done,
             # e.g. scripts/tune_retrieval.py's --json); the other systems answer meanwhile.
@@ -261,6 +266,7 @@ def answer_row(q: Any, system: str, o: Any, context: list[Any], rank: list[str] 
     return {
         "id": q.id, "system": system, "type": q.question_type, "answers": golds,
         "answer": o.answer, "raw": o.raw, "failed": o.failed, "error": o.error, "marker_found": o.marker_found,
+        "followup": o.followup,
         "em": 0.0 if o.failed else exact_match(o.answer, golds),
         "f1": 0.0 if o.failed else token_f1(o.answer, golds),
         "gold_in_reply": float(not o.failed and any(

@@ -13,7 +13,7 @@ from typing import Any
 
 from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
-from atomicrag.llm.protocol import ChatRequest
+from atomicrag.llm.protocol import ChatRequest, continues_replies
 from atomicrag.prompts import reader as prompt
 from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer, short_answer
 from atomicrag.prompts.released import ReleasedPrompts
@@ -47,6 +47,7 @@ class ReaderOutput:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     context_dropped: int = 0  # lowest-ranked context items left out to fit the model's window
+    followup: str = ""  # "continue" | "ask": the span came from a follow-up call (no "Answer:" in the reply)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +69,19 @@ class LLMReader:
         self.context_style = context_style  # fidelity.reader_context
         self.released = released  # fidelity.prompts=released: the released rag_qa_<kind> template
         self.dropped: list[int] = []  # per question of the last requests(): context items cut
+        cfg = cfg or ReaderConfig()
+        self.followup_max_tokens = cfg.followup_max_tokens
+        # Only our precise prompt in our layout asks for the span after "Answer:"; the released
+        # prompts and layout keep their own answer form (no follow-up).
+        mode = cfg.answer_followup
+        if kind != "precise" or context_style != "numbered" or released is not None:
+            mode = "none"
+        elif mode == "auto":
+            mode = "continue" if continues_replies(llm) else "ask"
+        elif mode == "continue" and not continues_replies(llm):
+            raise ValueError("reader.answer_followup=continue needs a backend that continues a reply "
+                             "(vLLM, transformers); use auto or ask")
+        self.followup = mode
 
     def requests(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ChatRequest]:
         window = context_window(self.llm)
@@ -88,9 +102,40 @@ class LLMReader:
             raise ValueError("one context per question is required")
         if not questions:
             return []
-        results = self.llm.chat(self.requests(questions, contexts))
+        requests = self.requests(questions, contexts)
+        results = self.llm.chat(requests)
         if len(results) != len(questions):
             raise RuntimeError(f"LLM returned {len(results)} results for {len(questions)} requests")
+        outputs = self._parse(results)
+        if self.followup != "none":
+            self._follow_up(requests, outputs)
+        return outputs
+
+    def _follow_up(self, requests: list[ChatRequest], outputs: list[ReaderOutput]) -> None:
+        """One short call per reply that has no answer marker: the span comes from it. A follow-up
+        that fails makes the question fail (its sentence is not passed off as the answer)."""
+        todo = [i for i, o in enumerate(outputs) if not (o.failed or o.truncated or o.marker_found)]
+        if not todo:
+            return
+        follow = [ChatRequest(messages=prompt.followup_messages(requests[i].messages, outputs[i].raw, self.followup),
+                              schema=None, temperature=self.temperature, max_tokens=self.followup_max_tokens,
+                              seed=self.seed, module=MODULE, continue_reply=self.followup == "continue")
+                  for i in todo]
+        results = self.llm.chat(follow)
+        for i, r in zip(todo, results, strict=True):
+            o = outputs[i]
+            o.prompt_tokens += int(r.prompt_tokens or 0)
+            o.completion_tokens += int(r.completion_tokens or 0)
+            o.followup = self.followup
+            if r.error is not None:
+                o.failed, o.answer, o.error = True, "", f"answer follow-up ({self.followup}): {r.error}"
+                continue
+            text = r.text or ""
+            o.raw = (f"{o.raw.rstrip()}\n{prompt.ANSWER_MARKER}{text}" if self.followup == "continue"
+                     else f"{o.raw}\n[asked for the short answer]\n{text}")
+            o.answer = short_answer(parse_answer(f"{prompt.ANSWER_MARKER} {text}").answer)
+
+    def _parse(self, results: list[Any]) -> list[ReaderOutput]:
         outputs = []
         for r, dropped in zip(results, self.dropped, strict=True):
             tokens = {"prompt_tokens": int(r.prompt_tokens or 0),
@@ -140,6 +185,7 @@ def summarize(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
         "failed": sum(o.failed for o in outputs),
         "truncated": sum(o.truncated for o in outputs),
         "missing_answer_marker": sum((not o.failed) and not o.marker_found for o in outputs),
+        "answer_followups": sum(bool(o.followup) for o in outputs),  # spans from a follow-up call
         "empty_answers": sum((not o.failed) and not o.answer for o in outputs),
         "context_trimmed": sum(o.context_dropped > 0 for o in outputs),  # prompts cut to the window
     }

@@ -205,11 +205,18 @@ class ReaderConfig:
     whole_doc_tokens: int = 200  # documents: a document this short goes in whole, a longer one as snippets
     neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
     atoms_first: bool = True  # documents: a long document's ranked atoms first, their neighbours after all of them
+    # precise reader, our prompts: a reply without "Answer:" (a small model often writes one sentence
+    # and stops) gets one more short call for the span. continue = the model continues its reply
+    # after "Answer:" (backends that can: vLLM, transformers); ask = a new turn asks for the short
+    # answer; auto = continue where the backend can, else ask; none = the reply is the answer.
+    answer_followup: str = "auto"
+    followup_max_tokens: int = 32
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.READERS.names())
         _choice(self, "context", ("auto", "documents", "atoms"))
-        _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens")
+        _choice(self, "answer_followup", ("auto", "continue", "ask", "none"))
+        _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
         _range(self, 0, None, "neighbour_sentences")
 
     def uses_documents(self, fidelity_preset: str) -> bool:

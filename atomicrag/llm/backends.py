@@ -30,6 +30,7 @@ def _client(cfg: LLMConfig, base_url: str, style: str, server: LocalServer | Non
         structured_output=cfg.structured_output,
         response_format_style=style,
         server=server,
+        continues_replies=cfg.name == "vllm",
     )
 
 

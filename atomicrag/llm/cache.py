@@ -46,15 +46,18 @@ _GET_SQL = ("SELECT key, model, text, parsed, prompt_tokens, completion_tokens F
 
 
 def cache_key(model: str, request: ChatRequest) -> str:
+    fields = {
+        "model": model,
+        "messages": request.messages,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "seed": request.seed,
+        "schema": request.schema,
+    }
+    if request.continue_reply:  # only when set: the keys of every other request stay as they were
+        fields["continue_reply"] = True
     blob = json.dumps(
-        {
-            "model": model,
-            "messages": request.messages,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-            "seed": request.seed,
-            "schema": request.schema,
-        },
+        fields,
         sort_keys=True,
         ensure_ascii=False,
         default=str,

@@ -138,6 +138,8 @@ class SchemaSampler:
 class FakeLLM(SyncBackend):
     """Deterministic backend: same prompt + schema → same reply, on every machine."""
 
+    continues_replies = True  # a continued reply (ChatRequest.continue_reply) is a few prompt words
+
     def __init__(
         self,
         model: str = "fake",
@@ -183,4 +185,6 @@ class FakeLLM(SyncBackend):
             return json.dumps(value)
         start = rng.randrange(len(words))
         answer = " ".join(words[start:start + rng.randint(1, 4)])
+        if request.continue_reply:
+            return f" {answer}"
         return f"Thought: the passages mention {answer}. Answer: {answer}"

@@ -96,6 +96,7 @@ class OpenAIClient:
         server: Any = None,
         base_urls: list[str] | None = None,
         context_window: int | None = None,
+        continues_replies: bool = False,
     ) -> None:
         if response_format_style not in RESPONSE_FORMAT_STYLES:
             raise ValueError(f"response_format_style must be one of {RESPONSE_FORMAT_STYLES}")
@@ -116,6 +117,9 @@ class OpenAIClient:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.extra_body = dict(extra_body or {})
+        # The server continues a final assistant message when asked (vLLM's chat parameters
+        # continue_final_message / add_generation_prompt); OpenAI's API rejects them.
+        self.continues_replies = continues_replies
         # A server this client owns (launched for it): stopped by close(). Anything with stop().
         self.server = server
         self._closed = False
@@ -212,6 +216,11 @@ class OpenAIClient:
         }
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.continue_reply:
+            if not self.continues_replies:
+                raise FatalLLMError(f"{self.base_url} is not known to continue a reply (continue_reply)")
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
         if request.schema is not None:
             fmt = self._response_format(request.schema, style or self.response_format_style)
             if fmt is not None:

@@ -21,6 +21,9 @@ class ChatRequest:
     max_tokens: int = 1024
     seed: int | None = 0
     module: str = "default"  # pipeline module, for token/time accounting (e.g. "sieve")
+    # The last message is the assistant's reply so far and the model continues it (vLLM's
+    # continue_final_message); only sent to a backend whose ``continues_replies`` is True.
+    continue_reply: bool = False
 
 
 @dataclass
@@ -55,3 +58,15 @@ class LLMBackend(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def continues_replies(llm: Any) -> bool:
+    """True when ``llm``, or the backend it wraps (cache, accounting), can continue an assistant
+    reply (``ChatRequest.continue_reply``)."""
+    seen = 0
+    while llm is not None and seen < 8:
+        flag = getattr(llm, "continues_replies", None)
+        if isinstance(flag, bool):
+            return flag
+        llm, seen = getattr(llm, "backend", None), seen + 1
+    return False

@@ -23,6 +23,7 @@ SCHEMA_HINT = "\n\nReply with JSON only (no prose, no code fence) that matches t
 
 
 class TransformersBackend(SyncBackend):
+    continues_replies = True  # the chat template continues a final assistant message
     def __init__(
         self,
         model: str,
@@ -68,7 +69,9 @@ class TransformersBackend(SyncBackend):
     def _generate(self, request: ChatRequest, attempt: int) -> RawReply:
         torch = self._torch
         tok = self.tokenizer
-        prompt = tok.apply_chat_template(self._messages(request), tokenize=False, add_generation_prompt=True)
+        prompt = tok.apply_chat_template(self._messages(request), tokenize=False,
+                                         add_generation_prompt=not request.continue_reply,
+                                         continue_final_message=request.continue_reply)
         enc = tok(prompt, return_tensors="pt", add_special_tokens=False)
         # Only ids and mask: some tokenizers add token_type_ids, which causal LMs reject.
         inputs = {k: enc[k].to(self.device) for k in ("input_ids", "attention_mask") if k in enc}

@@ -18,7 +18,7 @@ from typing import Any
 
 from atomicrag.prompts.released import ReleasedPrompts
 
-VERSION = "reader-v3"  # v3: the instructions follow the context layout (no citation numbers for blocks)
+VERSION = "reader-v4"  # v4: a precise reply without "Answer:" gets a follow-up for the span (v3: layout-following instructions)
 SCHEMA = None
 KINDS = ("precise", "abstract")
 ANSWER_MARKER = "Answer:"
@@ -54,6 +54,23 @@ TEMPLATE_BLOCKS: dict[str, str] = {k: _COMMON_BLOCKS + v.replace(", without cita
 TEMPLATE: dict[str, str] = {k: _COMMON + v for k, v in _TAIL.items()}
 
 USER_TEMPLATE = "{context}\n\nQuestion: {question}\nThought: "
+
+# The precise reader's follow-up when a reply has no "Answer:" (``reader.answer_followup``).
+# "continue": the reply is sent back as the assistant's turn, ending in the marker, and the model
+# continues it; "ask" (backends that cannot continue a reply): a new user turn asks for the span.
+# No yes/no in the list: naming it made a 0.5B model answer "Yes" to wh-questions.
+FOLLOWUP_ASK = ("Now give only the shortest exact answer to the question (for example a name, a "
+                "place, a date or a number), not a sentence.")
+
+
+def followup_messages(messages: list[dict[str, str]], reply: str, mode: str) -> list[dict[str, str]]:
+    """The chat that asks for the short answer after ``reply`` (which had no answer marker)."""
+    if mode == "continue":
+        return [*messages, {"role": "assistant", "content": f"{reply.rstrip()}\n{ANSWER_MARKER}"}]
+    if mode == "ask":
+        return [*messages, {"role": "assistant", "content": reply},
+                {"role": "user", "content": FOLLOWUP_ASK}]
+    raise ValueError(f"follow-up mode {mode!r} is not continue or ask")
 
 # One demonstration per reader, written for this project (a two-hop question).
 _EXAMPLE_CONTEXT = (

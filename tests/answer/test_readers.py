@@ -60,7 +60,7 @@ def test_reader_batches_and_parses():
         ChatResult(text="Paris"),
         ChatResult(error="boom"),
     ])
-    reader = LLMReader(llm, "precise", ReaderConfig(max_tokens=77))
+    reader = LLMReader(llm, "precise", ReaderConfig(max_tokens=77, answer_followup="none"))
     ctx = [ContextItem(text="Bern is the capital.", score=1.0, passage_id="p9")]
     out = reader.answer(["q1", "q2", "q3"], [ctx, ctx, []])
     assert len(llm.batches) == 1 and len(llm.batches[0]) == 3
@@ -72,7 +72,7 @@ def test_reader_batches_and_parses():
     assert out[0].prompt_tokens == 50 and out[1].marker_found is False
     assert out[2].failed and out[2].error == "boom"
     assert summarize(out) == {"n": 3, "failed": 1, "truncated": 0, "missing_answer_marker": 1, "empty_answers": 0,
-                              "context_trimmed": 0}
+                              "answer_followups": 0, "context_trimmed": 0}
 
 
 def test_precise_and_abstract_prompts_differ():
@@ -160,3 +160,65 @@ def test_precise_reader_scores_the_span_and_keeps_the_full_reply():
     assert out.raw == reply  # the trace keeps the full reply
     abstract = LLMReader(OneReply(), "abstract").answer(["q"], [["c"]])[0]
     assert abstract.answer == "Phoolwari [2]."  # the abstract reader keeps its prose
+
+
+class ContinuingLLM(ScriptedLLM):
+    """Scripted replies, batch by batch; a backend that can continue a reply (as vLLM)."""
+
+    continues_replies = True
+
+    def chat(self, requests):
+        self.batches.append(list(requests))
+        batch, self.results = self.results[: len(requests)], self.results[len(requests):]
+        return batch
+
+
+def test_precise_reply_without_marker_is_continued_after_the_marker():
+    """A 0.5B reader often writes one sentence and stops ("Phoolwari was released first [2].");
+    its span then comes from a short call that continues the reply after "Answer:" (on 48 2Wiki
+    questions with gold passages: EM 2.1 -> 20.8). A reply with the marker gets no second call."""
+    llm = ContinuingLLM([
+        ChatResult(text="Phoolwari was released first [2].", prompt_tokens=100, completion_tokens=9),
+        ChatResult(text="Thought: x [1].\nAnswer: Bern", prompt_tokens=90, completion_tokens=7),
+        ChatResult(text=" Phoolwari [2]\nBecause ...", prompt_tokens=110, completion_tokens=5),
+    ])
+    reader = LLMReader(llm, "precise", ReaderConfig(followup_max_tokens=24))
+    assert reader.followup == "continue"
+    out = reader.answer(["Which film came out first?", "Capital?"], [["c"], ["c"]])
+    assert [len(b) for b in llm.batches] == [2, 1]  # only the reply without a marker is followed up
+    req = llm.batches[1][0]
+    assert req.continue_reply and req.max_tokens == 24 and req.module == "answer"
+    assert req.messages[:-1] == llm.batches[0][0].messages
+    assert req.messages[-1] == {"role": "assistant", "content": "Phoolwari was released first [2].\nAnswer:"}
+    assert out[0].answer == "Phoolwari" and out[0].followup == "continue" and not out[0].marker_found
+    assert out[0].raw == "Phoolwari was released first [2].\nAnswer: Phoolwari [2]\nBecause ..."
+    assert (out[0].prompt_tokens, out[0].completion_tokens) == (210, 14)  # both calls are counted
+    assert out[1].answer == "Bern" and out[1].followup == ""
+    assert summarize(out)["answer_followups"] == 1
+
+
+def test_followup_asks_in_a_new_turn_where_the_backend_cannot_continue():
+    llm = ScriptedLLM([ChatResult(text="The capital is Bern [3].")])
+    reader = LLMReader(llm, "precise")
+    assert reader.followup == "ask"
+    llm.results = [ChatResult(text="The capital is Bern [3].")]
+    reader.answer(["Capital?"], [["c"]])
+    req = llm.batches[1][0]
+    assert not req.continue_reply
+    assert req.messages[-2:] == [{"role": "assistant", "content": "The capital is Bern [3]."},
+                                 {"role": "user", "content": prompt.FOLLOWUP_ASK}]
+    with pytest.raises(ValueError, match="continue"):
+        LLMReader(llm, "precise", ReaderConfig(answer_followup="continue"))
+
+
+def test_a_failed_followup_fails_the_question():
+    llm = ContinuingLLM([ChatResult(text="Bern, probably [3]."), ChatResult(error="HTTP 500")])
+    [out] = LLMReader(llm, "precise").answer(["Capital?"], [["c"]])
+    assert out.failed and out.answer == "" and "follow-up" in out.error and "HTTP 500" in out.error
+
+
+def test_no_followup_for_the_abstract_reader_or_the_released_layout():
+    for kind, style in (("abstract", "numbered"), ("precise", "wikipedia_title")):
+        llm = ContinuingLLM([ChatResult(text="Bern is the capital.")])
+        [out] = LLMReader(llm, kind, context_style=style).answer(["Capital?"], [["c"]])
+        assert len(llm.batches) == 1 and out.followup == ""

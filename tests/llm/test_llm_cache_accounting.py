@@ -52,8 +52,8 @@ def test_key_covers_sampling_params_and_schema() -> None:
     base = _req("q")
     keys = {cache_key("m", base), cache_key("m2", base), cache_key("m", _req("q", max_tokens=5)),
             cache_key("m", _req("q", seed=1)), cache_key("m", _req("q", temperature=0.5)),
-            cache_key("m", _req("q", schema=None))}
-    assert len(keys) == 6
+            cache_key("m", _req("q", schema=None)), cache_key("m", _req("q", continue_reply=True))}
+    assert len(keys) == 7  # a continued reply is another request than the same messages answered anew
     assert cache_key("m", _req("q", module="other")) == cache_key("m", base)  # module is not sampling
 
 

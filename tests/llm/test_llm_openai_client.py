@@ -151,3 +151,18 @@ def test_chat_works_inside_a_running_event_loop(stub: StubServer) -> None:
 
     [r] = asyncio.run(main())
     assert r.ok and r.parsed == {"named_entities": ["loop"]}
+
+
+def test_continued_reply_sends_vllms_parameters_only_to_a_server_that_continues(stub: StubServer) -> None:
+    """The reader's follow-up continues its reply after "Answer:" (vLLM's continue_final_message);
+    a client not known to support that (OpenAI's API rejects the parameters) fails the request
+    instead of sending them, and a plain request never carries them."""
+    stub.responder = lambda body, n: (200, completion(" Bern"), 0)
+    msgs = [{"role": "user", "content": "Capital?"}, {"role": "assistant", "content": "It is Bern.\nAnswer:"}]
+    [r] = _client(stub, continues_replies=True).chat([ChatRequest(messages=msgs, continue_reply=True)])
+    assert r.ok and r.text == " Bern"
+    assert (stub.bodies[0]["continue_final_message"], stub.bodies[0]["add_generation_prompt"]) == (True, False)
+    _client(stub, continues_replies=True).chat([_req(schema=None)])
+    assert "continue_final_message" not in stub.bodies[1]
+    [r] = _client(stub, max_retries=0).chat([ChatRequest(messages=msgs, continue_reply=True)])
+    assert not r.ok and "continue" in r.error and len(stub.bodies) == 2
