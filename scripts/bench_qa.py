@@ -10,6 +10,8 @@ CPU vLLM server. Systems:
   (ranked documents filled to the budget, ``retrieve/reader_context.py``);
 - ``atomicrag_atoms``: the same retrieval, the paper's atom-list context (``reader.context=atoms``,
   ``--atoms-context`` atoms; optional row);
+- ``atomicrag_top5``: the default's documents context from its first 5 documents only (vanilla's
+  count; ``reader.max_documents=5``; optional row);
 - ``vanilla``: dense MiniLM over the passages, top-5 passages (cut to the same budget);
 - ``gold``: the gold supporting passages (the reader's ceiling).
 
@@ -39,7 +41,7 @@ os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms")
+SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5")
 
 
 def base_config(args: argparse.Namespace) -> Any:
@@ -105,6 +107,11 @@ def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: li
         # the atom list is by count (--atoms-context); the same token budget as every system
         traces, out["atomicrag_atoms"] = res.traces, [fit_budget(c, args.context_tokens) for c in res.contexts]
         ranked["atomicrag_atoms"] = [t.retrieved_passages for t in traces]
+    if "atomicrag_top5" in args.systems:
+        tcfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, max_documents=5))
+        res = BatchRetriever(tcfg, graph, embedder).run(questions)
+        out["atomicrag_top5"] = res.contexts
+        ranked["atomicrag_top5"] = [t.retrieved_passages for t in res.traces]
     return out, ranked
 
 

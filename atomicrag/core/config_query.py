@@ -205,6 +205,7 @@ class ReaderConfig:
     whole_doc_tokens: int = 200  # documents: a document this short goes in whole, a longer one as snippets
     neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
     atoms_first: bool = True  # documents: a long document's ranked atoms first, their neighbours after all of them
+    max_documents: int = 0  # documents: read at most this many ranked documents (0: as many as the budget holds)
     # precise reader, our prompts: a reply without "Answer:" (a small model often writes one sentence
     # and stops) gets one more short call for the span. continue = the model continues its reply
     # after "Answer:" (backends that can: vLLM, transformers); ask = a new turn asks for the short
@@ -217,7 +218,7 @@ class ReaderConfig:
         _choice(self, "context", ("auto", "documents", "atoms"))
         _choice(self, "answer_followup", ("auto", "continue", "ask", "none"))
         _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
-        _range(self, 0, None, "neighbour_sentences")
+        _range(self, 0, None, "neighbour_sentences", "max_documents")
 
     def uses_documents(self, fidelity_preset: str) -> bool:
         """True when the reader's context is built by token budget from the ranked documents."""

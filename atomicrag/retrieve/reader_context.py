@@ -115,16 +115,21 @@ def _units(ranked_docs: Sequence[str], atoms: Sequence[ScoredAtom], store: Docum
 
 def build_document_context(ranked_docs: Sequence[str], atoms: Sequence[ScoredAtom], store: DocumentStore,
                            context_tokens: int, whole_doc_tokens: int = 200,
-                           neighbours: int = 1, atoms_first: bool = True) -> list[ContextItem]:
+                           neighbours: int = 1, atoms_first: bool = True, max_documents: int = 0) -> list[ContextItem]:
     """The reader's context: ranked documents (whole or as snippets around their ranked atoms),
-    deduplicated by sentence, filled to ``context_tokens``. ``atoms``: the question's scored
-    atoms (top-k candidates or sieve-kept), any order."""
+    deduplicated by sentence, filled to ``context_tokens``; with ``max_documents`` > 0, from the
+    first that many documents only (a small reader reads fewer distractors). ``atoms``: the
+    question's scored atoms (top-k candidates or sieve-kept), any order."""
     items: list[ContextItem] = []
     used: set[str] = set()
+    docs: set[str] = set()
     left = context_tokens
     for doc, idx, score in _units(ranked_docs, atoms, store, whole_doc_tokens, neighbours, atoms_first):
         if left <= 0:
             break
+        if max_documents and doc not in docs and len(docs) >= max_documents:
+            continue
+        docs.add(doc)
         texts: list[str] = []
         ids: list[str] = []
         for i in idx:

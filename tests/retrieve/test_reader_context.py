@@ -71,3 +71,16 @@ def test_fit_budget_cuts_whole_passages_at_a_sentence():
     items = [ContextItem("One two three. Four five six.", 1.0, "p0"), ContextItem("Seven eight.", 0.5, "p1")]
     assert [it.text for it in fit_budget(items, 5)] == ["One two three."]
     assert [it.text for it in fit_budget(items, 100)] == [it.text for it in items]
+
+
+def test_max_documents_reads_only_the_first_ranked_documents():
+    """reader.max_documents: the budget is not filled past the first N documents (a small reader
+    reads fewer distractors); a long document's later snippets still come in, it is one document."""
+    store = _store()
+    top = [ScoredAtom("a0", "", 0.9, "p0"), ScoredAtom("d5", "", 0.8, "p2"), ScoredAtom("d6", "", 0.7, "p2")]
+    every = build_document_context(["p0", "p2", "p1"], top, store, context_tokens=500, whole_doc_tokens=20)
+    assert [it.passage_id for it in every][:3] == ["p0", "p2", "p1"]
+    two = build_document_context(["p0", "p2", "p1"], top, store, context_tokens=500, whole_doc_tokens=20,
+                                 max_documents=2)
+    assert {it.passage_id for it in two} == {"p0", "p2"}
+    assert sum(len(it.atom_texts) for it in two if it.passage_id == "p2") > 2  # atoms and their neighbours

@@ -88,13 +88,13 @@ def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, shared_data: 
     out = tmp_path / "qa"
     args = [str(ROOT / "scripts/bench_qa.py"), "--split", "smoke", "--n", "6", "--block", "4", "--llm", "fake",
             "--embedder", "fake", "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "cache"),
-            "--systems", "atomicrag,vanilla,gold,atomicrag_atoms", "--out", str(out)]
+            "--systems", "atomicrag,vanilla,gold,atomicrag_atoms,atomicrag_top5", "--out", str(out)]
     proc = run_script(args, cwd=tmp_path)
     rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
-    assert len(rows) == 6 * 4
+    assert len(rows) == 6 * 5
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n"] == 6
-    assert set(summary["systems"]) == {"atomicrag", "vanilla", "gold", "atomicrag_atoms"}
+    assert set(summary["systems"]) == {"atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5"}
     for name, m in summary["systems"].items():
         assert m["failed"] == 0, name
         assert m["context_tokens_mean"] <= 600  # one budget for every system
@@ -105,4 +105,4 @@ def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, shared_data: 
     assert "vanilla" in proc.stdout and "atomicrag" in proc.stdout
     # a second run finds every row done: nothing is answered twice
     run_script(args, cwd=tmp_path)
-    assert len((out / "answers.jsonl").read_text().splitlines()) == 6 * 4
+    assert len((out / "answers.jsonl").read_text().splitlines()) == 6 * 5
