@@ -112,8 +112,24 @@ def summarize(label: str, questions: list[Any], contexts: list[list[str]]) -> di
         for q, v in pairs:
             by_type[q.question_type].append(v)
         row[f"cov@{n}_by_type"] = {t: [round(100 * sum(v) / len(v), 1), len(v)] for t, v in sorted(by_type.items())}
+        row[f"_values@{n}"] = vals  # per question (None: no evidence), for the paired differences
     row["words_mean"] = round(sum(sum(len(t.split()) for t in c) for c in contexts) / len(contexts), 1)
     return row
+
+
+def paired_differences(rows: list[dict[str, Any]], baseline: str) -> None:
+    """Each row's coverage minus ``baseline``'s on the same questions, with a paired 95% bootstrap
+    interval (``vs_baseline@N``: [difference, [low, high]]); drops the per-question values."""
+    base = next((r for r in rows if r["system"] == baseline), None)
+    base_vals = {n: base[f"_values@{n}"] for n in WORDS} if base is not None else {}
+    for r in rows:
+        for n in WORDS:
+            vals = r.pop(f"_values@{n}")
+            if base is None or r is base:
+                continue
+            diff = [a - b for a, b in zip(vals, base_vals[n]) if a is not None and b is not None]
+            r[f"vs_baseline@{n}"] = [round(100 * sum(diff) / len(diff), 1), bootstrap(diff)]
+            r["baseline"] = baseline
 
 
 def main() -> None:
@@ -179,7 +195,7 @@ def main() -> None:
             for i, c in zip(pos, result.contexts):
                 ctx[i] = [it.text for it in c]
         rows.append(summarize(label, questions, ctx) | {"s": round(time.perf_counter() - t1, 1)})
-        print(json.dumps(rows[-1]), flush=True)
+        print(json.dumps({k: v for k, v in rows[-1].items() if not k.startswith("_")}), flush=True)
     wins = windows(passages)
     for label in ("BM25 200-word windows", "dense MiniLM 200-word windows"):
         if wanted and not any(label.startswith(w) for w in wanted):
@@ -196,11 +212,14 @@ def main() -> None:
             for row, i in enumerate(pos):
                 ctx[i] = [texts[int(j)] for j in top[row]]
         rows.append(summarize(label, questions, ctx))
-        print(json.dumps(rows[-1]), flush=True)
+        print(json.dumps({k: v for k, v in rows[-1].items() if not k.startswith("_")}), flush=True)
+    paired_differences(rows, "BM25 200-word windows")
     print(f"\n{args.dataset} DEV half {args.half}: evidence coverage, 95% bootstrap CI")
     for r in rows:
+        vs = (f"  vs BM25 windows @300 {r['vs_baseline@300'][0]:+.1f} {r['vs_baseline@300'][1]} "
+              f"@600 {r['vs_baseline@600'][0]:+.1f} {r['vs_baseline@600'][1]}" if "vs_baseline@300" in r else "")
         print(f"{r['system']:40s} n={r['n']}  @300 {r['cov@300']:5.1f} {r['cov@300_ci95']}  "
-              f"@600 {r['cov@600']:5.1f} {r['cov@600_ci95']}  words {r['words_mean']}")
+              f"@600 {r['cov@600']:5.1f} {r['cov@600_ci95']}  words {r['words_mean']}{vs}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"dataset": args.dataset, "half": args.half,

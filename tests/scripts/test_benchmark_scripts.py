@@ -81,6 +81,9 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
         assert r["words_mean"] > 0
     # each novel is a 150-word document: a 200-word window holds all of it, so BM25 covers everything
     assert rows["BM25 200-word windows"]["cov@300"] == 100.0
+    diff, (lo, hi) = rows["hybrid"]["vs_baseline@600"]  # paired with BM25 windows, question by question
+    assert diff == round(rows["hybrid"]["cov@600"] - 100.0, 1) and lo <= diff <= hi
+    assert not any(k.startswith("_") for r in rows.values() for k in r)
 
 
 @pytest.mark.slow
