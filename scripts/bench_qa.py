@@ -157,6 +157,12 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
     out["F1_by_type"] = {  # question type -> [n, {system: F1}]
         t: [len(qs), {s: round(100 * sum(by_q[q][s]["f1"] for q in qs) / len(qs), 1) for s in systems}]
         for t in types for qs in [[q for q in done if by_q[q][systems[0]]["type"] == t]]}
+    if "vanilla" in systems:  # question type -> {system: [paired F1 difference to vanilla, 95% CI]}
+        out["F1_minus_vanilla_by_type"] = {t: {s: [round(100 * sum(d) / len(d), 1), bootstrap(d)]
+                                               for s in systems if s != "vanilla"
+                                               for d in [[by_q[q][s]["f1"] - by_q[q]["vanilla"]["f1"] for q in qs]]}
+                                           for t in types
+                                           for qs in [[q for q in done if by_q[q][systems[0]]["type"] == t]]}
     return out
 
 
@@ -169,7 +175,9 @@ def print_summary(summary: dict[str, Any]) -> None:
         print(f"{s:18s} {m['EM']:5.1f} {m['EM_ci95']!s:>14s} {m['F1']:5.1f} {m['F1_ci95']!s:>14s} {d:>26s} "
               f"{m['gold_in_reply']:14.1f} {m['failed']:7d} {m['context_tokens_mean']:8.1f} {m['R@5']!s:>6s}")
     for t, (n, f1) in summary.get("F1_by_type", {}).items():
-        print(f"  F1 on {t} (n = {n}): " + ", ".join(f"{s} {v:.1f}" for s, v in f1.items()))
+        diffs = summary.get("F1_minus_vanilla_by_type", {}).get(t, {})
+        print(f"  F1 on {t} (n = {n}): " + ", ".join(
+            f"{s} {v:.1f}" + (f" ({diffs[s][0]:+.1f} {diffs[s][1]})" if s in diffs else "") for s, v in f1.items()))
 
 
 def main() -> None:
