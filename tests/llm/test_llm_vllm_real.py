@@ -214,3 +214,23 @@ def test_sigterm_stop_leaves_no_process_and_no_temp_files(vllm: VllmHandle) -> N
     assert not private_tmp.exists()
     assert set(Path(tempfile.gettempdir()).glob("vllm_dist_*")) <= system_tmp_before
     vllm.server = None
+
+
+def test_the_server_continues_a_reply_instead_of_opening_a_new_turn(vllm: VllmHandle) -> None:
+    """The reader's follow-up (``ChatRequest.continue_reply``) sends vLLM's continue_final_message:
+    the server accepts the body the client builds, and the prompt ends inside the assistant's reply
+    (after "Answer:"), so it is shorter than the same chat sent as a plain request, which closes
+    that turn and opens a new assistant turn. (What the 135M model writes next is not asserted.)"""
+    msgs = [{"role": "user", "content": "Where was Marie Curie born? Context: " + PASSAGES[0]},
+            {"role": "assistant", "content": "Marie Curie was born in Warsaw.\nAnswer:"}]
+    client = _client(vllm, continues_replies=True)
+    try:
+        usage = {}
+        for name, req in (("continue", ChatRequest(messages=msgs, max_tokens=8, continue_reply=True)),
+                          ("plain", ChatRequest(messages=msgs, max_tokens=8))):
+            resp = httpx.post(f"{vllm.base_url}/chat/completions", json=client.payload(req), timeout=300)
+            assert resp.status_code == 200, resp.text[:300]
+            usage[name] = resp.json()["usage"]["prompt_tokens"]
+    finally:
+        client.close()
+    assert usage["continue"] < usage["plain"]  # no end-of-turn, no new assistant header
