@@ -24,6 +24,7 @@ SCHEMA_HINT = "\n\nReply with JSON only (no prose, no code fence) that matches t
 
 class TransformersBackend(SyncBackend):
     continues_replies = True  # the chat template continues a final assistant message
+
     def __init__(
         self,
         model: str,
