@@ -175,8 +175,8 @@ class ContinuingLLM(ScriptedLLM):
 
 def test_precise_reply_without_marker_is_continued_after_the_marker():
     """A 0.5B reader often writes one sentence and stops ("Phoolwari was released first [2].");
-    its span then comes from a short call that continues the reply after "Answer:" (on 48 2Wiki
-    questions with gold passages: EM 2.1 -> 20.8). A reply with the marker gets no second call."""
+    its span then comes from a short call that continues the reply after "Answer:" (2Wiki, n = 333,
+    Qwen-0.5B: EM 4.2 -> 21.9, experiments/answers). A reply with the marker gets no second call."""
     llm = ContinuingLLM([
         ChatResult(text="Phoolwari was released first [2].", prompt_tokens=100, completion_tokens=9),
         ChatResult(text="Thought: x [1].\nAnswer: Bern", prompt_tokens=90, completion_tokens=7),
