@@ -19,7 +19,7 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_graphs import SCALES, synthetic_graph  # noqa: E402
 
-from atomicrag.graph.stats import triangles  # noqa: E402
+from atomicrag.graph.stats import binary_symmetric, triangles  # noqa: E402
 
 
 def baseline_triangles(a: sp.csr_matrix, block: int = 4096) -> np.ndarray:
@@ -42,21 +42,12 @@ def long_document_graph(entities: int = 600, atoms: int = 60_000, per_atom: int 
     pairs = [(ent[:, i], ent[:, j]) for i in range(per_atom) for j in range(i + 1, per_atom)]
     src = np.concatenate([rows] + [p[0] for p in pairs])
     dst = np.concatenate([ent.ravel()] + [p[1] for p in pairs])
-    n = entities + atoms
-    a = sp.coo_matrix((np.ones(2 * len(src)), (np.r_[src, dst], np.r_[dst, src])), shape=(n, n)).tocsr()
-    a.setdiag(0)
-    a.eliminate_zeros()
-    a.data[:] = 1.0
-    return a
+    return binary_symmetric(src, dst, entities + atoms)
 
 
 def binary(adj) -> sp.csr_matrix:  # torch sparse CSR [N, N] -> binary scipy CSR without self loops
     crow, col = adj.crow_indices().numpy(), adj.col_indices().numpy()
-    a = sp.csr_matrix((np.ones(len(col)), col, crow), shape=tuple(adj.shape))
-    a.setdiag(0)
-    a.eliminate_zeros()
-    a.data[:] = 1.0
-    return a
+    return binary_symmetric(np.repeat(np.arange(len(crow) - 1), np.diff(crow)), col, adj.shape[0])
 
 
 def main() -> None:

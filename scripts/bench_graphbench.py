@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import json
 import os
-import random
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -36,6 +35,7 @@ os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
 import torch
 import yaml
+from bench_stats import bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = (300, 600)
@@ -88,13 +88,6 @@ def windows(passages: list[Any], size: int = 200) -> dict[str, list[str]]:
         words = p.text.split()
         out[p.corpus].extend(" ".join(words[i:i + size]) for i in range(0, len(words), size))
     return out
-
-
-def bootstrap(values: list[float], reps: int = 1000, seed: int = 0) -> list[float]:
-    rng = random.Random(seed)
-    n = len(values)
-    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
-    return [round(100 * means[int(0.025 * reps)], 1), round(100 * means[int(0.975 * reps) - 1], 1)]
 
 
 def summarize(label: str, questions: list[Any], contexts: list[list[str]]) -> dict[str, Any]:

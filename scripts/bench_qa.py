@@ -29,7 +29,6 @@ import argparse
 import dataclasses
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
 import yaml
+from bench_stats import bootstrap as _bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5")
@@ -115,12 +115,8 @@ def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: li
     return out, ranked
 
 
-def bootstrap(values: list[float], reps: int = 2000, seed: int = 0) -> list[float]:
-    """95% percentile interval of the mean, in points, over question resamples."""
-    rng = random.Random(seed)
-    n = len(values)
-    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
-    return [round(100 * means[int(0.025 * reps)], 1), round(100 * means[int(0.975 * reps) - 1], 1)]
+def bootstrap(values: list[float]) -> list[float]:
+    return _bootstrap(values, reps=2000)  # the committed QA records use 2,000 resamples
 
 
 def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:

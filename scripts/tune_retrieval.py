@@ -18,7 +18,6 @@ import dataclasses
 import itertools
 import json
 import os
-import random
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,6 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
 import yaml
+from bench_stats import bootstrap
 
 from atomicrag.core.config import Config, RetrieverConfig, load_config
 from atomicrag.data.loaders import load_dataset
@@ -110,14 +110,6 @@ def with_retriever(base: Config, fields: dict[str, Any]) -> Config:
     return load_config(d)
 
 
-def bootstrap(per_q: list[float], reps: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of the mean (in points) over question resamples."""
-    rng = random.Random(seed)
-    n = len(per_q)
-    means = sorted(sum(per_q[rng.randrange(n)] for _ in range(n)) / n for _ in range(reps))
-    return 100 * means[int(0.025 * reps)], 100 * means[int(0.975 * reps) - 1]
-
-
 def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict[str, Any]:
     if timing:  # warm-up and no memo: the ms/question a user sees (spaCy, embedding, BM25, PPR)
         engine.run(questions[:8])
@@ -130,9 +122,8 @@ def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict
                            "cpu_ms_per_q": round(1000 * cpu / len(questions), 1)}
     for k in (2, 5):
         per_q = [recall_at_k(t.retrieved_passages, q.supporting_ids, k) or 0.0 for q, t in zip(questions, traces)]
-        lo, hi = bootstrap(per_q)
         out[f"R@{k}"] = round(100 * sum(per_q) / len(per_q), 1)
-        out[f"R@{k}_ci95"] = [round(lo, 1), round(hi, 1)]
+        out[f"R@{k}_ci95"] = bootstrap(per_q)
     return out
 
 

@@ -61,7 +61,8 @@ class LLMReader:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
         self.name = kind
-        self.max_tokens = max_tokens or (cfg or ReaderConfig()).max_tokens
+        cfg = cfg or ReaderConfig()
+        self.max_tokens = max_tokens or cfg.max_tokens
         self.temperature = temperature
         self.seed = seed
         if context_style not in prompt.CONTEXT_STYLES:
@@ -69,7 +70,6 @@ class LLMReader:
         self.context_style = context_style  # fidelity.reader_context
         self.released = released  # fidelity.prompts=released: the released rag_qa_<kind> template
         self.dropped: list[int] = []  # per question of the last requests(): context items cut
-        cfg = cfg or ReaderConfig()
         self.followup_max_tokens = cfg.followup_max_tokens
         # Only our precise prompt in our layout asks for the span after "Answer:"; the released
         # prompts and layout keep their own answer form (no follow-up).

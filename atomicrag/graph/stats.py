@@ -18,11 +18,14 @@ from atomicrag.graph.structure import AtomEntityGraph
 
 def simple_adjacency(graph: AtomEntityGraph) -> sp.csr_matrix:
     """Binary symmetric CSR of the graph (no self loops, no weights)."""
-    n = graph.num_nodes
     src = [e.src.numpy() for e in graph.edges.values()]
     dst = [e.dst.numpy() for e in graph.edges.values()]
-    s = np.concatenate(src + [np.zeros(0, np.int64)])
-    d = np.concatenate(dst + [np.zeros(0, np.int64)])
+    return binary_symmetric(np.concatenate(src + [np.zeros(0, np.int64)]),
+                            np.concatenate(dst + [np.zeros(0, np.int64)]), graph.num_nodes)
+
+
+def binary_symmetric(s: np.ndarray, d: np.ndarray, n: int) -> sp.csr_matrix:
+    """Binary symmetric [n, n] CSR of the edges ``s[i] -- d[i]`` (self loops and repeats dropped)."""
     keep = s != d
     s, d = s[keep], d[keep]
     a = sp.coo_matrix((np.ones(2 * len(s), np.float64), (np.concatenate([s, d]), np.concatenate([d, s]))),

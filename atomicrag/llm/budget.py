@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from atomicrag.llm.protocol import backend_attribute
+
 T = TypeVar("T")
 CHARS_PER_TOKEN = 3.0
 MESSAGE_OVERHEAD = 8  # chat-template tokens around each message
@@ -21,13 +23,7 @@ SAFETY_TOKENS = 32
 
 def context_window(llm: Any) -> int | None:
     """The context window of ``llm`` or of the backend it wraps (cache, accounting); None = unknown."""
-    seen = 0
-    while llm is not None and seen < 8:
-        window = getattr(llm, "context_window", None)
-        if isinstance(window, int) and window > 0:
-            return window
-        llm, seen = getattr(llm, "backend", None), seen + 1
-    return None
+    return backend_attribute(llm, "context_window", lambda v: isinstance(v, int) and v > 0)
 
 
 def estimate_tokens(messages: list[dict[str, str]]) -> int:

@@ -9,6 +9,7 @@ treat it as an empty result.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -60,13 +61,19 @@ class LLMBackend(Protocol):
         ...
 
 
-def continues_replies(llm: Any) -> bool:
-    """True when ``llm``, or the backend it wraps (cache, accounting), can continue an assistant
-    reply (``ChatRequest.continue_reply``)."""
+def backend_attribute(llm: Any, name: str, accept: Callable[[Any], bool]) -> Any:
+    """The first value of attribute ``name`` that ``accept`` takes, on ``llm`` or on the backends it
+    wraps (cache, accounting: each wrapper's ``backend``); None when none has one."""
     seen = 0
     while llm is not None and seen < 8:
-        flag = getattr(llm, "continues_replies", None)
-        if isinstance(flag, bool):
-            return flag
+        value = getattr(llm, name, None)
+        if accept(value):
+            return value
         llm, seen = getattr(llm, "backend", None), seen + 1
-    return False
+    return None
+
+
+def continues_replies(llm: Any) -> bool:
+    """True when ``llm``, or the backend it wraps, can continue an assistant reply
+    (``ChatRequest.continue_reply``)."""
+    return bool(backend_attribute(llm, "continues_replies", lambda v: isinstance(v, bool)))
