@@ -32,7 +32,7 @@ _LAZY = {
     "QueryResult": "atomicrag.library.types",
     "ResultItem": "atomicrag.library.types",
     "Config": "atomicrag.core.config",
-    "load_config": "atomicrag.core.config",
+    "load_config": "atomicrag.core.compose",
     "as_llm": "atomicrag.library.adapters.dispatch",
     "as_embedder": "atomicrag.library.adapters.dispatch",
 }
@@ -51,7 +51,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
-    from atomicrag.core.config import Config, load_config
+    from atomicrag.core.compose import load_config
+    from atomicrag.core.config import Config
     from atomicrag.library.adapters.dispatch import as_embedder, as_llm
     from atomicrag.library.api import CORPUS_LEVEL_ATOMIZERS, AtomicRAG
     from atomicrag.library.types import Document, QueryResult, ResultItem

@@ -22,7 +22,6 @@ and per question type. ``--json`` writes the rows.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import time
@@ -34,7 +33,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
 import torch
-import yaml
 from bench_stats import bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,11 +40,10 @@ WORDS = (300, 600)
 
 
 def retriever_rows() -> list[tuple[str, dict[str, Any], str]]:
-    """(label, retriever fields over the dataclass defaults, reader context)."""
-    hybrid = yaml.safe_load((ROOT / "conf/retriever/hybrid.yaml").read_text())
-    ppr_minilm = yaml.safe_load((ROOT / "conf/retriever/ppr_minilm.yaml").read_text())
+    """(label, retriever option (and fields), reader context)."""
+    hybrid, ppr_minilm = {"preset": "hybrid"}, {"preset": "ppr_minilm"}
     return [("hybrid", hybrid, "documents"), ("ppr_minilm", ppr_minilm, "documents"),
-            ("dense atoms", {"name": "dense"}, "documents"), ("ppr (paper values)", {}, "documents"),
+            ("dense atoms", {"preset": "dense"}, "documents"), ("ppr (paper values)", {"preset": "ppr"}, "documents"),
             ("hybrid, atom-list context (25 atoms)", hybrid, "atoms")]
 
 
@@ -57,14 +54,14 @@ SETUP: dict[str, Any] = {"embedder": {"name": "onnx", "model": "minilm", "batch_
 
 
 def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens: int) -> Any:
-    from atomicrag.core.config import RetrieverConfig, load_config
+    from atomicrag.core.compose import load_config
 
     return load_config({
         "dataset": {"name": dataset, "split": "dev", "format": "normalized", "reader": "abstract"},
         "embedder": SETUP["embedder"],
         "paths": SETUP["paths"],
         "atomizer": {"name": "sentence"},
-        "retriever": {**dataclasses.asdict(RetrieverConfig()), **retriever},
+        "retriever": retriever,
         "reader": {"name": "none", "context": context, "context_tokens": context_tokens, **READER},
         "fidelity": {"preset": "custom"},
     })
@@ -141,7 +138,7 @@ def main() -> None:
     args = ap.parse_args()
     READER.update(json.loads(args.reader))
     if args.embedder != "minilm":
-        SETUP["embedder"] = yaml.safe_load((ROOT / f"conf/embedder/{args.embedder}.yaml").read_text())
+        SETUP["embedder"] = args.embedder  # a conf/embedder option
     SETUP["paths"] = {"data_dir": args.data_dir}
     from atomicrag.core.schemas import Question
     from atomicrag.data.loaders import load_dataset

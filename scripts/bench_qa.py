@@ -37,7 +37,6 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
-import yaml
 from bench_stats import bootstrap as _bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,22 +44,20 @@ SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5")
 
 
 def base_config(args: argparse.Namespace) -> Any:
-    from atomicrag.core.config import RetrieverConfig, load_config
+    from atomicrag.core.compose import load_config
 
-    hybrid = yaml.safe_load((ROOT / "conf/retriever/hybrid.yaml").read_text())
-    llm = yaml.safe_load((ROOT / f"conf/llm/{args.llm}.yaml").read_text())
     return load_config({
         "dataset": {"name": "2wikimultihopqa", "split": args.split, "format": "normalized", "reader": "precise"},
         # the same embedder settings as scripts/tune_retrieval.py: its cached index is reused
-        "embedder": yaml.safe_load((ROOT / f"conf/embedder/{args.embedder}.yaml").read_text())
-        if args.embedder != "minilm" else {"name": "onnx", "model": "minilm", "batch_size": 32},
+        "embedder": args.embedder if args.embedder != "minilm" else {"name": "onnx", "model": "minilm", "batch_size": 32},
         "paths": {"data_dir": args.data_dir},
         "atomizer": {"name": "sentence", "merge_window_repeats": bool(args.merge_window_repeats)},
-        "retriever": {**dataclasses.asdict(RetrieverConfig()), **hybrid},
+        "retriever": "hybrid",
         "reader": {"name": "precise", "max_tokens": args.max_tokens, "context": "documents",
                    "context_tokens": args.context_tokens, "answer_followup": args.answer_followup},
         "sieve": {"name": "none", "max_context": args.atoms_context},
-        "llm": {**llm, "concurrency": args.concurrency, **({"n_threads": args.llm_threads} if args.llm_threads else {})},
+        "llm": {"preset": args.llm, "concurrency": args.concurrency,
+                **({"n_threads": args.llm_threads} if args.llm_threads else {})},
         "fidelity": {"preset": "custom"},
     })
 

@@ -27,7 +27,7 @@ import torch
 from atomicrag.atomize.base import title_entity
 from atomicrag.atomize.selfcontained import self_contained
 from atomicrag.atomize.sentence import SentenceAtomizer
-from atomicrag.core.config import load_config
+from atomicrag.core.compose import load_config
 from atomicrag.core.schemas import AtomizeResult, Chunk
 from atomicrag.data.loaders import load_dataset
 from atomicrag.data.token_windows import chunk_passages

@@ -28,7 +28,8 @@ os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 import yaml
 from bench_stats import bootstrap
 
-from atomicrag.core.config import Config, RetrieverConfig, load_config
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import Config, RetrieverConfig
 from atomicrag.data.loaders import load_dataset
 from atomicrag.data.token_windows import chunk_passages
 from atomicrag.embed.factory import build_embedder

@@ -21,7 +21,8 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
-from atomicrag.core.config import Config, load_config
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import Config
 from atomicrag.data.loaders import load_dataset
 from atomicrag.data.token_windows import chunk_passages
 from atomicrag.embed.factory import build_embedder

@@ -37,7 +37,7 @@ import json, sys
 from pathlib import Path
 import atomicrag
 from atomicrag import AtomicRAG
-from atomicrag.core.presets import CONF_DIR
+from atomicrag.core.compose import CONF_DIR
 
 pkg = Path(atomicrag.__file__).resolve().parent
 rag = AtomicRAG({"llm": "fake", "embedder": "fake", "reader": {"name": "none"}}, progress=False)

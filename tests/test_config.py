@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from atomicrag.core.config import Config, load_config, register_configs, to_dataclass
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import Config, register_configs, to_dataclass
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 

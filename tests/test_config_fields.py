@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from atomicrag.core import config as config_mod
-from atomicrag.core.config import Config, load_config
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import Config
 
 
 def _config_classes() -> list[type]:
@@ -21,7 +22,7 @@ def _config_classes() -> list[type]:
         if cls in seen:
             continue
         seen.append(cls)
-        hints = typing.get_type_hints(cls, vars(config_mod))
+        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
         for f in dataclasses.fields(cls):
             t = hints[f.name]
             if dataclasses.is_dataclass(t):
@@ -45,7 +46,7 @@ def test_every_numeric_choice_and_text_field_has_a_check() -> None:
     load_config({})  # runs every __post_init__
     missing = []
     for cls in _config_classes():
-        hints = typing.get_type_hints(cls, vars(config_mod))
+        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
         for f in dataclasses.fields(cls):
             if _needs_check(hints[f.name]) and f.name not in CHECKED.get(cls.__name__, set()):
                 missing.append(f"{cls.__name__}.{f.name}")

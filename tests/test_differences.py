@@ -1,14 +1,15 @@
 """Issue 19, item 9: each run names its differences from the released pipeline; tables say them."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import yaml
 
+from atomicrag.core.compose import group_config
 from atomicrag.core.config import Config
 from atomicrag.core.config_query import DecomposeConfig, FidelityConfig, ReaderConfig
-from atomicrag.core.presets import load_preset
 from atomicrag.harness.differences import differences, footnote
 from atomicrag.harness.report_tables.core import Column, Row, TableSpec, build
 from atomicrag.harness.report_tables.render import to_markdown
@@ -21,14 +22,14 @@ def _topics(cfg: Config) -> dict[str, dict]:
 
 
 def test_a_reference_code_run_lists_only_what_is_left():
-    ref = FidelityConfig(**load_preset("fidelity", "reference_code"))
+    ref = group_config("fidelity", "reference_code")
     cfg = Config(fidelity=ref, reader=ReaderConfig(max_tokens=256), decompose=DecomposeConfig(name="llm"))
     t = _topics(cfg)
     assert not any(k.startswith("fidelity.") for k in t)  # every switch at its released value
     assert t["prompts"]["ours"].startswith("this project's own wording")
     assert t["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256, "released": 2048}
     assert "corpus chunks" in t and "questions" in t and "generator" in t
-    released = Config(fidelity=FidelityConfig(**{**load_preset("fidelity", "reference_code"), "prompts": "released"}),
+    released = Config(fidelity=dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released"),
                       reader=ReaderConfig(max_tokens=2048))
     t2 = _topics(released)
     assert "prompts" not in t2 and "budget: reader max_tokens" not in t2

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from atomicrag import AtomicRAG
-from atomicrag.core.config import load_config
+from atomicrag.core.compose import load_config
 from atomicrag.harness.pipeline import run_one, run_with_baselines
 from atomicrag.harness.tracking import run_dir
 

@@ -88,11 +88,10 @@ def repair_alignment(fragments: list[str], candidates: list[str]) -> list[list[s
 class LLMAtomizer:
     name = "llm"
     uses_llm = True
-    NER_MAX_TOKENS = 512  # a passage's entity list (the released code allows 2048: a listed difference)
 
     def __init__(self, cfg: AtomizerConfig | None = None, llm: LLMBackend | None = None, *,
                  checkpoint_path: str | Path | None = None, batch_size: int = 32, retries: int = 1,
-                 ner_max_tokens: int | None = None, extraction_max_tokens: int = 2048,
+                 ner_max_tokens: int | None = None, extraction_max_tokens: int | None = None,
                  temperature: float = 0.0, seed: int | None = 0,
                  progress: bool | None = None, released_prompts: ReleasedPrompts | None = None,
                  **_: Any) -> None:
@@ -103,8 +102,10 @@ class LLMAtomizer:
         self.checkpoint_path = checkpoint_path
         self.batch_size = max(1, batch_size)
         self.retries = max(0, retries)
-        self.ner_max_tokens = self.NER_MAX_TOKENS if ner_max_tokens is None else ner_max_tokens
-        self.extraction_max_tokens = extraction_max_tokens
+        # budgets: atomizer.ner_max_tokens / extraction_max_tokens unless given here
+        self.ner_max_tokens = self.cfg.ner_max_tokens if ner_max_tokens is None else ner_max_tokens
+        self.extraction_max_tokens = (self.cfg.extraction_max_tokens if extraction_max_tokens is None
+                                      else extraction_max_tokens)
         self.temperature, self.seed = temperature, seed  # llm.temperature/seed (llm.sampling)
         self.progress = progress_enabled(progress)
         self.released = released_prompts  # fidelity.prompts=released: the released templates

@@ -70,7 +70,9 @@ class VocabularyAtomizer(SentenceAtomizer):
     def __init__(self, cfg: AtomizerConfig | None = None, llm: LLMBackend | None = None, *,
                  progress: bool | None = None, nlp: Any = None, retries: int = 1,
                  temperature: float = 0.0, seed: int | None = 0, **_: Any) -> None:
-        super().__init__(cfg or AtomizerConfig(name="vocabulary"), progress=progress, nlp=nlp)
+        cfg = cfg or AtomizerConfig(name="vocabulary")
+        super().__init__(cfg, progress=progress, nlp=nlp)
+        self.filter_max_tokens = cfg.vocab_filter_max_tokens  # completion budget of the LLM filter
         self.llm = llm
         self.retries = max(0, retries)
         self.temperature, self.seed = temperature, seed  # llm.temperature/seed (llm.sampling)
@@ -131,7 +133,7 @@ class VocabularyAtomizer(SentenceAtomizer):
             if not pending:
                 break
             reqs = [ChatRequest(messages=vocab_prompt.build_messages(batches[i]), schema=vocab_prompt.SCHEMA,
-                                max_tokens=4096, module="atomize",
+                                max_tokens=self.filter_max_tokens, module="atomize",
                                 **attempt_sampling(self.temperature, self.seed, attempt)) for i in pending]
             results = self.llm.chat(reqs)
             calls += len(reqs)

@@ -14,15 +14,13 @@ w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
 
 from atomicrag.core import registry  # allowed stage names are the registry keys
-
 from atomicrag.core.config_checks import (
     _choice,
     _device,
@@ -34,7 +32,6 @@ from atomicrag.core.config_checks import (
     _text,
     _text_list,
     _unit,
-    read_config_file,
 )
 from atomicrag.core.config_query import (
     DecomposeConfig,
@@ -71,11 +68,11 @@ class DatasetConfig:
     name: str = "2wikimultihopqa"  # folder under data_dir, and the key of results/cache folders
     format: str = "normalized"  # normalized | graphrag_bench | hipporag | hf
     split: str = "smoke"  # smoke | dev | heldout | all (normalized layout); free text for hf
-    path: Optional[str] = None  # explicit folder/file; overrides data_dir/name
-    hf_corpus: Optional[str] = None  # hf: dataset id or local path of the corpus
-    hf_questions: Optional[str] = None  # hf: dataset id or local path of the questions
-    corpus_file: Optional[str] = None  # normalized: corpus file name override (e.g. corpus_atomicrag_chunks.jsonl)
-    limit: Optional[int] = None  # keep only the first N questions (None = all)
+    path: str | None = None  # explicit folder/file; overrides data_dir/name
+    hf_corpus: str | None = None  # hf: dataset id or local path of the corpus
+    hf_questions: str | None = None  # hf: dataset id or local path of the questions
+    corpus_file: str | None = None  # normalized: corpus file name override (e.g. corpus_atomicrag_chunks.jsonl)
+    limit: int | None = None  # keep only the first N questions (None = all)
     chunk_tokens: int = 256  # token-window chunker size (Graph-Bench uses 256)
     chunk_overlap: int = 32  # overlap between windows
     chunk_tokenizer: str = "regex"  # regex (word/punct tokens, offline) | an HF tokenizer name or path
@@ -99,8 +96,8 @@ class LLMConfig:
     name: str = "vllm"  # fake | openai (any OpenAI-compatible URL) | llamacpp | vllm | transformers
     model: str = "smollm2-135m-instruct"  # model id sent to the server (vLLM's --served-model-name) / loaded in-process
     # llamacpp: GGUF file; vllm: Hub id, HF folder or GGUF (converted once); 'smollm2' / 'qwen0.5b' = offline packages
-    model_path: Optional[str] = "smollm2"
-    base_url: Optional[str] = None  # attach to a running server instead of launching one
+    model_path: str | None = "smollm2"
+    base_url: str | None = None  # attach to a running server instead of launching one
     base_urls: list[str] = field(default_factory=list)  # several replicas of one model: least-busy dispatch, failover
     api_key_env: str = "OPENAI_API_KEY"  # name of the environment variable holding the key (never the key)
     concurrency: int = 32  # requests in flight at once (per endpoint)
@@ -108,7 +105,7 @@ class LLMConfig:
     max_retries: int = 3  # transport errors and unparseable JSON are retried this often
     temperature: float = 0.0
     max_tokens: int = 256
-    seed: Optional[int] = 0  # sampled calls are cached only when seeded
+    seed: int | None = 0  # sampled calls are cached only when seeded
     structured_output: bool = True  # send JSON schemas as response_format (guided decoding / grammar)
     cache: bool = True  # SQLite cache in front of the backend (paths.llm_cache)
     # local server launchers
@@ -120,7 +117,7 @@ class LLMConfig:
     tensor_parallel_size: int = 1  # vLLM
     gpu_memory_utilization: float = 0.9  # vLLM
     max_model_len: int = 8192  # vLLM context window (prompts are budgeted to it)
-    server_python: Optional[str] = None  # vLLM's own interpreter; None = $ATOMICRAG_VLLM_PYTHON, ./.venv-vllm, this one
+    server_python: str | None = None  # vLLM's own interpreter; None = $ATOMICRAG_VLLM_PYTHON, ./.venv-vllm, this one
     enforce_eager: bool = True  # vLLM: no torch.compile / CUDA graphs (CPU start-up ~25 s instead of ~80 s)
     kv_cache_gb: int = 1  # vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE, whole GiB)
     extra_args: list[str] = field(default_factory=list)  # appended to the server command line
@@ -145,7 +142,8 @@ class LLMConfig:
 
 @dataclass
 class EmbedderConfig:
-    name: str = "fake"  # fake | sentence_transformers | transformers | onnx (transformers model on ONNX Runtime, CPU)
+    # the offline default is all-MiniLM-L6-v2 through sentence-transformers (conf/embedder/minilm.yaml)
+    name: str = "sentence_transformers"  # sentence_transformers | transformers | onnx (transformers model on ONNX Runtime, CPU) | fake
     model: str = "minilm"  # 'minilm' = the offline all-MiniLM-L6-v2 package; else an HF id or path
     pooling: str = "auto"  # auto (model's own) | cls | mean
     normalize: bool = True
@@ -198,6 +196,11 @@ class AtomizerConfig:
     # abort when more than this fraction of chunks failed (a dead or misconfigured LLM server);
     # failed chunks below it are never cached as done: the next run retries them
     max_chunk_failures_frac: float = 0.25
+    # completion budgets of the llm atomizer's two calls (a passage's entity list, then its atoms and
+    # triples) and of the vocabulary atomizer's LLM filter (long JSON lists of kept terms)
+    ner_max_tokens: int = 512
+    extraction_max_tokens: int = 2048
+    vocab_filter_max_tokens: int = 4096
     # atoms (paper) | chunks (Table 2 "w/o KA": the same LLM entity and triple extraction, but each
     # chunk is one node linked to all its entities instead of its knowledge atoms)
     atom_unit: str = "atoms"
@@ -205,7 +208,8 @@ class AtomizerConfig:
     def __post_init__(self) -> None:
         _choice(self, "name", registry.ATOMIZERS.names())
         _choice(self, "atom_unit", ("atoms", "chunks"))
-        _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call")
+        _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call",
+                  "ner_max_tokens", "extraction_max_tokens", "vocab_filter_max_tokens")
         _range(self, 0, None, "nlp_processes")  # 0 = auto
         _positive(self, "vocab_max_ngram")
         _unit(self, "max_chunk_failures_frac")
@@ -228,37 +232,22 @@ class GraphConfig:
 
 
 
-def _released_judge_llm() -> "LLMConfig":
-    # the released evaluation: gpt-4o-mini, temperature 0, seed 42
-    return LLMConfig(name="openai", model="gpt-4o-mini", base_url="https://api.openai.com/v1",
-                     concurrency=32, temperature=0.0, seed=42)
-
-
-# langchain_community.embeddings.huggingface.DEFAULT_QUERY_BGE_INSTRUCTION_EN (a library default)
-LANGCHAIN_BGE_QUERY_INSTRUCTION = "Represent this question for searching relevant passages: "
-
-
-def _released_judge_embedder() -> "EmbedderConfig":
-    # the released evaluation embeds with bge-large through LangChain's HuggingFaceBgeEmbeddings
-    # aembed_query: CLS pooling and LangChain's default English query instruction (its "question"
-    # wording, not bge's model-card "sentence" one) on both the answer and the reference
-    return EmbedderConfig(name="sentence_transformers", model="BAAI/bge-large-en-v1.5", pooling="cls",
-                          query_prefix=LANGCHAIN_BGE_QUERY_INSTRUCTION,
-                          max_length=512, batch_size=64)
-
-
 @dataclass
 class JudgeConfig:
     name: str = "none"  # none | llm (Graph-Bench answer accuracy: LLM statement F1 + embedding similarity)
     llm_source: str = "own"  # own (judge.llm: the released judge by default) | run (the run's LLM grades itself)
     embedder_source: str = "own"  # own (judge.embedder) | run (the run's embedder, e.g. offline smoke runs)
-    llm: LLMConfig = field(default_factory=_released_judge_llm)  # the judge's LLM when llm_source=own
-    embedder: EmbedderConfig = field(default_factory=_released_judge_embedder)  # SS encoder when embedder_source=own
+    # the judge's own models (llm_source / embedder_source = own); conf/judge/llm.yaml sets the
+    # released judge's (gpt-4o-mini, bge-large)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     embed_as_query: bool = True  # encode answer and reference with the query prefix (LangChain aembed_query)
+    max_tokens: int = 1024  # completion budget of each judge call (statements, classification)
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.JUDGES.names())
         _choice(self, "llm_source", ("own", "run"))
+        _positive(self, "max_tokens")
         _choice(self, "embedder_source", ("own", "run"))
 
 
@@ -274,11 +263,16 @@ class LoggerConfig:
         _text(self, "project", nonempty=True)
 
 
+# the rows a run can add beside its own (what each switches: core/rows.py's BASELINES, which a test
+# holds equal to this list)
+BASELINE_NAMES = ("dense_passage", "dense_atoms")
+
+
 @dataclass
 class Config:
     experiment_name: str = "quickstart"  # results/<experiment_name>/... (the group +experiment=... sets it)
-    run_name: Optional[str] = None  # default: derived from the config, deterministic
-    row_label: Optional[str] = None  # the paper-table row this run fills (set by experiment files; read by make_tables)
+    run_name: str | None = None  # default: derived from the config, deterministic
+    row_label: str | None = None  # the paper-table row this run fills (set by experiment files; read by make_tables)
     overwrite: bool = False  # re-run a finished run
     seed: int = 0
     baselines: list[str] = field(default_factory=list)  # extra rows computed in the same run
@@ -305,9 +299,7 @@ class Config:
         _range(self, 0, None, "seed")
         _unit(self, "max_failure_rate")
         _mark(self, ("baselines",))
-        from atomicrag.core.rows import BASELINES
-
-        known = tuple(BASELINES)
+        known = BASELINE_NAMES
         bad = [b for b in self.baselines if b not in known]
         if bad:
             raise ValueError(f"Config.baselines: unknown {bad}; known: {', '.join(known)}")
@@ -339,44 +331,3 @@ def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(section), dict) and name in out[section]:
             out[section] = {k: v for k, v in out[section].items() if k != name}
     return out
-
-
-def load_config(source: "Config | dict | str | Path | None" = None, *, env_prefix: str | None = "ATOMICRAG_") -> Config:
-    """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
-
-    Defaults are the presets ``conf/config.yaml`` lists (MiniLM, ``hybrid``, the default
-    LLM; see ``atomicrag.core.presets``), not the bare dataclass values; a group can name a preset:
-    ``{"llm": "fake"}`` or ``{"retriever": {"preset": "ppr", "top_k": 10}}``.
-    Environment variables ``ATOMICRAG_<GROUP>__<FIELD>=value`` (double underscore between
-    levels) and ``ATOMICRAG_<GROUP>=<preset>`` are applied last (``env_prefix=None``: not at
-    all). Unknown keys and badly typed values raise ``ValueError`` naming the key (and the file).
-    """
-    from atomicrag.core.presets import env_presets, split_presets
-
-    base = OmegaConf.structured(Config)
-    layers: list[Any] = []
-    if isinstance(source, Config):
-        layers.append(OmegaConf.structured(source))
-    elif isinstance(source, dict):
-        layers.append(OmegaConf.create(_drop_removed(source)))
-    elif isinstance(source, (str, Path)):
-        layers.append(OmegaConf.create(_drop_removed(read_config_file(source))))
-    elif source is not None:
-        raise TypeError(f"config source must be Config, dict, path or None, not {type(source).__name__}")
-    # only GROUP__FIELD variables are config; others with the prefix (ATOMICRAG_NO_PROGRESS) are flags
-    env_items = {} if not env_prefix else {
-        k[len(env_prefix):]: v for k, v in os.environ.items() if k.startswith(env_prefix) and "__" in k
-    }
-    if env_items:
-        dotlist = [f"{k.lower().replace('__', '.')}={v}" for k, v in sorted(env_items.items())]
-        layers.append(OmegaConf.from_dotlist(dotlist))
-    try:
-        plain = [OmegaConf.to_container(layer) for layer in layers]
-        if not all(isinstance(layer, dict) for layer in plain):
-            raise ValueError("a config must be a mapping of groups (e.g. {'retriever': {'top_k': 10}})")
-        presets, plain = split_presets(plain, env_presets(dict(os.environ), env_prefix) if env_prefix else {})
-        merged = OmegaConf.merge(base, presets, *plain)
-        return to_dataclass(merged)
-    except Exception as exc:  # omegaconf raises several error types; give one clear message
-        src = f" ({source})" if isinstance(source, (str, Path)) else ""
-        raise ValueError(f"invalid atomicrag config{src}: {exc}") from exc

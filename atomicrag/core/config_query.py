@@ -117,6 +117,7 @@ class RetrieverConfig:
     # spacy_idf: spacy_match without the graph names in more than query_entity_max_df of the atoms
     # spacy_cased: spacy_idf, graph names only where the question writes them with a capital or digit
     query_entities: str = "spacy"
+    query_ner_max_tokens: int = 256  # query_entities=llm: completion budget of the query NER reply
     query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
     entity_top_k: int = 20
     entity_sim_threshold: float = 0.3
@@ -149,6 +150,7 @@ class RetrieverConfig:
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.RETRIEVERS.names())
+        _positive(self, "query_ner_max_tokens")
         _choice(self, "query_entities", ("spacy", "llm", "spacy_match", "spacy_idf", "spacy_cased"))
         _choice(self, "ppr_stop", ("topk", "accuracy", "fixed"))
         _unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
@@ -187,10 +189,11 @@ class DecomposeConfig:
 class SieveConfig:
     name: str = "none"  # llm (paper's AS) | none (w/o AS)
     max_context: int = 25  # atoms in the merged context
+    max_tokens: int = 512  # completion budget of the sieve reply (a list of kept atom ids)
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.SIEVES.names())
-        _positive(self, "max_context")
+        _positive(self, "max_context", "max_tokens")
 
 
 @dataclass

@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from atomicrag.core.presets import CONF_DIR, load_preset
+from atomicrag.core.compose import CONF_DIR, group_config
+from atomicrag.core.config import BASELINE_NAMES
 
 # The ablated components in the paper's order (Table 2's labels): conf/ablation/<key>[_<variant>].yaml
 COMPONENTS: dict[str, str] = {"ergr": "ERGR", "aqd": "AQD", "as": "AS", "ka": "KA"}
@@ -58,7 +59,7 @@ def ablation(name: str) -> Ablation:
     for entry in data.pop("defaults", []):
         ((key, preset),) = entry.items()  # "override /retriever: dense"
         group = key.removeprefix("override").strip().lstrip("/")
-        changes[f"{group}.name"] = load_preset(group, preset)["name"]
+        changes[f"{group}.name"] = group_config(group, preset).name
     changes.update(_flatten(data))
     return Ablation(name, component, changes)
 
@@ -92,6 +93,9 @@ BASELINES: dict[str, dict[str, Any]] = {
     # AtomicRAG without the graph (paper's w/o ERGR, conf/ablation/ergr.yaml): atoms ranked by similarity alone
     "dense_atoms": ablation("ergr").changes,
 }
+
+if tuple(BASELINES) != BASELINE_NAMES:  # core/config.py validates Config.baselines against that list
+    raise RuntimeError(f"core/config.py's BASELINE_NAMES {BASELINE_NAMES} must list BASELINES {tuple(BASELINES)}")
 
 # retriever fields each baseline's retriever reads; the others are reset to their defaults.
 # dense_atoms keeps the seeding fields its traces show (query entities), not the PPR ones.

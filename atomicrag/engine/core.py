@@ -234,7 +234,7 @@ class Engine:
         llm = self.models.llm
         reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
                               released=released_prompts.for_fidelity(self.cfg.fidelity),
-                              **sampling(self.cfg.llm, "answer", max_tokens=self.cfg.reader.max_tokens))
+                              **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
         t0 = time.perf_counter()
         with self._timed("answer"):
             outputs = reader.answer([q.question for q in batch.questions], batch.contexts)
@@ -252,10 +252,10 @@ class Engine:
 
 
 def sampling_deps(cfg: Config, llm: Any) -> dict[str, Any]:
-    """Sampling for an LLM atomizer (temperature and seed; its completion budgets are its own)."""
+    """Sampling for an LLM atomizer (temperature and seed; its completion budgets are atomizer fields)."""
     if llm is None:
         return {}
-    s = sampling(cfg.llm, "atomize")
+    s = sampling(cfg.llm)
     return {"temperature": s["temperature"], "seed": s["seed"]}
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from atomicrag.core.config import FidelityConfig
+from atomicrag.core.config import FidelityConfig, JudgeConfig
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import judge as prompt
 from atomicrag.prompts.released import for_fidelity
@@ -81,7 +81,7 @@ class AccuracyVerdict:
 
 class AnswerAccuracyJudge:
     def __init__(self, llm: Any, embedder: Any, fidelity: FidelityConfig, *,
-                 max_tokens: int = 1024, seed: int | None = 0) -> None:
+                 max_tokens: int = JudgeConfig.max_tokens, seed: int | None = 0) -> None:
         similarity_score(0.0, fidelity.acc_similarity)  # fail early on a bad mode
         self.llm = llm
         self.embedder = embedder

@@ -78,7 +78,7 @@ def judge_from_config(cfg: Config, run_llm: Any, run_embedder: Any, accountant: 
     try:
         emb = judge_embedder(cfg, run_embedder) if "embedder" in needs and cfg.fidelity.acc_weight < 1 else None
         seed = cfg.judge.llm.seed if cfg.judge.llm_source == "own" else cfg.llm.seed
-        impl = build_judge(cfg.judge.name, llm, emb, cfg.fidelity, seed=seed)
+        impl = build_judge(cfg.judge.name, llm, emb, cfg.fidelity, seed=seed, max_tokens=cfg.judge.max_tokens)
     except BaseException:
         if owns:
             llm.close()

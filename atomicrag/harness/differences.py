@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from atomicrag.core.compose import group_config
 from atomicrag.core.config import Config
-from atomicrag.core.presets import load_preset
 
 # the released code's completion budgets: max_new_tokens (2048) on every call, the sieve's 1024
 RELEASED_BUDGET = 2048
@@ -50,13 +50,13 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.sieve.name != "none":
         out.append(_item("sieve prompt", "this project's own wording (its released prompt is built in code, "
                          "not a template file)", "released sieve prompt"))
-    ref = load_preset("fidelity", "reference_code")
+    ref = group_config("fidelity", "reference_code")
     for f in dataclasses.fields(cfg.fidelity):
-        if f.name in ("preset", "prompts", "released_code") or f.name not in ref:
+        if f.name in ("preset", "prompts", "released_code"):
             continue
-        mine = getattr(cfg.fidelity, f.name)
-        if mine != ref[f.name]:
-            out.append(_item(f"fidelity.{f.name}", mine, ref[f.name]))
+        mine, released = getattr(cfg.fidelity, f.name), getattr(ref, f.name)
+        if mine != released:
+            out.append(_item(f"fidelity.{f.name}", mine, released))
     if not cfg.dataset.corpus_file:
         out.append(_item("corpus chunks", f"re-chunked here ({cfg.dataset.chunk_tokens}-token windows)",
                          "the authors' chunk files"))
@@ -71,18 +71,16 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
     ):
         if ours != theirs:
             out.append(_item(topic, ours, theirs))
-    from atomicrag.llm.sampling import STAGE_MAX_TOKENS
 
-    if STAGE_MAX_TOKENS["sieve"] != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none":
-        out.append(_item("budget: sieve max_tokens", STAGE_MAX_TOKENS["sieve"], RELEASED_SIEVE_BUDGET))
-    if cfg.retriever.query_entities == "llm" and STAGE_MAX_TOKENS["retrieve_ner"] != RELEASED_BUDGET:
-        out.append(_item("budget: query NER max_tokens", STAGE_MAX_TOKENS["retrieve_ner"], RELEASED_BUDGET))
-    if cfg.atomizer.name == "llm":  # the llm atomizer's NER call (its extraction call gets 2048 as released)
-        from atomicrag.atomize.llm import LLMAtomizer
-
-        ner_budget = LLMAtomizer.NER_MAX_TOKENS
-        if ner_budget != RELEASED_BUDGET:
-            out.append(_item("budget: passage NER max_tokens", ner_budget, RELEASED_BUDGET))
+    if cfg.sieve.max_tokens != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none":
+        out.append(_item("budget: sieve max_tokens", cfg.sieve.max_tokens, RELEASED_SIEVE_BUDGET))
+    if cfg.retriever.query_entities == "llm" and cfg.retriever.query_ner_max_tokens != RELEASED_BUDGET:
+        out.append(_item("budget: query NER max_tokens", cfg.retriever.query_ner_max_tokens, RELEASED_BUDGET))
+    if cfg.atomizer.name == "llm":  # the llm atomizer's two calls
+        for call, budget in (("passage NER", cfg.atomizer.ner_max_tokens),
+                             ("extraction", cfg.atomizer.extraction_max_tokens)):
+            if budget != RELEASED_BUDGET:
+                out.append(_item(f"budget: {call} max_tokens", budget, RELEASED_BUDGET))
     if cfg.llm.model != RELEASED_MODELS["llm"]:
         out.append(_item("generator", cfg.llm.model, RELEASED_MODELS["llm"]))
     if cfg.embedder.model != RELEASED_MODELS["embedder"]:

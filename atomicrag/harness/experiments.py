@@ -48,8 +48,8 @@ def compose_experiment(name: str | None, overrides: Sequence[str] = ()) -> DictC
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    from atomicrag.core.compose import CONF_DIR
     from atomicrag.core.config import register_configs
-    from atomicrag.core.presets import CONF_DIR
 
     register_configs()
     args = ([f"+{EXPERIMENT_GROUP}={name}"] if name else []) + list(overrides)

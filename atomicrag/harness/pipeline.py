@@ -28,14 +28,10 @@ def retriever_label(cfg: Config) -> str:
     while it still describes ``cfg`` (a baseline row that swaps the retriever gets its own name)."""
     from hydra.core.hydra_config import HydraConfig
 
-    from atomicrag.core.config_query import RetrieverConfig
-    from atomicrag.core.presets import load_preset
+    from atomicrag.core.compose import group_config, has_option
 
     choice = HydraConfig.get().runtime.choices.get("retriever") if HydraConfig.initialized() else None
-    try:
-        named = load_preset("retriever", choice).get("name", RetrieverConfig.name) if choice else None
-    except ValueError:  # not a plain preset file: name the propagation method
-        named = None
+    named = group_config("retriever", choice).name if has_option("retriever", choice) else None
     return str(choice) if named == cfg.retriever.name else cfg.retriever.name
 
 

@@ -19,16 +19,17 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from atomicrag.core.compose import CONF_DIR as COMPOSE_CONF_DIR
+from atomicrag.core.compose import HARNESS_ROOT
 from atomicrag.core.config import register_configs, to_dataclass
-from atomicrag.core.presets import CONF_DIR as PRESETS_CONF_DIR
 
-CONF_DIR = str(PRESETS_CONF_DIR)
+CONF_DIR = str(COMPOSE_CONF_DIR)
 log = logging.getLogger("atomicrag")
 
 register_configs()
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=HARNESS_ROOT)
 def main(dcfg: DictConfig) -> float:
     # SIGTERM → SystemExit, so atexit handlers stop any LLM server this run launched
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

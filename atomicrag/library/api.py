@@ -18,12 +18,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atomicrag.core.config import Config, load_config
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import Config
 from atomicrag.core.progress import reporting
 from atomicrag.core.registry import STORES
 from atomicrag.library.io import Snapshot, check_build_settings
@@ -50,13 +51,6 @@ log = logging.getLogger("atomicrag")
 CORPUS_LEVEL_ATOMIZERS = frozenset({"vocabulary"})
 _ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk atomizers are unaffected
 # Config sections that decide how the stored index was built; a loaded index cannot change them.
-
-
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 class AtomicRAG:
@@ -329,23 +323,24 @@ class AtomicRAG:
     @classmethod
     def load(cls, path: str | Path | None = None, *, uri: str | None = None, schema: str = "atomicrag",
              llm: Any = None, embedder: Any = None, config: Config | dict | None = None,
-             progress: bool | ProgressFn | None = None) -> AtomicRAG:
+             progress: bool | ProgressFn | None = None, overrides: Sequence[str] = ()) -> AtomicRAG:
         """Open a saved index. ``config``: a dict of overrides on the saved config (or a full
-        ``Config``) for query-time settings; settings that decide how the index was built cannot change."""
+        ``Config``) for query-time settings; ``overrides``: the same as Hydra override strings
+        (``retriever.top_k=10``, the CLI's ``--set``), applied after ``config``. Settings that decide
+        how the index was built cannot change."""
         if (path is None) == (uri is None):
             raise ValueError("load() needs exactly one of path=... or uri=...")
         info, snap = STORES.build("pg" if uri is not None else "dir", path=path, uri=uri, schema=schema).load()
         # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
         # conflicting one is caught by check_build_settings instead of silently rewriting the manifest
         saved = load_config(info["config"], env_prefix=None)
-        if config is None:
-            cfg = load_config(dataclasses.asdict(saved))
-        elif isinstance(config, Config):
-            cfg = load_config(config)
-        else:
-            from atomicrag.core.presets import override
+        from atomicrag.core.compose import to_overrides
 
-            cfg = load_config(override(dataclasses.asdict(saved), config))  # {"retriever": "dense"} works too
+        if isinstance(config, Config):
+            cfg = load_config(config, overrides=overrides)
+        else:
+            # {"retriever": "dense"} works too: a group option named here starts that group afresh
+            cfg = load_config(dataclasses.asdict(saved), overrides=[*to_overrides(config or {}), *overrides])
         check_build_settings(saved, cfg, byo_embedder=embedder is not None)
         if embedder is None:  # no model load until texts must be embedded (docs, stats, delete need none)
             from atomicrag.embed.lazy import lazy_saved_embedder

@@ -13,9 +13,9 @@
 Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
 ``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
 A file's id is its path relative to the folder without the suffix (``notes/intro``). Without
-``--config`` the defaults are the presets of ``conf/config.yaml`` (the offline MiniLM embedder,
-the default retriever and LLM); ``--set retriever=ppr`` names a preset, ``--set
-retriever.top_k=10`` a field. ``delete``, ``docs``, ``stats`` and ``export`` load no model.
+``--config`` the defaults are ``conf/library.yaml``'s group options (the offline MiniLM embedder,
+the default retriever and LLM); ``--set`` takes Hydra's override grammar, as
+``python -m atomicrag.run`` does: ``--set retriever=ppr`` an option, ``--set retriever.top_k=10`` a field. ``delete``, ``docs``, ``stats`` and ``export`` load no model.
 
 This is the library's front door; the research harness (Hydra sweeps, paper tables) is
 ``atomicrag-run`` / ``python -m atomicrag.run``.
@@ -40,41 +40,12 @@ def read_documents(source: str | Path) -> list[dict[str, Any]]:
     return docs
 
 
-def _overrides(pairs: list[str]) -> dict[str, Any]:
-    """``group.field=value`` pairs -> nested dict (values parsed as YAML scalars: 5, true, null, text)."""
-    import yaml
+def _config(args: argparse.Namespace) -> Any:
+    """The command's ``Config``: the ``--config`` file, then each ``--set`` (Hydra's override
+    grammar, as ``python -m atomicrag.run`` takes it: ``retriever=ppr``, ``retriever.top_k=10``)."""
+    from atomicrag.core.compose import load_config
 
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set expects group.field=value, got {pair!r}")
-        node = out
-        parts = key.split(".")
-        for p in parts[:-1]:
-            if isinstance(node.get(p), str):  # "retriever=dense" then "retriever.top_k=3": both apply
-                node[p] = {"preset": node[p]}
-            node = node.setdefault(p, {})
-        if len(parts) == 1 and isinstance(node.get(key), dict):  # a preset named after its fields
-            node[key]["preset"] = yaml.safe_load(value)
-        else:
-            node[parts[-1]] = yaml.safe_load(value)
-    return out
-
-
-def _config(args: argparse.Namespace) -> dict[str, Any] | None:
-    from atomicrag.core.presets import preset_dicts
-    from atomicrag.library.api import _deep_merge
-
-    base: dict[str, Any] = {}
-    if getattr(args, "config", None):
-        from atomicrag.core.config import read_config_file
-
-        base = read_config_file(args.config)  # the library's reader: errors name the file and line
-    sets = _overrides(getattr(args, "set", None) or [])
-    # "retriever: ppr" in the file and --set retriever.top_k=3 both apply (as in Hydra)
-    merged = _deep_merge(preset_dicts(base), preset_dicts(sets))
-    return merged or None
+    return load_config(getattr(args, "config", None), overrides=list(getattr(args, "set", None) or []))
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -154,8 +125,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from atomicrag.library.types import check_questions
 
     check_questions(list(args.questions))  # exit status 2 before the index loads
-    overrides = _overrides(args.set or [])
-    with AtomicRAG.load(args.index, config=overrides or None, progress=_progress(args)) as rag:
+    with AtomicRAG.load(args.index, overrides=args.set or (), progress=_progress(args)) as rag:
         results = rag.query(list(args.questions), answer=False if args.no_answer else None)
     for r in results:
         if args.top is not None:
@@ -234,10 +204,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("no server is running" + (" (a stale record was found; the next command removes it)"
                                             if kind == "stale" else ""))
         return 0 if kind == "running" else 1
-    from atomicrag.core.config import PathsConfig, load_config
+    from atomicrag.core.config import PathsConfig
     from atomicrag.llm.backends import launch_vllm_for
 
-    cfg = load_config(_config(args)).llm
+    cfg = _config(args).llm
     if cfg.name != "vllm" or cfg.base_url or cfg.base_urls:
         raise ValueError(f"serve keeps a local vLLM server up; llm.name={cfg.name}"
                          f"{' with a base_url' if cfg.base_url or cfg.base_urls else ''} needs none to be started")

@@ -13,13 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from atomicrag.core.config import LLMConfig
+
 
 @dataclass
 class ChatRequest:
     messages: list[dict[str, str]]  # OpenAI chat format: [{"role": ..., "content": ...}]
     schema: dict[str, Any] | None = None  # JSON schema of the expected reply (None = free text)
     temperature: float = 0.0
-    max_tokens: int = 1024
+    max_tokens: int = LLMConfig.max_tokens  # the default budget (llm.max_tokens); stages pass their own
     seed: int | None = 0
     module: str = "default"  # pipeline module, for token/time accounting (e.g. "sieve")
     # The last message is the assistant's reply so far and the model continues it (vLLM's

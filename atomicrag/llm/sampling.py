@@ -1,11 +1,12 @@
-"""One request builder for LLM sampling: ``llm.temperature/max_tokens/seed`` with per-stage overrides.
+"""One request builder for LLM sampling: ``llm.temperature/max_tokens/seed`` with a stage's own budget.
 
-Every LLM stage gets its sampling from ``sampling(cfg.llm, stage)``. ``llm.temperature`` and
-``llm.seed`` apply to every stage (first attempt; retries perturb them, see ``llm.base``);
-``llm.max_tokens`` is the completion budget of stages whose replies have no natural bound. The
-stages below keep their own budget, because their reply size is set by what they produce: the
-reader's is ``reader.max_tokens``; the LLM atomizer's two prompts and the vocabulary filter's
-long JSON lists are fixed by the atomizers (part of their cache fingerprint).
+Every LLM stage gets its sampling from ``sampling(cfg.llm, max_tokens=...)``. ``llm.temperature``
+and ``llm.seed`` apply to every stage (first attempt; retries perturb them, see
+``attempt_sampling``); ``llm.max_tokens`` is the completion budget of a stage that has none of its
+own. Stages whose reply size is set by what they produce have a budget field in their own config
+section (``reader.max_tokens``, ``sieve.max_tokens``, ``retriever.query_ner_max_tokens``,
+``decompose.max_tokens``, ``atomizer.*_max_tokens``, ``judge.max_tokens``): every budget is a
+config field (``tests/test_config_defaults.py``).
 """
 from __future__ import annotations
 
@@ -13,20 +14,12 @@ from typing import Any
 
 from atomicrag.core.config import LLMConfig
 
-# completion budgets of stages whose replies are short by construction
-STAGE_MAX_TOKENS = {
-    "sieve": 512,  # a list of kept indices
-    "retrieve_ner": 256,  # a handful of entity names
-}
 
-
-def sampling(cfg: LLMConfig, stage: str, **overrides: Any) -> dict[str, Any]:
-    """``{"temperature", "max_tokens", "seed"}`` for ``stage``; ``overrides`` (e.g. the reader's own
-    ``max_tokens``) win."""
-    out: dict[str, Any] = {"temperature": cfg.temperature, "max_tokens": STAGE_MAX_TOKENS.get(stage, cfg.max_tokens),
-                           "seed": cfg.seed}
-    out.update(overrides)
-    return out
+def sampling(cfg: LLMConfig, max_tokens: int | None = None) -> dict[str, Any]:
+    """``{"temperature", "max_tokens", "seed"}`` of a stage: ``max_tokens`` is the stage's own budget
+    field (None: ``llm.max_tokens``)."""
+    return {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens if max_tokens is None else max_tokens,
+            "seed": cfg.seed}
 
 
 RETRY_TEMPERATURE = 0.7

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from atomicrag.core.config import DecomposeConfig, FidelityConfig
+from atomicrag.core.config import DecomposeConfig, FidelityConfig, LLMConfig
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import decompose as prompt
 from atomicrag.prompts.released import for_fidelity
@@ -79,7 +79,7 @@ class LLMDecomposer:
     name = "llm"
 
     def __init__(self, llm: Any, cfg: DecomposeConfig, fidelity: FidelityConfig, *,
-                 temperature: float = 0.0, max_tokens: int = 1024, seed: int | None = 0) -> None:
+                 temperature: float = 0.0, max_tokens: int = LLMConfig.max_tokens, seed: int | None = 0) -> None:
         self.llm = llm
         self.cfg = cfg
         self.rule = fidelity.decompose_trigger

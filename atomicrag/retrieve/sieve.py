@@ -114,7 +114,7 @@ class LLMSieve:
     name = "llm"
 
     def __init__(self, llm: Any, cfg: SieveConfig, fidelity: FidelityConfig, *,
-                 temperature: float = 0.0, max_tokens: int = 512, seed: int | None = 0) -> None:
+                 temperature: float = 0.0, max_tokens: int = SieveConfig.max_tokens, seed: int | None = 0) -> None:
         if fidelity.sieve_target not in ("original_question", "sub_query"):
             raise ValueError(f"unknown sieve_target {fidelity.sieve_target!r}")
         self.llm = llm

@@ -187,7 +187,9 @@ def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     monkeypatch.setattr("atomicrag.llm.factory.build_llm", fake_build_llm)
     monkeypatch.setattr("atomicrag.embed.factory.build_embedder", fake_build_embedder)
     run_llm, run_emb = ScriptedLLM(responder), TableEmbedder(EMB.table)
-    cfg = Config(judge=JudgeConfig(name="llm"), fidelity=CODE)
+    from atomicrag.core.compose import group_config
+
+    cfg = Config(judge=group_config("judge", "llm"), fidelity=CODE)  # conf/judge/llm.yaml: the released judge
     j = judge_config.judge_from_config(cfg, run_llm, run_emb)
     assert built["llm"].model == "gpt-4o-mini" and built["llm"].seed == 42 and j.llm is not run_llm
     assert built["embedder"].model == "BAAI/bge-large-en-v1.5" and built["embedder"].pooling == "cls"

@@ -44,10 +44,11 @@ def test_failed_statement_splits_follow_the_released_rule():
 def test_judge_embeds_with_langchains_bge_instruction(monkeypatch):
     """The text that reaches the model starts with LangChain's default English bge instruction,
     the "question" wording that HuggingFaceBgeEmbeddings.aembed_query sends (the released judge)."""
+    from atomicrag.core.compose import group_config
     from atomicrag.core.config import Config, JudgeConfig
     from atomicrag.evaluate.judge_config import judge_embedder
 
-    default = JudgeConfig().embedder
+    default = group_config("judge", "llm").embedder  # conf/judge/llm.yaml: the released judge's embedder
     # the offline model stands in for bge-large; the instruction is the judge's default, untouched
     cfg = Config(judge=JudgeConfig(name="llm", embedder=dataclasses.replace(default, model="minilm", pooling="auto",
                                                                             max_length=128)))

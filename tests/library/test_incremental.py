@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from atomicrag import AtomicRAG
-from atomicrag.core.config import load_config
+from atomicrag.core.compose import load_config
 from atomicrag.core.schemas import AtomizeResult
 from atomicrag.graph.build import build_graph
 

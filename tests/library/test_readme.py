@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from atomicrag.core.presets import default_presets, load_preset
+from atomicrag.core.compose import default_options, group_config
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -47,8 +47,7 @@ def test_library_section_code_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert (tmp_path / "curie_index" / "manifest.json").is_file()
     rag = namespace["rag"]
     assert rag.embedder.name.startswith("st|sentence-transformers/all-MiniLM-L6-v2")  # the real default
-    for field, value in load_preset("retriever", default_presets()["retriever"]).items():
-        assert getattr(rag.config.retriever, field) == value  # conf/config.yaml's default retriever
+    assert rag.config.retriever == group_config("retriever", default_options()["retriever"])  # the default retriever
     assert "<graphml" in (tmp_path / "curie.graphml").read_text()
 
 

@@ -81,13 +81,38 @@ def test_context_window_from_vllm_or_config(tmp_path: Path, stub: StubServer) ->
     llm.close()
 
 
-def test_sampling_uses_config_defaults_with_stage_overrides() -> None:
+def test_sampling_uses_config_defaults_with_stage_budgets() -> None:
     from atomicrag.llm.sampling import sampling
 
     cfg = LLMConfig(temperature=0.2, max_tokens=77, seed=5)
-    assert sampling(cfg, "decompose") == {"temperature": 0.2, "max_tokens": 77, "seed": 5}
-    assert sampling(cfg, "sieve")["max_tokens"] == 512  # the sieve's own budget
-    assert sampling(cfg, "answer", max_tokens=9)["max_tokens"] == 9
+    assert sampling(cfg) == {"temperature": 0.2, "max_tokens": 77, "seed": 5}  # a stage without a budget
+    assert sampling(cfg, 9)["max_tokens"] == 9  # a stage's own budget field
+
+
+def test_each_stage_sends_its_configured_budget() -> None:
+    """Budgets are config fields that reach the requests (here: the query NER call)."""
+    from atomicrag.core.compose import load_config
+    from atomicrag.retrieve.query_batch import BatchRetriever
+
+    sent: list[tuple[str, int]] = []
+
+    class Recorder:
+        model = "rec"
+
+        def chat(self, reqs):
+            from atomicrag.llm.protocol import ChatResult
+
+            sent.extend((r.module, r.max_tokens) for r in reqs)
+            return [ChatResult(text="{}", parsed={"named_entities": []}, error=None) for _ in reqs]
+
+    cfg = load_config({"llm": "fake", "embedder": "fake", "retriever": {"preset": "ppr", "query_entities": "llm",
+                       "query_ner_max_tokens": 41}, "sieve": {"name": "llm", "max_tokens": 43},
+                       "decompose": {"name": "llm", "max_tokens": 47}})
+    assert (cfg.sieve.max_tokens, cfg.retriever.query_ner_max_tokens, cfg.decompose.max_tokens) == (43, 41, 47)
+    retr = BatchRetriever.__new__(BatchRetriever)
+    retr.cfg, retr.llm, retr.released, retr._ner_tokens = cfg, Recorder(), None, []
+    retr._llm_entities(["Who was born in Warsaw?"])
+    assert sent == [("retrieve_ner", 41)]
 
 
 def test_offline_model_aliases(tmp_path: Path) -> None:

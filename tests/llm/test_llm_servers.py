@@ -102,14 +102,15 @@ def _launch_recorded(yaml_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     LocalServer.start and the client's probe are replaced, so no GPU or vLLM is needed."""
     from omegaconf import OmegaConf
 
+    from atomicrag.core.compose import group_config
     from atomicrag.core.config import LLMConfig, PathsConfig
     from atomicrag.llm import servers
     from atomicrag.llm.factory import build_backend
     from atomicrag.llm.openai_client import OpenAIClient
 
-    yaml = Path(__file__).resolve().parents[2] / "conf" / "llm" / yaml_name
+    option = group_config("llm", Path(yaml_name).stem)  # with the file it extends
     cfg = OmegaConf.to_object(OmegaConf.merge(
-        OmegaConf.structured(LLMConfig), OmegaConf.load(yaml), {"server_python": sys.executable, **overrides}))
+        OmegaConf.structured(option), {"server_python": sys.executable, **overrides}))
     assert isinstance(cfg, LLMConfig) and cfg.name == "vllm" and cfg.base_url is None
     started: list[LocalServer] = []
 

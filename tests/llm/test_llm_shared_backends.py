@@ -63,7 +63,7 @@ def test_without_a_scope_each_build_owns_its_backend(counting: type[_Counting], 
 def test_quickstart_rows_launch_the_llm_once(counting: type[_Counting], tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The harness: AtomicRAG row + the dense-passage baseline with a reader build one backend."""
-    from atomicrag.core.config import load_config
+    from atomicrag.core.compose import load_config
     from atomicrag.harness import pipeline
 
     cfg = load_config({"llm": "fake", "embedder": "fake", "reader": {"name": "none"},

@@ -6,7 +6,8 @@ import torch
 
 from atomicrag.atomize.nlp import Sentence
 from atomicrag.atomize.selfcontained import chunk_subject, self_contained, strip_markup
-from atomicrag.core.config import FidelityConfig, GraphConfig, RetrieverConfig, load_config
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import FidelityConfig, GraphConfig, RetrieverConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Question
 from atomicrag.graph.build import build_graph
 from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize

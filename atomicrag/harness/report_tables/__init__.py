@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from atomicrag.core.presets import CONF_DIR
+from atomicrag.core.compose import CONF_DIR
 from atomicrag.harness.report_tables import figures, specs
 from atomicrag.harness.report_tables.core import (
     Cell,
