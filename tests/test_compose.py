@@ -194,3 +194,26 @@ main()
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "OK 0.3 dense" in out.stdout
+
+
+def test_a_misspelled_environment_setting_is_named_with_its_nearest_spelling(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATOMICRAG_RETRIEVER_TOP_K", "3")  # one underscore: not a setting
+    with pytest.warns(UserWarning, match=r"ATOMICRAG_RETRIEVER_TOP_K .*did you mean ATOMICRAG_RETRIEVER__TOP_K"):
+        cfg = load_config()
+    assert cfg.retriever.top_k == 25
+    monkeypatch.setenv("ATOMICRAG_STRICT_ENV", "1")
+    with pytest.raises(ValueError, match="ATOMICRAG_RETRIEVER_TOP_K"):
+        load_config()
+
+
+def test_known_flags_and_settings_raise_no_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    for name in ("ATOMICRAG_NO_PROGRESS", "ATOMICRAG_VLLM_PYTHON"):
+        monkeypatch.setenv(name, "1")
+    monkeypatch.setenv("ATOMICRAG_RETRIEVER__TOP_K", "3")
+    monkeypatch.setenv("ATOMICRAG_STRICT_ENV", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_config().retriever.top_k == 3

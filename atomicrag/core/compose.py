@@ -152,10 +152,61 @@ def rebase(base: Sequence[str], overrides: Sequence[str]) -> list[str]:
     return kept + list(overrides)
 
 
+# ``ATOMICRAG_*`` variables that are switches of the code, not config settings
+ENV_FLAGS = frozenset({
+    "NO_PROGRESS",  # no progress bars
+    "STATE_DIR",  # where `atomicrag serve` keeps its record
+    "AUTO_PRECISION",  # what embedder.precision=auto picks (bf16 | fp32)
+    "VLLM_PYTHON",  # the vLLM server's interpreter
+    "RELEASED_CODE",  # the released checkout (fidelity.released_code)
+    "ONNX_DIR",  # where ONNX exports of embedders are kept
+    "HF_CACHE",  # where converted GGUF -> HF model folders are kept
+    "STRICT_ENV",  # an unknown ATOMICRAG_* variable is an error, not a warning
+    "SHARED_DATA", "DOC_COMMANDS_ALL",  # the test suite's own switches
+})
+
+
+def _known_env_names() -> list[str]:
+    names = [*ENV_FLAGS, *(g.upper() for g in config_groups())]
+    for f in dataclasses.fields(Config):
+        sub = f.default_factory() if f.default_factory is not dataclasses.MISSING else None  # type: ignore[misc]
+        if dataclasses.is_dataclass(sub):
+            names += [f"{f.name}__{g.name}".upper() for g in dataclasses.fields(sub)]
+        else:
+            names.append(f.name.upper())
+    return names
+
+
+def check_env_names(environ: Mapping[str, str], prefix: str) -> None:
+    """Warn about an ``ATOMICRAG_*`` variable that is neither a setting nor a flag, naming the
+    nearest valid spelling (``ATOMICRAG_RETRIEVER_TOP_K`` -> ``ATOMICRAG_RETRIEVER__TOP_K``);
+    with ``ATOMICRAG_STRICT_ENV=1`` it is an error. ``GROUP__FIELD`` names are checked by the
+    composition itself (an unknown field fails there, naming it)."""
+    import difflib
+    import warnings
+
+    known = None
+    for key in sorted(environ):
+        if not key.startswith(prefix):
+            continue
+        name = key[len(prefix):].upper()
+        if "__" in name or name in ENV_FLAGS or name.lower() in config_groups():
+            continue
+        known = known or _known_env_names()
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {prefix}{near[0]}?" if near else (
+            f"; settings are {prefix}<GROUP>__<FIELD> (two underscores) or {prefix}<GROUP>=<option>")
+        message = f"{key} is not an atomicrag setting and is ignored{hint}"
+        if environ.get(f"{prefix}STRICT_ENV", "") not in ("", "0"):
+            raise ValueError(message + f" ({prefix}STRICT_ENV is set)")
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
 def env_overrides(environ: Mapping[str, str], prefix: str) -> list[str]:
     """``ATOMICRAG_<GROUP>=<option>`` and ``ATOMICRAG_<GROUP>__<FIELD>=<value>`` variables as
-    overrides; values are in Hydra's grammar as typed. Other ``ATOMICRAG_*`` names (flags such as
-    ``ATOMICRAG_NO_PROGRESS``) are not config."""
+    overrides; values are in Hydra's grammar as typed. The code's own switches (``ENV_FLAGS``,
+    e.g. ``ATOMICRAG_NO_PROGRESS``) are not config; any other name is warned about."""
+    check_env_names(environ, prefix)
     groups = set(config_groups())
     out = []
     for key in sorted(environ):
