@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,6 +54,21 @@ _ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk
 # Config sections that decide how the stored index was built; a loaded index cannot change them.
 
 
+def _serialised(method: Any) -> Any:
+    """Run ``method`` holding the object's lock: one AtomicRAG serves calls from several threads
+    one at a time, so a query never sees an update half applied and per-call state on shared
+    objects (the retriever's token counters, lazily built models) is never interleaved. A batch
+    of questions in one ``query`` call is what runs in parallel (one propagation for all)."""
+    import functools
+
+    @functools.wraps(method)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class AtomicRAG:
     """An Atom-Entity Graph index over a document collection.
 
@@ -70,6 +86,7 @@ class AtomicRAG:
         from atomicrag.llm.accounting import Accountant
 
         self.config: Config = load_config(config)
+        self._lock = threading.RLock()  # see _serialised
         self.accountant = Accountant()
         self._progress = Progress(progress)
         self._llm = None if llm is None else self._account(as_llm(llm))
@@ -140,6 +157,7 @@ class AtomicRAG:
             self._docs, self._states, self._indexed = saved
             raise
 
+    @_serialised
     def index(self, documents: Any) -> AtomicRAG:
         """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
         docs = normalize_documents(documents)
@@ -148,6 +166,7 @@ class AtomicRAG:
             self._add(docs)
         return self
 
+    @_serialised
     def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
         """Add documents after the existing ones. An id already present is an error, unless
         ``replace=True``: then the old version is deleted and the new one appended."""
@@ -159,6 +178,7 @@ class AtomicRAG:
             self._add(docs)
         return self
 
+    @_serialised
     def delete(self, doc_ids: str | Iterable[str], *, missing_ok: bool = False) -> int:
         """Remove documents by id (with their atoms, orphaned entities and edges); returns how many."""
         ids = [doc_ids] if isinstance(doc_ids, str) else [str(i) for i in doc_ids]
@@ -174,6 +194,7 @@ class AtomicRAG:
                 self._rebuild()
         return len(gone)
 
+    @_serialised
     def retry_failed(self) -> int:
         """Atomize again the documents with failed chunks (LLM errors, replies that stayed malformed
         after repair) and update the index in place; documents keep their place. Returns how many
@@ -248,6 +269,7 @@ class AtomicRAG:
             raise RuntimeError("the index is empty: call index(documents) or insert(documents) first")
         return CorpusIndex.single(self._indexed)
 
+    @_serialised
     def query(self, question: str | Iterable[str], *, answer: bool | None = None
               ) -> QueryResult | list[QueryResult]:
         """Retrieve (and, when a reader is configured or ``answer=True``, answer) one question or a list.
@@ -314,6 +336,7 @@ class AtomicRAG:
         emb = self.embedder
         return Snapshot(self.config, self._docs, self._states, self._indexed, {"name": emb.name, "dim": emb.dim})
 
+    @_serialised
     def save(self, path: str | Path | None = None, *, store: str = "dir", uri: str | None = None,
              schema: str = "atomicrag") -> None:
         """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
@@ -372,6 +395,7 @@ class AtomicRAG:
         """The documents with at least one failed chunk (empty: the index is complete)."""
         return [r for r in self.report() if r.failures]
 
+    @_serialised
     def stats(self) -> dict[str, Any]:
         """Corpus and graph statistics (paper Table 3/6 columns), update timings and LLM usage."""
         out: dict[str, Any] = {
@@ -390,6 +414,7 @@ class AtomicRAG:
         out["llm_usage"] = acc.get("total", {})
         return out
 
+    @_serialised
     def export(self, path: str | Path | None = None, *, embeddings: bool = False) -> dict[str, Any]:
         """The index as plain data (documents, atoms, entities, edges per type); written to ``path``
         as GraphML (``.graphml``: nodes with text, edges with their type) or JSON (``.json``).
@@ -400,6 +425,7 @@ class AtomicRAG:
 
         return export_graph(self._docs, self.graph, path, embeddings=embeddings)
 
+    @_serialised
     def close(self) -> None:
         """Close the LLM backend this object built (stops a server it launched)."""
         self._progress.close()
