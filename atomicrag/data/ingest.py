@@ -40,7 +40,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from atomicrag.data.validate import DataError, iter_jsonl, read_text
+from atomicrag.data.validate import DataError, clean_text, iter_jsonl, read_text
 
 log = logging.getLogger("atomicrag")
 
@@ -144,8 +144,9 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     for n, rec in iter_jsonl(path):  # bad or non-UTF-8 lines raise DataError at file:line
         if not isinstance(rec.get("text"), str):
             raise DataError(path, n, "text", "each line must be an object with a 'text' string")
+        rec["text"] = clean_text(rec["text"])
         if not rec["text"].strip():
-            raise DataError(path, n, "text", "empty text")
+            raise DataError(path, n, "text", "empty text (after removing control characters)")
         docs.append(rec)
     if not docs:
         raise UnreadableFile("no documents (empty .jsonl)")
@@ -166,7 +167,8 @@ def read_file(path: Path, doc_id: str, rel: str, file_name_titles: bool = False)
         text, title = pdf_text(path)
     else:
         raise UnreadableFile(f"unsupported file type {suffix or '(no suffix)'!r}; supported: {', '.join(SUFFIXES)}")
-    if not text.strip():
+    text, title = clean_text(text), clean_text(title)
+    if not text.strip():  # a file of nothing but control characters is empty too
         raise UnreadableFile("no text" + (" (a scanned PDF has no text layer)" if suffix == ".pdf" else ""))
     return [{"id": doc_id, "title": title or (path.stem if file_name_titles else ""), "text": text, "path": rel}]
 

@@ -6,6 +6,7 @@ shifts recall, a numeric id breaks a join), so the loaders fail early and say ex
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,16 @@ class DataError(ValueError):
         )
         what = f" field {field!r}:" if field else ""
         super().__init__(f"{where}:{what} {problem}")
+
+
+# C0 controls but tab, newline and carriage return; DEL; C1 controls. NUL bytes and terminal escapes
+# are not text: they would reach prompts and embeddings, and make exports unreadable (GraphML).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` without control characters (tab, newline and carriage return kept)."""
+    return _CONTROL.sub("", text)
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

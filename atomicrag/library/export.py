@@ -80,6 +80,14 @@ def export_graph(docs: dict[str, Any], graph: Any, path: str | Path | None = Non
         raise ValueError("GraphML holds no vectors; export embeddings as .json")
     import networkx as nx
 
+    from atomicrag.data.validate import clean_text
+
     g = to_networkx(graph)
+    # XML 1.0 cannot hold control characters at all (not even escaped): an index built before
+    # ingest removed them may still carry some, and a GraphML file that no reader parses is no export
+    for attrs in [*(a for _, a in g.nodes(data=True)), *(a for *_, a in g.edges(data=True)), g.graph]:
+        for key, value in attrs.items():
+            if isinstance(value, str):
+                attrs[key] = clean_text(value)
     _atomic_write(path, lambda tmp: nx.write_graphml(g, str(tmp), encoding="utf-8"))
     return data

@@ -15,6 +15,7 @@ from typing import Any
 from atomicrag.core.artifacts import content_hash
 from atomicrag.core.progress import Progress, ProgressFn  # noqa: F401  (the library's progress= types)
 from atomicrag.core.schemas import Atom, ChunkFailure, Triple
+from atomicrag.data.validate import clean_text
 
 _ID_KEYS = ("doc_id", "id")
 _RESERVED = ("text", "title", *_ID_KEYS)
@@ -109,6 +110,7 @@ def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Docum
             raise TypeError(f"document #{n} is a {type(doc).__name__}; expected a str or a dict with 'text'")
         if not isinstance(text, str):
             raise TypeError(f"document #{n}: text must be a str, not {type(text).__name__}")
+        text, title = clean_text(text), clean_text(str(title))  # NUL and other control characters
         if not text.strip():  # the harness rejects empty passages too (data.validate.nonempty_str)
             raise ValueError(f"document #{n}{f' ({doc_id!r})' if doc_id is not None else ''} has empty text")
         if doc_id is None:
