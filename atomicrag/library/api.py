@@ -87,6 +87,7 @@ class AtomicRAG:
 
         self.config: Config = load_config(config)
         self._lock = threading.RLock()  # see _serialised
+        self._versions: dict[str, str | None] = {}  # index folder -> the version this object knows there
         self.accountant = Accountant()
         self._progress = Progress(progress)
         self._llm = None if llm is None else self._account(as_llm(llm))
@@ -341,7 +342,14 @@ class AtomicRAG:
              schema: str = "atomicrag") -> None:
         """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
         ``store`` names a ``registry.STORES`` entry."""
-        STORES.build(store, path=path, uri=uri, schema=schema).save(self._snapshot())
+        target = STORES.build(store, path=path, uri=uri, schema=schema)
+        key = str(Path(path).resolve()) if store == "dir" and path is not None else None
+        # the version this object loaded from (or last saved to) that folder: a newer one there is
+        # another writer's, and save refuses to overwrite it (library.io.IndexChangedError)
+        if key:
+            self._versions[key] = target.save(self._snapshot(), expect=self._versions.get(key))
+        else:  # PostgreSQL, or a store registered by the user: its own save(snapshot)
+            target.save(self._snapshot())
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, uri: str | None = None, schema: str = "atomicrag",
@@ -370,6 +378,8 @@ class AtomicRAG:
 
             embedder = lazy_saved_embedder(cfg, snap.embedder)
         rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
+        if path is not None:
+            rag._versions[str(Path(path).resolve())] = info.get("version")
         want = snap.embedder.get("dim")
         if want is not None and rag.embedder.dim != want:
             raise ValueError(f"embedder {rag.embedder.name!r} has dim={rag.embedder.dim}, but the index was built "

@@ -88,7 +88,10 @@ def cmd_insert(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
     from atomicrag.library.types import normalize_documents
 
-    with AtomicRAG.load(args.index, progress=_progress(args)) as rag:
+    from atomicrag.library.io import index_lock
+
+    # the write lock from load to save: a second writer waits, then loads this one's result
+    with index_lock(args.index), AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         # normalized here, as insert() does, so the report can name the documents of this call
         docs = normalize_documents(_paths(args.docs), taken=() if args.replace else {d.id for d in rag.documents})
         rag.insert(docs, replace=args.replace)
@@ -113,7 +116,10 @@ def cmd_insert(args: argparse.Namespace) -> int:
 def cmd_delete(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
 
-    with AtomicRAG.load(args.index, progress=_progress(args)) as rag:
+    from atomicrag.library.io import index_lock
+
+    # the write lock from load to save: a second writer waits, then loads this one's result
+    with index_lock(args.index), AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         n = rag.delete(args.ids, missing_ok=args.missing_ok)
         rag.save(args.index)
         print(f"deleted {n} documents; {rag!r}")

@@ -25,8 +25,11 @@ import glob
 import json
 import os
 import shutil
+import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +80,81 @@ def check_manifest(info: dict[str, Any], where: str) -> None:
 
 
 # ----------------------------------------------------------------------------- directory
-def save_dir(snap: Snapshot, path: str | Path) -> Path:
+class IndexChangedError(RuntimeError):
+    """Another writer saved the index folder after this object loaded (or last saved) it."""
+
+
+_HELD: dict[str, list[Any]] = {}  # lock file -> [open file, depth]: the lock is re-entrant in a process
+_HELD_GUARD = threading.Lock()
+
+
+@contextmanager
+def index_lock(path: str | Path, timeout_s: float = 600.0) -> Iterator[None]:
+    """One writer at a time per index folder, across processes: an exclusive ``flock`` on
+    ``.NAME.lock`` beside the folder (not inside it: the folder itself is swapped on save).
+    Re-entrant within a process (the CLI holds it from load to save; ``save`` takes it again)."""
+    import fcntl
+
+    path = Path(path).resolve()
+    lock_path = path.parent / f".{path.name}.lock"
+    key = str(lock_path)
+    with _HELD_GUARD:
+        held = _HELD.get(key)
+        if held is not None:
+            held[1] += 1
+    if held is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held until the outermost exit
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    handle.close()
+                    raise TimeoutError(f"{path}: another process has held the index's write lock "
+                                       f"({lock_path}) for {timeout_s:.0f} s") from None
+                time.sleep(0.05)
+        with _HELD_GUARD:
+            _HELD[key] = [handle, 1]
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            entry = _HELD[key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _HELD[key]
+                fcntl.flock(entry[0].fileno(), fcntl.LOCK_UN)
+                entry[0].close()
+
+
+def version_token(path: str | Path) -> str | None:
+    """Which save of the folder is there now: every save writes a new manifest.json (a new inode),
+    so its inode and modification time name the version; None while there is no index."""
+    try:
+        st = os.stat(Path(path) / "manifest.json")
+    except FileNotFoundError:
+        return None
+    return f"{st.st_ino}:{st.st_mtime_ns}"
+
+
+def save_dir(snap: Snapshot, path: str | Path, expect: str | None = None) -> str | None:
+    """Write the index to ``path`` under its write lock and return the new version token.
+    ``expect``: the version this object loaded or last saved there; a different one on disk
+    means another writer saved in between, and overwriting it would lose that writer's changes."""
+    with index_lock(path):
+        current = version_token(path)
+        if expect is not None and current is not None and current != expect:
+            raise IndexChangedError(
+                f"{path} was saved by another writer after this index was loaded from it; its changes would "
+                "be lost: load it again (AtomicRAG.load) and repeat the update")
+        _save_dir(snap, path)
+        return version_token(path)
+
+
+def _save_dir(snap: Snapshot, path: str | Path) -> Path:
     from safetensors.torch import save_file
 
     from atomicrag.graph.io import save_graph
@@ -120,7 +197,39 @@ def _group_atoms(snap_docs: dict[str, Document], graph: Any) -> dict[str, list[A
     return by_doc
 
 
-def load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
+def load_dir(path: str | Path, attempts: int = 40) -> tuple[dict[str, Any], Snapshot]:
+    """(manifest, snapshot) of one whole version of an index directory, also while another process
+    replaces it: a read that saw the folder change under it (its manifest's version differs before
+    and after, or a file vanished mid-swap) is read again; the result carries ``info["version"]``."""
+    from atomicrag.graph.verify import IndexDamagedError
+
+    for attempt in range(attempts):
+        before = version_token(path)
+        try:
+            info, snap = _load_dir(path)
+        except (IndexDamagedError, FileNotFoundError, OSError):
+            if attempt + 1 < attempts and (version_token(path) != before or _save_in_progress(Path(path))):
+                time.sleep(0.02 * (attempt + 1))
+                continue
+            raise
+        if version_token(path) == before:
+            info["version"] = before
+            return info, snap
+        time.sleep(0.02 * (attempt + 1))
+    raise TimeoutError(f"{path} kept changing while it was read ({attempts} tries): is a writer saving in a loop?")
+
+
+def _save_in_progress(path: Path) -> bool:
+    """A save of ``path`` by a live process is under way (its temporary folders are beside it)."""
+    for kind in ("tmp", "old"):
+        for p in path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"):
+            pid = p.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and _alive(int(pid)):
+                return True
+    return False
+
+
+def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
     """(manifest, snapshot) of an index directory; the config is re-validated by the caller.
 
     Every file is checked against the manifest (document, atom and entity counts; tensor shapes
@@ -249,8 +358,8 @@ class DirStore:
             raise ValueError("save(path): a directory path is required")
         self.path = Path(path)
 
-    def save(self, snap: Snapshot) -> None:
-        save_dir(snap, self.path)
+    def save(self, snap: Snapshot, expect: str | None = None) -> str | None:
+        return save_dir(snap, self.path, expect)
 
     def load(self) -> tuple[dict[str, Any], Snapshot]:
         return load_dir(self.path)
@@ -264,8 +373,8 @@ class PgStore:
             raise ValueError('store="pg" needs uri="postgresql://..."')
         self.uri, self.schema = uri, schema
 
-    def save(self, snap: Snapshot) -> None:
-        save_pg(snap, self.uri, self.schema)
+    def save(self, snap: Snapshot, expect: str | None = None) -> None:
+        save_pg(snap, self.uri, self.schema)  # one transaction; no version check (expect unused)
 
     def load(self) -> tuple[dict[str, Any], Snapshot]:
         return load_pg(self.uri, self.schema)
