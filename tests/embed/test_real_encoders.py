@@ -100,9 +100,9 @@ def test_released_pooling_and_instruction_change_the_query_embedding(covered, re
 @pytest.mark.parametrize("cls", [SentenceTransformerEmbedder, TransformersEmbedder])
 def test_sequence_length_is_clamped_to_the_models_positions(cls) -> None:
     # bge-large's config asks for 2048 over a 512-position table: unclamped, a long input is a
-    # CUDA device-side assert. MiniLM has the same 512 positions, so it stands in offline.
+    # CUDA device-side assert. MiniLM (512 positions; its tokenizer declares 256) stands in offline.
     emb = cls("minilm", max_length=2048, device="cpu")
-    assert emb.max_length == 512
-    assert "len=512" in emb.name
+    assert emb.max_length <= 512
+    assert f"len={emb.max_length}" in emb.name
     long_text = "word " * 3000  # ~3000 tokens: runs only when truncated to the table
     assert emb.encode([long_text]).shape == (1, emb.dim)
