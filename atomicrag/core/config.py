@@ -155,8 +155,11 @@ class EmbedderConfig:
     precision: str = "auto"  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
     device: str = "auto"  # auto | cpu | cuda
     dim: int = 64  # fake embedder only
+    trust_remote_code: bool = False  # true: run the model folder's own code (nomic-embed, gte-Qwen2 need it); false: refuse
 
     def __post_init__(self) -> None:
+        if not isinstance(self.trust_remote_code, bool):
+            raise ValueError(f"EmbedderConfig.trust_remote_code must be true or false, not {self.trust_remote_code!r}")
         _choice(self, "name", registry.EMBEDDERS.names())
         _choice(self, "precision", ("auto", "fp32", "bf16", "fp16"))
         _choice(self, "pooling", ("auto", "cls", "mean"))

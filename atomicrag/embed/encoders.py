@@ -59,7 +59,7 @@ class _Encoder:
     def __init__(self, model: str, *, pooling: str = "auto", normalize: bool = True,
                  query_prefix: str = "", passage_prefix: str = "", max_length: int = 256,
                  batch_size: int = 64, fp16: bool = True, device: str = "auto",
-                 precision: str = "auto") -> None:
+                 precision: str = "auto", trust_remote_code: bool = False) -> None:
         if pooling not in ("auto", "cls", "mean"):
             raise ValueError(f"pooling must be auto, cls or mean, not {pooling!r}")
         self.model_setting = model
@@ -68,6 +68,7 @@ class _Encoder:
         self.normalize = normalize
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.max_length, self.batch_size = max_length, batch_size
+        self.trust_remote_code = trust_remote_code  # runs the model folder's own Python: opt-in per model
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device, fp16)  # fp32 | bf16 | fp16
         self.dtype = DTYPES[self.precision]
@@ -108,7 +109,10 @@ class SentenceTransformerEmbedder(_Encoder):
         except ImportError:
             from sentence_transformers.models import Normalize, Pooling
 
-        st = SentenceTransformer(self.path, device=self.device, local_files_only=self.local_only)
+        st = SentenceTransformer(self.path, device=self.device, local_files_only=self.local_only,
+                                 trust_remote_code=self.trust_remote_code)
+        # past the model's position table an input is a CUDA device-side assert (bge-large: 512)
+        self.max_length = clamp_max_length(st.tokenizer, self.max_length, _position_limit(st))
         st.max_seq_length = self.max_length
         pool = next((m for m in st.modules() if isinstance(m, Pooling)), None)
         if self.pooling != "auto":
@@ -194,13 +198,16 @@ class TransformersEmbedder(_Encoder):
         super().__init__(model, **kwargs)
         from transformers import AutoModel, AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=self.local_only)
-        model = AutoModel.from_pretrained(self.path, local_files_only=self.local_only)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=self.local_only,
+                                                       trust_remote_code=self.trust_remote_code)
+        model = AutoModel.from_pretrained(self.path, local_files_only=self.local_only,
+                                          trust_remote_code=self.trust_remote_code)
         # cast after loading: the dtype keyword was renamed across transformers releases
         self.model = model.to(self.dtype).to(self.device).train(False)
         if self.pooling == "auto":
             self.pooling = _model_pooling(self.path, self.local_only)
-        self.max_length = clamp_max_length(self.tokenizer, self.max_length)
+        self.max_length = clamp_max_length(self.tokenizer, self.max_length,
+                                           getattr(self.model.config, "max_position_embeddings", None))
         self.dim = int(self.model.config.hidden_size)
 
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
@@ -237,10 +244,26 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, normaliz
     return F.normalize(vec, dim=-1) if normalize else vec
 
 
-def clamp_max_length(tokenizer: Any, max_length: int) -> int:
-    """The configured max length, capped by the tokenizer's own limit when it declares a real one."""
-    limit = getattr(tokenizer, "model_max_length", None) or max_length
-    return min(max_length, int(limit)) if limit < 1_000_000 else max_length
+def clamp_max_length(tokenizer: Any, max_length: int, positions: int | None = None) -> int:
+    """The configured max length, capped by the tokenizer's own limit when it declares a real one
+    (tokenizers without one report ~1e30) and by the model's position table when given."""
+    out = max_length
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int | float) and 0 < limit < 1_000_000:
+        out = min(out, int(limit))
+    if isinstance(positions, int) and positions > 0:
+        out = min(out, positions)
+    return out
+
+
+def _position_limit(st: Any) -> int | None:
+    """The position-table size of a sentence-transformers model's transformer, if it declares one."""
+    for module in st.modules():
+        config = getattr(getattr(module, "auto_model", None), "config", None)
+        if config is not None:
+            value = getattr(config, "max_position_embeddings", None)
+            return int(value) if isinstance(value, int) else None
+    return None
 
 
 def _model_pooling(path: str, local_only: bool) -> str:

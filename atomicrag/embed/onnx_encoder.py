@@ -110,7 +110,8 @@ class OnnxEmbedder(_Encoder):
         self.dim = int(config.hidden_size)
         if self.pooling == "auto":
             self.pooling = _model_pooling(self.path, self.local_only)
-        self.max_length = clamp_max_length(self.tokenizer, self.max_length)
+        self.max_length = clamp_max_length(self.tokenizer, self.max_length,
+                                           getattr(config, "max_position_embeddings", None))
         key = content_hash([self.model_id, _weights_fingerprint(self.path), torch.__version__, OPSET], length=16)
         self.onnx_path = onnx_dir() / f"{self.model_id.replace('/', '__')}-{key}.onnx"
         if not self.onnx_path.is_file():

@@ -33,7 +33,6 @@ register_configs()
 def main(dcfg: DictConfig) -> float:
     # SIGTERM → SystemExit, so atexit handlers stop any LLM server this run launched
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from hydra.core.hydra_config import HydraConfig
 
@@ -45,11 +44,13 @@ def main(dcfg: DictConfig) -> float:
     hydra_cfg = HydraConfig.get()  # results/<experiment folder>/...: no experiment file states it
     name_experiment(dcfg, experiment_choice(hydra_cfg.runtime.choices), hydra_cfg.overrides.task)
     cfg = to_dataclass(dcfg)
+    from atomicrag.core.hub_models import HubModelMissing, prepare_hub_access
     from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
 
-    try:  # fidelity.prompts=released needs a named checkout: say so before any work starts
+    try:  # hub weights not cached, or no released checkout: say so before any work starts
+        prepare_hub_access(cfg)  # also switches the hub off when every model is local
         for_fidelity(cfg.fidelity)
-    except ReleasedCodeMissing as exc:
+    except (HubModelMissing, ReleasedCodeMissing) as exc:
         from hydra.types import RunMode
 
         if hydra_cfg.mode == RunMode.RUN:

@@ -95,3 +95,14 @@ def test_released_pooling_and_instruction_change_the_query_embedding(covered, re
     assert (q_model @ q_code.T).item() < 0.99  # a different vector for the same question
     glued = build_embedder(EmbedderConfig(name="transformers", model="minilm", pooling="mean", device="cpu"))
     torch.testing.assert_close(code.encode([QUERY], is_query=True), glued.encode([QUERY_TO_PASSAGE + QUERY]))
+
+
+@pytest.mark.parametrize("cls", [SentenceTransformerEmbedder, TransformersEmbedder])
+def test_sequence_length_is_clamped_to_the_models_positions(cls) -> None:
+    # bge-large's config asks for 2048 over a 512-position table: unclamped, a long input is a
+    # CUDA device-side assert. MiniLM (512 positions; its tokenizer declares 256) stands in offline.
+    emb = cls("minilm", max_length=2048, device="cpu")
+    assert emb.max_length <= 512
+    assert f"len={emb.max_length}" in emb.name
+    long_text = "word " * 3000  # ~3000 tokens: runs only when truncated to the table
+    assert emb.encode([long_text]).shape == (1, emb.dim)

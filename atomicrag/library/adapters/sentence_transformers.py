@@ -14,7 +14,9 @@ from atomicrag.embed.encoders import SentenceTransformerEmbedder
 class SentenceTransformerEmbedding(SentenceTransformerEmbedder):
     def __init__(self, model_name_or_path: str = "minilm", *, pooling: str = "auto", normalize: bool = True,
                  query_prefix: str = "", passage_prefix: str = "", max_length: int = 256, batch_size: int = 64,
-                 fp16: bool = True, device: str = "auto", precision: str = "auto") -> None:
+                 fp16: bool = True, device: str = "auto", precision: str = "auto",
+                 trust_remote_code: bool = False) -> None:
         super().__init__(model_name_or_path, pooling=pooling, normalize=normalize, query_prefix=query_prefix,
                          passage_prefix=passage_prefix, max_length=max_length, batch_size=batch_size,
-                         fp16=fp16, device=device, precision=precision)
+                         fp16=fp16, device=device, precision=precision,
+                         trust_remote_code=trust_remote_code)
