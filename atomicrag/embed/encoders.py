@@ -188,8 +188,8 @@ class TransformersEmbedder(_Encoder):
 
     This is how fidelity switch #10 is reproduced: the released AtomicRAG code mean-pools
     bge-large-en-v1.5, whose model card (and ``fidelity.embed_pooling=model``) says CLS.
-    ``pooling="auto"`` reads the sentence-transformers ``1_Pooling/config.json`` when the
-    model has one, else falls back to mean.
+    ``pooling="auto"`` reads the sentence-transformers ``1_Pooling/config.json``; a model
+    without one needs ``pooling`` set (cls or mean).
     """
 
     kind = "hf"
@@ -267,8 +267,13 @@ def _position_limit(st: Any) -> int | None:
 
 
 def _model_pooling(path: str, local_only: bool) -> str:
-    """The pooling a sentence-transformers folder declares (cls or mean)."""
+    """The pooling a sentence-transformers folder declares (cls or mean).
+
+    A model that declares none (or a hub that cannot be asked) is an error naming the model and
+    ``embedder.pooling``: guessing mean pooling would embed with a pooling nobody chose.
+    """
     cfg_file: Path | None = Path(path) / "1_Pooling" / "config.json"
+    hub_error = ""
     if not cfg_file.is_file():
         cfg_file = None
         if not local_only:
@@ -277,10 +282,12 @@ def _model_pooling(path: str, local_only: bool) -> str:
 
                 cfg_file = Path(hf_hub_download(path, "1_Pooling/config.json"))
             # no such file, no network, offline mode: each hub release raises its own types
-            except Exception:  # noqa: BLE001
-                cfg_file = None
+            except Exception as exc:  # noqa: BLE001
+                hub_error = f" (hub: {type(exc).__name__}: {str(exc)[:200]})"
     if cfg_file is None:
-        log.warning("%s: no pooling declared; using mean pooling (set embedder.pooling)", path)
-        return "mean"
+        raise ValueError(
+            f"{path}: no 1_Pooling/config.json declares its pooling{hub_error}; "
+            "set embedder.pooling=cls or embedder.pooling=mean"
+        )
     cfg = json.loads(cfg_file.read_text())
     return "cls" if cfg.get("pooling_mode_cls_token") or cfg.get("pooling_mode") == "cls" else "mean"

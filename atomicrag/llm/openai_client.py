@@ -8,7 +8,8 @@ Structured output goes in ``response_format``:
 - ``json_object`` style (llama-cpp-python's server, whose request model only knows
   ``text``/``json_object``): ``{"type": "json_object", "schema": ...}`` → a GBNF grammar.
 
-If the server rejects one style (HTTP 400/422/500 naming it) the client switches to the other once.
+If the server rejects the configured style (HTTP 400/422/500 naming it) the request fails with an
+error naming the model and ``llm.response_format_style``: the client never switches dialect itself.
 Some servers ignore a dialect they do not know *silently* (vLLM), so ``probe()`` asks each
 server what it is first (``probe.py``); the factory does that for every server it attaches to
 or launches. Whatever the server did, the reply is still parsed and validated by ``parse_reply``.
@@ -230,43 +231,41 @@ class OpenAIClient:
 
     async def _post(self, client: httpx.AsyncClient, request: ChatRequest, ep: Endpoint) -> RawReply:
         url = f"{ep.url}/chat/completions"
-        for switched in (False, True):
-            body = self.payload(request, ep.style)
-            try:
-                # httpx's timeout is per read/write; wait_for bounds the whole request.
-                resp = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
-            except (asyncio.TimeoutError, httpx.TimeoutException):
-                raise RetryableLLMError(f"timeout after {self.timeout_s:g}s at {ep.url}") from None
-            except httpx.TransportError as exc:
-                # Refused, reset or closed mid-reply: the server is gone or restarting.
-                raise RetryableLLMError(f"{type(exc).__name__} at {ep.url}: {exc}", endpoint_down=True) from None
-            if resp.status_code == 400 and "Invalid schema" in resp.text:
-                # OpenAI strict mode refused the schema itself: a bug in the schema, not an unknown
-                # dialect. Retrying without it would silently drop the constraint.
-                raise FatalLLMError(f"HTTP 400 from {url}: {resp.text[:500]}")
-            if (  # llama-cpp-python reports request validation errors as HTTP 500
-                resp.status_code in (400, 422, 500)
-                and "response_format" in body
-                and not switched
-                and any(w in resp.text for w in ("response_format", "json_schema", "json_object"))
-            ):
-                # The server does not know this structured-output dialect: try the other one.
-                # Derived from what was *sent*, so concurrent rejections agree on the switch.
-                sent = body["response_format"]["type"]
-                other = "json_object" if sent == "json_schema" else "json_schema"
-                if ep.style != other:
-                    log.warning("server %s rejected response_format %s (HTTP %s); switching to %s",
-                                ep.url, sent, resp.status_code, other)
-                ep.style = other
-                continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                raise RetryableLLMError(
-                    f"HTTP {resp.status_code}: {resp.text[:300]}", retry_after=_retry_after(resp)
-                )
-            if resp.status_code >= 400:
-                raise FatalLLMError(f"HTTP {resp.status_code} from {url}: {resp.text[:500]}")
-            return self._parse_response(resp)
-        raise FatalLLMError("unreachable")  # pragma: no cover
+        body = self.payload(request, ep.style)
+        try:
+            # httpx's timeout is per read/write; wait_for bounds the whole request.
+            resp = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            raise RetryableLLMError(f"timeout after {self.timeout_s:g}s at {ep.url}") from None
+        except httpx.TransportError as exc:
+            # Refused, reset or closed mid-reply: the server is gone or restarting.
+            raise RetryableLLMError(f"{type(exc).__name__} at {ep.url}: {exc}", endpoint_down=True) from None
+        if resp.status_code == 400 and "Invalid schema" in resp.text:
+            # OpenAI strict mode refused the schema itself: a bug in the schema, not an unknown
+            # dialect. Retrying without it would silently drop the constraint.
+            raise FatalLLMError(f"HTTP 400 from {url}: {resp.text[:500]}")
+        if (  # llama-cpp-python reports request validation errors as HTTP 500
+            resp.status_code in (400, 422, 500)
+            and "response_format" in body
+            and any(w in resp.text for w in ("response_format", "json_schema", "json_object"))
+        ):
+            # The server does not know this structured-output dialect. Switching dialects
+            # here would change what constrains the replies behind the user's back: it is
+            # the user's setting (or the factory's probe) that names the dialect.
+            sent = body["response_format"]["type"]
+            other = "json_object" if sent == "json_schema" else "json_schema"
+            raise FatalLLMError(
+                f"server {ep.url} (model {self.model!r}) rejected response_format {sent!r} "
+                f"(HTTP {resp.status_code}): set llm.response_format_style={other} "
+                f"(or none to send no schema); {resp.text[:300]}"
+            )
+        if resp.status_code == 429 or resp.status_code >= 500:
+            raise RetryableLLMError(
+                f"HTTP {resp.status_code}: {resp.text[:300]}", retry_after=_retry_after(resp)
+            )
+        if resp.status_code >= 400:
+            raise FatalLLMError(f"HTTP {resp.status_code} from {url}: {resp.text[:500]}")
+        return self._parse_response(resp)
 
     def _parse_response(self, resp: httpx.Response) -> RawReply:
         try:

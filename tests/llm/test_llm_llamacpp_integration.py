@@ -51,9 +51,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
 
 
 def test_schema_object_from_real_server(server: LocalServer) -> None:
-    # The same client class (and json_schema dialect) the vLLM path uses; llama-cpp-python
-    # rejects that dialect once and the client switches to its json_object+schema grammar.
-    client = OpenAIClient(server.base_url, "smollm2", timeout_s=120, max_retries=1)
+    # The same client class the vLLM path uses, in the json_object+schema dialect that
+    # llama-cpp-python's server turns into a grammar (the factory's probe picks it itself).
+    client = OpenAIClient(server.base_url, "smollm2", timeout_s=120, max_retries=1,
+                          response_format_style="json_object")
     [r] = client.chat([_request()])
     assert r.ok, (r.error, r.text)
     jsonschema.validate(r.parsed, SCHEMA)

@@ -55,7 +55,8 @@ def test_json_object_style_and_free_text(stub: StubServer) -> None:
     assert "Authorization" not in stub.headers[0]  # no key in the environment: no header
 
 
-def test_unknown_response_format_switches_style_once(stub: StubServer) -> None:
+def test_unknown_response_format_fails_naming_model_and_setting(stub: StubServer) -> None:
+    """A server that rejects the configured dialect is a failure, never a quiet switch."""
     def responder(body, n):
         if body.get("response_format", {}).get("type") == "json_schema":
             return 422, {"detail": [{"loc": ["body", "response_format", "type"], "msg": "bad"}]}, 0
@@ -64,7 +65,10 @@ def test_unknown_response_format_switches_style_once(stub: StubServer) -> None:
     stub.responder = responder
     client = _client(stub)
     [r] = client.chat([_req()])
-    assert r.ok and r.attempts == 1 and client.response_format_style == "json_object"
+    assert not r.ok and r.parsed is None
+    assert "llm.response_format_style=json_object" in r.error and repr(client.model) in r.error
+    assert client.response_format_style == "json_schema"
+    assert [b["response_format"]["type"] for b in stub.bodies] == ["json_schema"]  # sent once, not switched
 
 
 def test_retries_on_500_and_429_then_succeeds(stub: StubServer) -> None:
