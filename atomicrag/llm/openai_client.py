@@ -9,7 +9,8 @@ Structured output goes in ``response_format``:
   ``text``/``json_object``): ``{"type": "json_object", "schema": ...}`` → a GBNF grammar.
 
 If the server rejects the configured style (HTTP 400/422/500 naming it) the request fails with an
-error naming the model and ``llm.response_format_style``: the client never switches dialect itself.
+error naming the model and the setting (``llm.structured_output``, or the client's
+``response_format_style``): the client never switches dialect itself.
 Some servers ignore a dialect they do not know *silently* (vLLM), so ``probe()`` asks each
 server what it is first (``probe.py``); the factory does that for every server it attaches to
 or launches. Whatever the server did, the reply is still parsed and validated by ``parse_reply``.
@@ -256,8 +257,8 @@ class OpenAIClient:
             other = "json_object" if sent == "json_schema" else "json_schema"
             raise FatalLLMError(
                 f"server {ep.url} (model {self.model!r}) rejected response_format {sent!r} "
-                f"(HTTP {resp.status_code}): set llm.response_format_style={other} "
-                f"(or none to send no schema); {resp.text[:300]}"
+                f"(HTTP {resp.status_code}): set llm.structured_output=false to send no schema, or "
+                f"build the client with response_format_style={other!r}; {resp.text[:300]}"
             )
         if resp.status_code == 429 or resp.status_code >= 500:
             raise RetryableLLMError(

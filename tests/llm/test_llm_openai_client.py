@@ -66,7 +66,8 @@ def test_unknown_response_format_fails_naming_model_and_setting(stub: StubServer
     client = _client(stub)
     [r] = client.chat([_req()])
     assert not r.ok and r.parsed is None
-    assert "llm.response_format_style=json_object" in r.error and repr(client.model) in r.error
+    assert "llm.structured_output=false" in r.error and "response_format_style='json_object'" in r.error \
+        and repr(client.model) in r.error
     assert client.response_format_style == "json_schema"
     assert [b["response_format"]["type"] for b in stub.bodies] == ["json_schema"]  # sent once, not switched
 
