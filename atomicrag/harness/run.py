@@ -47,9 +47,9 @@ def main(dcfg: DictConfig) -> float:
     from atomicrag.core.hub_models import HubModelMissing, prepare_hub_access
     from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
 
-    try:  # hub weights not cached, or no released checkout: say so before any work starts
+    try:  # no released checkout, or hub weights not cached: say so before any work starts
+        for_fidelity(cfg.fidelity)  # first: the published rows' first requirement, found without a network
         prepare_hub_access(cfg)  # also switches the hub off when every model is local
-        for_fidelity(cfg.fidelity)
     except (HubModelMissing, ReleasedCodeMissing) as exc:
         from hydra.types import RunMode
 
