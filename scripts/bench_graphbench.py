@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Evidence coverage on Graph-Bench Medical and Novel DEV, raw documents (issue #21 item 4).
+"""Evidence coverage on Graph-Bench Medical and Novel DEV, raw documents.
 
 The user's setting: each raw document (``corpus_raw.jsonl``: Medical is one document, Novel 20
 novels) dropped in as a file, with no title (a file name is not a title, ``data/ingest.py``),
@@ -10,7 +10,7 @@ routed to its novel). Every system returns a context in rank order; evidence cov
 - graph retrievers with the reader's context by token budget (``reader.context=documents``,
   ``retrieve/reader_context.py``): ``hybrid`` (the library default), ``ppr_minilm``, dense atoms
   (``retriever=dense``), the paper's ``ppr``; and ``hybrid`` with the paper's atom-list context
-  (``reader.context=atoms``, 25 atoms, what the library returned before issue #21);
+  (``reader.context=atoms``, 25 atoms, what the library returned before the documents context);
 - window baselines: BM25 and dense MiniLM over 200-word windows of the same documents.
 
 Odd half of DEV (``--half 1``, never tuned on) by default; 95% bootstrap intervals over questions

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""QA benchmark (issue #21 item 6): do retrieval gains reach the answers?
+"""QA benchmark: do retrieval gains reach the answers?
 
 2Wiki DEV odd half (the questions no retrieval setting was tuned on; n = 333), full corpus
 (6,119 passages), one reader for every system: the ``precise`` reader, its prompt, and the same
@@ -183,7 +183,7 @@ def main() -> None:
     ap.add_argument("--split", default="dev", help="dev (the benchmark) or smoke (a plumbing check)")
     ap.add_argument("--context-tokens", type=int, default=600, help="reader context budget (regex tokens), every system")
     ap.add_argument("--merge-window-repeats", type=int, default=1, choices=[0, 1],
-                    help="atomizer.merge_window_repeats of the 2Wiki index (0: the index built before issue #21)")
+                    help="atomizer.merge_window_repeats of the 2Wiki index (0: an index built before window merging)")
     ap.add_argument("--atoms-context", type=int, default=25, help="atomicrag_atoms: atoms in the paper's context")
     ap.add_argument("--max-tokens", type=int, default=384, help="reader completion budget")
     ap.add_argument("--answer-followup", default="auto", choices=["auto", "continue", "ask", "none"],

@@ -155,7 +155,7 @@ class LLMReader:
                 continue
             parsed = parse_answer(r.text or "")
             # Our precise prompt asks for the short span; the metric scores exactly that, so
-            # citation marks, lead-ins and a second line are stripped (issue #21 item 5). The
+            # citation marks, lead-ins and a second line are stripped. The
             # released layout (wikipedia_title) and the abstract reader keep their own form.
             span = (short_answer(parsed.answer) if self.name == "precise" and self.context_style == "numbered"
                     else parsed.answer)

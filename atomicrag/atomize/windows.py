@@ -1,4 +1,4 @@
-"""One atom per sentence, however many overlapping token windows repeat it (issue #21 item 2).
+"""One atom per sentence, however many overlapping token windows repeat it.
 
 Chunks are token windows that overlap (256 tokens, 32 shared with the next window): a sentence
 inside the shared tokens is atomized twice, and a sentence cut by a window's end comes back

@@ -186,7 +186,7 @@ class AtomizerConfig:
     # stop-word-only ("the") mentions are not entities (atomize/nlp.py:clean_mention)
     entity_filter: bool = False
     # sentence atoms: a sentence that overlapping chunk windows repeat is one atom, with every
-    # source position (atomize/windows.py); false = one atom per copy (caches built before issue #21)
+    # source position (atomize/windows.py); false = one atom per copy (caches built before window merging)
     merge_window_repeats: bool = True
     nlp_batch_size: int = 64
     nlp_processes: int = 0  # spaCy worker processes; 0 = auto: all cores (up to 4) from 1,000 chunks on, else 1

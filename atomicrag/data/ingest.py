@@ -22,7 +22,7 @@ Titles: a title the document itself carries (HTML ``<title>``, PDF metadata, a `
 ``title``) is kept. A file name is not a title unless the caller says file names are names
 (``file_name_titles=True``): with ``atomizer.title_context`` a title becomes an entity of every
 atom of its document and a prefix of its text, so "Novel-10146" or "notes_v2" would be one hub
-entity per file and prefix tokens in every context line (issue #21). The id (the file's path
+entity per file and prefix tokens in every context line. The id (the file's path
 without suffix) still names the document in results.
 
 A file named directly must be readable and non-empty (an error otherwise); inside a folder,

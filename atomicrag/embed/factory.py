@@ -42,7 +42,7 @@ def released_code_covers(cfg: EmbedderConfig) -> bool:
 
 
 def embedding_fidelity(cfg: EmbedderConfig, fidelity: FidelityConfig | None) -> FidelityConfig | None:
-    """``fidelity`` with the embedding switches (#10) off for a model the released code does not
+    """``fidelity`` with the embedding switches (switch 10) off for a model the released code does not
     cover: it keeps its own pooling and prefixes instead of borrowing the BGE class's."""
     if fidelity is None or released_code_covers(cfg):
         return fidelity

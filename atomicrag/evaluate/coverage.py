@@ -1,4 +1,4 @@
-"""Evidence coverage: retrieval quality on corpora without gold passage ids (issue #21 item 3).
+"""Evidence coverage: retrieval quality on corpora without gold passage ids.
 
 Graph-Bench questions carry their evidence as ``;``-separated facts, not passage ids, and its
 corpora are raw documents (no passage to hit). A fact counts as covered when at least

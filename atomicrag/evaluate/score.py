@@ -95,7 +95,7 @@ def score_run(
         metrics["judge"] = summarize(verdicts)
     cov = {f"{col}_{m.split('@')[1]}": metrics["by_type"][t][m] for t, col in ACC_COLUMNS.items()
            for m in ("coverage@300", "coverage@600") if metrics["by_type"].get(t, {}).get(m) is not None}
-    if cov:  # evidence coverage per type, beside ACC (issue #21 item 3)
+    if cov:  # evidence coverage per type, beside ACC
         metrics["coverage_table"] = cov
     overall = metrics["overall"]
     for name in ("acc", "f1", "recall@5"):

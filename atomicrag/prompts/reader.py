@@ -182,7 +182,7 @@ _LEAD = re.compile(r"^(?:the\s+)?(?:final\s+|short\s+)?answer\s*(?:is\s*:?|:)\s*
 
 
 def short_answer(answer: str) -> str:
-    """The span EM/F1 score, from a parsed answer (``precise`` reader; issue #21 item 5).
+    """The span EM/F1 score, from a parsed answer (``precise`` reader).
 
     The model often keeps the habits of its thought after "Answer:": citation marks ("Phoolwari
     [2]."), a second line of explanation, a trailing full stop, quotes, a lead-in ("The answer is

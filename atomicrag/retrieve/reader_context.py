@@ -1,4 +1,4 @@
-"""The reader's context built from the ranked documents, by token budget (issue #21 item 1).
+"""The reader's context built from the ranked documents, by token budget.
 
 The paper's context is the top-k atoms merged by passage (``merge.py``): a passage that ranks
 through the bridge ranking reaches the reader only through atoms that rank on their own, and 25
