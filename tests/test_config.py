@@ -1,11 +1,13 @@
 """Configuration: every group file composes, bad values fail early with a clear message."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from atomicrag.core.compose import load_config
 from atomicrag.core.config import Config, register_configs, to_dataclass
@@ -26,8 +28,34 @@ def test_every_group_file_composes_and_validates(group: str, option: str) -> Non
         # ablations (what removing a component changes) are appended, not chosen among defaults;
         # a preset (a whole system) replaces the root's quickstart one
         plus = "+" if group == "ablation" else ""
-        cfg = to_dataclass(compose("config", overrides=[f"{plus}{group}={option}"]))
+        composed = compose("config", overrides=[f"{plus}{group}={option}"])
+    cfg = to_dataclass(composed)
     assert isinstance(cfg, Config)
+    # every value the composition produced reaches the dataclass the code reads (none dropped or
+    # renamed on the way: a field the dataclass loses is a setting that silently does nothing)
+    lost = [(path, want, got) for path, want, got in _leaves(OmegaConf.to_container(composed, resolve=True), cfg)
+            if _norm(want) != _norm(got)]
+    assert not lost, f"{group}={option}: composed values that the dataclass does not hold: {lost[:5]}"
+
+
+def _norm(v: object) -> object:
+    return [_norm(x) for x in v] if isinstance(v, (list, tuple)) else v
+
+
+def _leaves(node: object, obj: object, path: str = "") -> list[tuple[str, object, object]]:
+    """(dotted path, composed value, dataclass value) for every leaf of the composed config."""
+    if isinstance(node, dict):
+        if not dataclasses.is_dataclass(obj) and not isinstance(obj, dict):
+            return [(path, node, obj)]
+        out = []
+        for k, v in node.items():
+            child = obj.get(k, _MISSING) if isinstance(obj, dict) else getattr(obj, k, _MISSING)
+            out += _leaves(v, child, f"{path}.{k}" if path else str(k))
+        return out
+    return [(path, node, obj)]
+
+
+_MISSING = object()
 
 
 def test_typo_in_override_fails_at_composition() -> None:
