@@ -1,9 +1,9 @@
 """The one index/query engine of the harness (``pipeline.run_one``) and the library (``AtomicRAG``).
 
     engine = Engine(cfg, models, accountant, cache_dir=...)   # cache_dir=None: no stage cache
-    index = engine.index_passages(passages, "2wikimultihopqa")  # one graph per corpus
+    index = engine.index_passages(passages)                     # chunked; one graph per corpus
     batch = engine.retrieve(index, questions)                   # routed by Question.corpus
-    outputs = engine.answer(batch, "precise")
+    outputs = engine.answer(batch, "precise")                   # precise | abstract | none
 
 Indexing is atomize → ``graph.build.update_graph``: a build is an update from empty, the
 library's ``insert``/``delete`` are updates of a previous graph (``engine.update``), and the
