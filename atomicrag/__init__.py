@@ -25,6 +25,18 @@ __version__ = "0.1.0"
 for _message in ("Sparse CSR tensor support is in beta", "Sparse invariant checks are implicitly disabled"):
     warnings.filterwarnings("ignore", message=_message, category=UserWarning)
 
+# Each package registers its implementations (by import path, nothing heavy loads) in its own
+# ``registrations`` module. ``core.registry`` names no package above it, so the root, which sits
+# above every layer, tells it where they are; they are imported when a registry is first asked.
+def _import_registrations() -> None:
+    for package in ("llm", "embed", "atomize", "data", "retrieve", "answer", "evaluate", "library"):
+        importlib.import_module(f"atomicrag.{package}.registrations")
+
+
+from atomicrag.core.registry import on_first_use  # noqa: E402
+
+on_first_use(_import_registrations)
+
 _LAZY = {
     "AtomicRAG": "atomicrag.library.api",
     "CORPUS_LEVEL_ATOMIZERS": "atomicrag.library.api",

@@ -12,10 +12,13 @@ stage's config slice when it depends on a field (the vocabulary atomizer needs a
 How to add an implementation
 ----------------------------
 1. Write it in one module, with the builder signature of its kind (below).
-2. Add one line here, by import path (importing atomicrag stays cheap), with what it needs::
+2. Register it next to the code, in its package's ``registrations.py``, by import path (so
+   importing atomicrag stays cheap), with what it needs::
 
        RETRIEVERS.add("my_walk", "atomicrag.retrieve.propagate.my_walk:build", needs=GRAPH)
 
+   The package root (``atomicrag/__init__.py``) imports every package's ``registrations``; this
+   module names no module above ``core`` (``tests/test_architecture.py``).
 3. Add ``conf/<group>/<name>.yaml`` whose ``name:`` field is the registry key.
 
 An entry whose stage is cached also declares the config fields that key its cache
@@ -33,6 +36,19 @@ from typing import Any
 
 Needs = Iterable[str] | Callable[[Any], Iterable[str]]
 NEED_KINDS = frozenset({"llm", "embedder", "graph", "atom_embeddings"})
+
+
+_FIRST_USE: list[Callable[[], None]] = []
+
+
+def on_first_use(fn: Callable[[], None]) -> None:
+    """Call ``fn`` (which imports modules that register entries) before any registry is first read."""
+    _FIRST_USE.append(fn)
+
+
+def _discover() -> None:
+    while _FIRST_USE:  # popped first: a registration module that reads a registry does not recurse
+        _FIRST_USE.pop(0)()
 
 
 class UnknownName(KeyError, ValueError):
@@ -75,9 +91,11 @@ class Registry:
         self._needs[name] = needs
 
     def names(self) -> tuple[str, ...]:
+        _discover()
         return tuple(sorted(self._paths))
 
     def __contains__(self, name: str) -> bool:
+        _discover()
         return name in self._paths
 
     def needs(self, name: str, cfg: Any = None) -> frozenset[str]:
@@ -104,10 +122,12 @@ class Registry:
         return out
 
     def _check(self, name: str) -> None:
+        _discover()
         if name not in self._paths:
             raise UnknownName(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
 
     def get(self, name: str) -> Any:
+        _discover()
         if name in self._loaded:
             return self._loaded[name]
         self._check(name)
@@ -132,15 +152,6 @@ def nothing(*_: Any, **__: Any) -> None:
 
 LLM, EMB, GRAPH = frozenset({"llm"}), frozenset({"embedder"}), frozenset({"graph", "embedder"})
 
-
-def _graph_retriever(extra: Iterable[str] = ()) -> Callable[[Any], frozenset[str]]:
-    # a graph retriever seeds from query entities: LLM NER when retriever.query_entities=llm
-    def needs(cfg: Any) -> frozenset[str]:
-        return GRAPH | set(extra) | (LLM if cfg is not None and cfg.query_entities == "llm" else frozenset())
-
-    return needs
-
-
 LLMS = Registry("llm")
 EMBEDDERS = Registry("embedder")
 ATOMIZERS = Registry("atomizer")
@@ -151,49 +162,3 @@ READERS = Registry("reader")
 JUDGES = Registry("judge")
 DATASETS = Registry("dataset format")
 STORES = Registry("store")
-
-for _name in ("fake", "openai", "llamacpp", "vllm", "transformers"):
-    LLMS.add(_name, f"atomicrag.llm.backends:{_name}")
-for _name in ("fake", "sentence_transformers", "transformers", "onnx"):
-    EMBEDDERS.add(_name, f"atomicrag.embed.builders:{_name}")
-
-# An atomizer's cache key (graph/cached_build.py) holds the config fields it declares here (batch
-# sizes, process counts and the failure budget change no output, so they are not keyed); one that
-# keys ``spacy_model`` also keys the spaCy and model versions. The llm atomizer is keyed by its
-# fingerprint() instead (model, prompt versions, sampling).
-ATOMIZERS.add("llm", "atomicrag.atomize.llm:LLMAtomizer", needs=LLM)
-ATOMIZERS.add("sentence", "atomicrag.atomize.sentence:SentenceAtomizer",
-              cache_key=("spacy_model", "noun_chunks", "min_atom_chars", "title_context"),
-              # merge_window_repeats changes the atoms of overlapping windows (keyed while on)
-              cache_key_when_set=("resolve_subject", "entity_filter", "merge_window_repeats"))
-ATOMIZERS.add("vocabulary", "atomicrag.atomize.vocabulary:VocabularyAtomizer",
-              needs=lambda c: LLM if c is None or c.vocab_llm_filter else (),
-              cache_key=("spacy_model", "min_atom_chars", "vocab_min_freq", "vocab_max_ngram",
-                         "vocab_terms_per_call", "vocab_llm_filter"))
-ATOMIZERS.add("chunk", "atomicrag.atomize.whole_chunk:ChunkAtomizer",
-              cache_key=("spacy_model", "noun_chunks", "title_context"))
-
-for _name in ("ppr", "power", "rwr", "katz", "labelprop", "bfs"):
-    RETRIEVERS.add(_name, f"atomicrag.retrieve.propagate.builders:{_name}", needs=_graph_retriever())
-for _name in ("qiter", "dense"):  # score atoms by their vectors: they get atom + query embeddings
-    RETRIEVERS.add(_name, f"atomicrag.retrieve.propagate.builders:{_name}",
-                   needs=_graph_retriever({"atom_embeddings"}))
-RETRIEVERS.add("dense_passage", "atomicrag.retrieve.dense_passage:retrieve_passages", needs=EMB)
-
-DECOMPOSERS.add("llm", "atomicrag.retrieve.decompose:LLMDecomposer", needs=LLM)
-DECOMPOSERS.add("none", "atomicrag.retrieve.decompose:NoDecomposer")
-SIEVES.add("llm", "atomicrag.retrieve.sieve:LLMSieve", needs=LLM)
-SIEVES.add("none", "atomicrag.retrieve.sieve:NoSieve")
-for _name in ("precise", "abstract", "dataset"):  # dataset = the dataset's own kind (DatasetConfig.reader)
-    READERS.add(_name, "atomicrag.answer.readers:LLMReader", needs=LLM)
-READERS.add("none", "atomicrag.core.registry:nothing")
-JUDGES.add("llm", "atomicrag.evaluate.judge:AnswerAccuracyJudge", needs=LLM | EMB)
-JUDGES.add("none", "atomicrag.core.registry:nothing")
-
-DATASETS.add("normalized", "atomicrag.data.loaders:load_normalized")
-DATASETS.add("graphrag_bench", "atomicrag.data.formats:load_graphrag_bench")
-DATASETS.add("hipporag", "atomicrag.data.formats:load_hipporag")
-DATASETS.add("hf", "atomicrag.data.hf:load_hf")
-
-STORES.add("dir", "atomicrag.library.io:DirStore")
-STORES.add("pg", "atomicrag.library.io:PgStore")

@@ -1,15 +1,23 @@
 """Text encoders (fake, sentence-transformers, transformers, ONNX Runtime), vector indexes and the embedding cache.
 
-Heavy libraries (sentence-transformers, transformers, faiss) load only when an embedder or an
-index of that kind is built.
+Heavy libraries (torch, sentence-transformers, transformers, faiss) load only when an embedder or an
+index of that kind is built: the names below load on first use.
 """
-from atomicrag.embed.cache import embed_cached
-from atomicrag.embed.factory import build_embedder
-from atomicrag.embed.fake import FakeEmbedder
-from atomicrag.embed.protocol import Embedder
-from atomicrag.embed.vector_index import FaissIndex, TorchExactIndex, VectorIndex, build_index
+from __future__ import annotations
 
-__all__ = [
-    "Embedder", "FaissIndex", "FakeEmbedder", "TorchExactIndex", "VectorIndex",
-    "build_embedder", "build_index", "embed_cached",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "embed_cached": ".cache", "build_embedder": ".factory", "FakeEmbedder": ".fake", "Embedder": ".protocol",
+    "FaissIndex": ".vector_index", "TorchExactIndex": ".vector_index", "VectorIndex": ".vector_index",
+    "build_index": ".vector_index",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module 'atomicrag.embed' has no attribute {name!r}")
