@@ -10,7 +10,7 @@ from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
 from atomicrag.core.config import Config, register_configs, to_dataclass
-from atomicrag.core.rows import TABLE2_ROWS, ablation_label
+from atomicrag.harness.rows import TABLE2_ROWS, ablation_label
 from atomicrag.harness.experiments import compose_experiment
 from atomicrag.harness.report_tables import TABLES, experiment_names
 from atomicrag.harness.report_tables.core import row_matches

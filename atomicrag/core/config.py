@@ -266,7 +266,7 @@ class LoggerConfig:
         _text(self, "project", nonempty=True)
 
 
-# the rows a run can add beside its own (what each switches: core/rows.py's BASELINES, which a test
+# the rows a run can add beside its own (what each switches: harness/rows.py's BASELINES, which a test
 # holds equal to this list)
 BASELINE_NAMES = ("dense_passage", "dense_atoms")
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from atomicrag.core.config import Config, DecomposeConfig, RetrieverConfig, SieveConfig
-from atomicrag.core.rows import BASELINE_READS as _READS
-from atomicrag.core.rows import BASELINES
+from atomicrag.harness.rows import BASELINE_READS as _READS
+from atomicrag.harness.rows import BASELINES
 
 _MEMO: dict[str, dict[str, Any]] = {}  # config hash -> metrics of a baseline run in this process
 

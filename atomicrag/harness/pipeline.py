@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from atomicrag.core.config import Config
-from atomicrag.core.rows import COMPONENTS, ablated
+from atomicrag.harness.rows import COMPONENTS, ablated
 from atomicrag.core.schemas import QueryTrace
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
@@ -37,7 +37,7 @@ def retriever_label(cfg: Config) -> str:
 
 def row_label(cfg: Config) -> str:
     """The label of a run without an experiment's ``row_label``: its retriever, then the ablations
-    it runs (conf/ablation/, read by atomicrag.core.rows); ERGR's is the retriever already named."""
+    it runs (conf/ablation/, read by atomicrag.harness.rows); ERGR's is the retriever already named."""
     if cfg.retriever.name == "dense_passage":
         return "Vanilla RAG (dense passages)"
     parts = [f"AtomicRAG[{retriever_label(cfg)}]"]

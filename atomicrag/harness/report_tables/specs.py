@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from atomicrag.core.rows import TABLE2_ROWS, ablation, ablation_label
+from atomicrag.harness.rows import TABLE2_ROWS, ablation, ablation_label
 from atomicrag.harness.report_tables import plots
 from atomicrag.harness.report_tables.core import Column, Row, TableSpec, mean_of, minus_row, share_of
 from atomicrag.harness.report_tables.runs import (
@@ -29,7 +29,7 @@ from atomicrag.harness.report_tables.runs import (
 
 GB_COLS = [("fact", "Fact"), ("reason", "Reason"), ("summ", "Summ."), ("creat", "Creat."), ("avg", "Avg.")]
 PAPER_DEFAULT = {"retriever.name": "ppr", "atomizer.name": "llm", "decompose.name": "llm", "sieve.name": "llm"}
-# Table 2's rows: (label, components removed), from the ablation manifest (conf/ablation/, core.rows)
+# Table 2's rows: (label, components removed), from the ablation manifest (conf/ablation/, harness.rows)
 ABLATION_ROWS = [(ablation_label(components), components) for components in TABLE2_ROWS]
 PRICE_PROMPT, PRICE_COMPLETION = 0.15, 0.60  # USD per 1M tokens: gpt-4o-mini list price (paper Table 7)
 

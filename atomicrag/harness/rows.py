@@ -1,8 +1,9 @@
 """What the rows of a table switch: the baseline rows a run can add (``Config.baselines``) and
 the paper's ablations (Table 2).
 
-Data only, so configuration checks can name the valid baselines without importing the harness
-that runs them (:mod:`atomicrag.harness.baselines`).
+Data only: the harness's row labels (``harness/pipeline``), the baselines it runs
+(:mod:`atomicrag.harness.baselines`) and make_tables' specs read it. Configuration checks name
+the valid baselines from ``core.config.BASELINE_NAMES``, which a test holds equal to ``BASELINES``.
 
 Ablations are defined once, as the Hydra config group ``conf/ablation/``: a file
 ``<component>[_<variant>].yaml`` says what removing that component changes (``override /<group>:
