@@ -29,7 +29,7 @@ for _message in ("Sparse CSR tensor support is in beta", "Sparse invariant check
 # ``registrations`` module. ``core.registry`` names no package above it, so the root, which sits
 # above every layer, tells it where they are; they are imported when a registry is first asked.
 def _import_registrations() -> None:
-    for package in ("llm", "embed", "atomize", "data", "retrieve", "answer", "evaluate", "library"):
+    for package in ("llm", "embed", "atomize", "data", "retrieve", "answer", "evaluate", "library", "harness"):
         importlib.import_module(f"atomicrag.{package}.registrations")
 
 

@@ -41,9 +41,9 @@ WORDS = (300, 600)
 
 def retriever_rows() -> list[tuple[str, dict[str, Any], str]]:
     """(label, retriever option (and fields), reader context)."""
-    hybrid, ppr_minilm = {"preset": "hybrid"}, {"preset": "ppr_minilm"}
+    hybrid, ppr_minilm = {"option": "hybrid"}, {"option": "ppr_minilm"}
     return [("hybrid", hybrid, "documents"), ("ppr_minilm", ppr_minilm, "documents"),
-            ("dense atoms", {"preset": "dense"}, "documents"), ("ppr (paper values)", {"preset": "ppr"}, "documents"),
+            ("dense atoms", {"option": "dense"}, "documents"), ("ppr (paper values)", {"option": "ppr"}, "documents"),
             ("hybrid, atom-list context (25 atoms)", hybrid, "atoms")]
 
 

@@ -48,7 +48,7 @@ def main() -> None:
     base = load_config({
         "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},
         "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "atomizer": {"name": "sentence"},
-        "reader": {"name": "none"}, "retriever": {"preset": "ppr"},  # the paper's seeding
+        "reader": {"name": "none"}, "retriever": {"option": "ppr"},  # the paper's seeding
     })
     data = load_dataset(base.dataset, base.paths.resolved_data_dir())
     questions = data.questions[args.half::2]

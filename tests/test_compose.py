@@ -1,5 +1,6 @@
 """One composer: the library, the CLI, environment variables and scripts become Hydra override
-lists composed over conf/library.yaml, the harness's root (conf/config.yaml) extends that list."""
+lists composed over conf/library.yaml; both it and the harness's root (conf/config.yaml) take
+the group options of conf/groups.yaml."""
 from __future__ import annotations
 
 import dataclasses
@@ -51,17 +52,18 @@ def test_library_defaults_equal_the_harness_defaults_except_the_quickstart_prese
     assert (Config().embedder, Config().llm) == (lib.embedder, lib.llm)
 
 
-def test_defaults_follow_conf_library_yaml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Changing a default option in conf/library.yaml changes the library's default."""
+def test_defaults_follow_conf_groups_yaml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Changing a default option in conf/groups.yaml (the roots' shared list) changes the library's default."""
     conf = tmp_path / "conf"
     for group in config_groups():
         (conf / group).mkdir(parents=True)
         for f in (CONF_DIR / group).glob("*.yaml"):
             (conf / group / f.name).write_text(f.read_text())
-    data = yaml.safe_load((CONF_DIR / "library.yaml").read_text())
+    (conf / "library.yaml").write_text((CONF_DIR / "library.yaml").read_text())
+    data = yaml.safe_load((CONF_DIR / "groups.yaml").read_text())
     data["defaults"] = [{"retriever": "dense"} if isinstance(d, dict) and "retriever" in d
                         else {"llm": "fake"} if isinstance(d, dict) and "llm" in d else d for d in data["defaults"]]
-    (conf / "library.yaml").write_text(yaml.safe_dump(data))
+    (conf / "groups.yaml").write_text(yaml.safe_dump(data))
     monkeypatch.setattr(composer, "CONF_DIR", conf)
     cfg = load_config()
     assert (cfg.retriever.name, cfg.llm.name, cfg.embedder.name) == ("dense", "fake", "sentence_transformers")
@@ -73,7 +75,7 @@ def test_options_by_name_in_dict_json_yaml_and_env(tmp_path: Path, monkeypatch: 
     # naming an option replaces the default one: ppr is the schema defaults plus ppr.yaml
     assert cfg.retriever == group_config("retriever", "ppr") and cfg.retriever.damping == 0.3
 
-    cfg = load_config({"retriever": {"preset": "dense", "top_k": 10}})
+    cfg = load_config({"retriever": {"option": "dense", "top_k": 10}})
     assert (cfg.retriever.name, cfg.retriever.top_k) == ("dense", 10)
     # fields without an option apply over the default option (hybrid: it extends ppr_minilm)
     cfg = load_config({"retriever": {"top_k": 10}})
@@ -81,10 +83,10 @@ def test_options_by_name_in_dict_json_yaml_and_env(tmp_path: Path, monkeypatch: 
     assert cfg.retriever.damping == group_config("retriever", "ppr_minilm").damping == 0.7
 
     j = tmp_path / "c.json"
-    j.write_text(json.dumps({"llm": "smollm2", "retriever": {"preset": "ppr"}}))
+    j.write_text(json.dumps({"llm": "smollm2", "retriever": {"option": "ppr"}}))
     assert load_config(j).llm.name == "llamacpp" and load_config(j).retriever.damping == 0.3
     y = tmp_path / "c.yaml"
-    y.write_text("embedder: fake\nretriever:\n  preset: bfs\n  top_k: 3\n")
+    y.write_text("embedder: fake\nretriever:\n  option: bfs\n  top_k: 3\n")
     assert (load_config(y).embedder.name, load_config(y).retriever.name, load_config(y).retriever.top_k) == \
         ("fake", "bfs", 3)
 
@@ -117,8 +119,8 @@ def test_fidelity_preset_field_selects_a_file_or_stays_a_label() -> None:
 
 @pytest.mark.parametrize(("source", "message"), [
     ({"retriever": "pprx"}, r"unknown retriever option 'pprx'; known: .*ppr_minilm"),
-    ({"llm": {"preset": "../llm/fake"}}, "unknown llm option"),
-    ({"retriever": {"preset": "ppr", "topk": 3}}, "retriever.topk"),
+    ({"llm": {"option": "../llm/fake"}}, "unknown llm option"),
+    ({"retriever": {"option": "ppr", "topk": 3}}, "retriever.topk"),
     ({"retriever": {"top_k": "many"}}, "retriever.top_k"),
     ({"retriever": {"name": "pagerank"}}, "RetrieverConfig.name='pagerank'"),
 ])
@@ -217,3 +219,9 @@ def test_known_flags_and_settings_raise_no_warning(monkeypatch: pytest.MonkeyPat
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load_config().retriever.top_k == 3
+
+
+def test_preset_names_a_whole_system_not_a_group_option() -> None:
+    """"preset" has one meaning outside ``fidelity``'s label: a whole system (conf/preset/)."""
+    with pytest.raises(ValueError, match=r"retriever.preset: name a retriever option with \{'option': 'ppr'\}"):
+        load_config({"retriever": {"preset": "ppr"}})

@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 from omegaconf import OmegaConf
 
-from atomicrag.core.compose import CONF_DIR, compose, config_groups
-from atomicrag.core.config import Config
+from atomicrag.core.compose import CONF_DIR, HARNESS_ROOT, compose
+from atomicrag.harness.config import HarnessConfig
 
 PACKAGE = Path(__file__).resolve().parents[1] / "atomicrag"
 
@@ -28,7 +28,17 @@ def _restated(own: dict[str, Any], base: dict[str, Any], prefix: str = "") -> li
 
 
 def _section(group: str, option: str) -> dict[str, Any]:
-    return OmegaConf.to_container(compose([f"{group}={option}"])[group])
+    # the harness's root has every group (the library's and its judge and logger); the preset it
+    # selects sets no field of these sections
+    return OmegaConf.to_container(compose([f"{group}={option}"], root=HARNESS_ROOT)[group])
+
+
+def _groups(conf_dir: Path) -> list[str]:
+    """Every group whose files fill one dataclass section of the harness's config (which extends
+    the library's ``Config``)."""
+    sections = OmegaConf.structured(HarnessConfig)
+    return [p.name for p in sorted(conf_dir.iterdir())
+            if p.is_dir() and p.name in sections and OmegaConf.is_dict(sections[p.name])]
 
 
 def restated_fields(conf_dir: Path = CONF_DIR) -> dict[str, list[str]]:
@@ -36,13 +46,13 @@ def restated_fields(conf_dir: Path = CONF_DIR) -> dict[str, list[str]]:
     defaults, or the file it extends (``defaults: [ppr_minilm]``), with the sections it pulls in from
     other groups (``/llm@llm: openai_gpt4o_mini``) as those files give them."""
     found = {}
-    for group in config_groups():
+    for group in _groups(conf_dir):
         for path in sorted((conf_dir / group).glob("*.yaml")):
             own = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
             entries = own.get("defaults", [])
             parents = [d for d in entries if isinstance(d, str) and d != "_self_"]
             base = (_section(group, parents[-1]) if parents
-                    else OmegaConf.to_container(OmegaConf.structured(Config)[group]))
+                    else OmegaConf.to_container(OmegaConf.structured(HarnessConfig)[group]))
             for entry in entries:
                 if isinstance(entry, dict):  # "/llm@llm: openai_gpt4o_mini"
                     ((source, option),) = entry.items()

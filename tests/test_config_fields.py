@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from atomicrag.core.compose import load_config
+from atomicrag.core.compose import HARNESS_ROOT, load_config
 from atomicrag.core.config import Config
 
 
@@ -63,9 +63,7 @@ def test_every_numeric_choice_and_text_field_has_a_check() -> None:
     {"embedder": {"device": "cuda0"}}, {"graph": {"device": "fast"}},
     {"graph": {"synonym_min_alnum": -1}}, {"reader": {"max_tokens": -5}}, {"decompose": {"complexity_threshold": 11}},
     {"atomizer": {"vocab_max_ngram": 0}}, {"atomizer": {"max_chunk_failures_frac": 1.5}},
-    {"judge": {"embedder": "bge"}}, {"max_failure_rate": 2.0}, {"baselines": ["dense_everything"]},
-    {"experiment_name": "../../etc"}, {"experiment_name": "a/b"}, {"dataset": {"name": ".."}},
-    {"dataset": {"name": "x/../../y"}}, {"dataset": {"split": "../dev"}}, {"run_name": "..\\up"},
+    {"dataset": {"name": ".."}}, {"dataset": {"name": "x/../../y"}}, {"dataset": {"split": "../dev"}},
     {"embedder": {"model": ""}},
 ])
 def test_nonsense_values_are_rejected_before_any_work(bad: dict[str, Any]) -> None:
@@ -73,10 +71,26 @@ def test_nonsense_values_are_rejected_before_any_work(bad: dict[str, Any]) -> No
         load_config(bad)
 
 
+@pytest.mark.parametrize(("bad", "named"), [
+    ({"judge": {"embedder": "bge"}}, "judge.embedder"), ({"max_failure_rate": 2.0}, "max_failure_rate"),
+    ({"baselines": ["dense_everything"]}, "dense_everything"), ({"experiment_name": "../../etc"}, "experiment_name"),
+    ({"experiment_name": "a/b"}, "experiment_name"), ({"run_name": "..\\up"}, "run_name"),
+])
+def test_nonsense_harness_values_are_rejected_naming_the_field(bad: dict[str, Any], named: str) -> None:
+    with pytest.raises(ValueError, match=named.replace(".", r"\.")):
+        load_config(bad, root=HARNESS_ROOT)
+
+
+def test_harness_fields_are_not_library_settings() -> None:
+    """A library config has no run folder or judge: naming one is an unknown key, not ignored."""
+    with pytest.raises(ValueError, match="experiment_name"):
+        load_config({"experiment_name": "table2_smoke"})
+
+
 def test_devices_and_names_that_are_fine() -> None:
     cfg = load_config({"retriever": {"device": "cuda:1"}, "experiment_name": "table2_smoke",
-                       "dataset": {"name": "graphrag-bench.medical"}})
-    assert cfg.retriever.device == "cuda:1"
+                       "dataset": {"name": "graphrag-bench.medical"}}, root=HARNESS_ROOT)
+    assert cfg.retriever.device == "cuda:1" and cfg.experiment_name == "table2_smoke"
 
 
 @pytest.mark.parametrize("value", ["sk-proj-AbC123dEf456GhI789jKl012", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz",

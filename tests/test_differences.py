@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from atomicrag.core.compose import group_config
-from atomicrag.core.config import Config
+from atomicrag.harness.config import HarnessConfig
 from atomicrag.core.config_query import DecomposeConfig, FidelityConfig, ReaderConfig
 from atomicrag.harness.differences import differences, footnote
 from atomicrag.harness.report_tables.core import Column, Row, TableSpec, build
@@ -17,26 +17,26 @@ from atomicrag.harness.report_tables.runs import load_runs, overall
 from tests.test_make_tables import write_run
 
 
-def _topics(cfg: Config) -> dict[str, dict]:
+def _topics(cfg: HarnessConfig) -> dict[str, dict]:
     return {d["topic"]: d for d in differences(cfg)}
 
 
 def test_a_reference_code_run_lists_only_what_is_left():
     ref = group_config("fidelity", "reference_code")
-    cfg = Config(fidelity=ref, reader=ReaderConfig(max_tokens=256), decompose=DecomposeConfig(name="llm"))
+    cfg = HarnessConfig(fidelity=ref, reader=ReaderConfig(max_tokens=256), decompose=DecomposeConfig(name="llm"))
     t = _topics(cfg)
     assert not any(k.startswith("fidelity.") for k in t)  # every switch at its released value
     assert t["prompts"]["ours"].startswith("this project's own wording")
     assert t["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256, "released": 2048}
     assert "corpus chunks" in t and "questions" in t and "generator" in t
-    released = Config(fidelity=dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released"),
+    released = HarnessConfig(fidelity=dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released"),
                       reader=ReaderConfig(max_tokens=2048))
     t2 = _topics(released)
     assert "prompts" not in t2 and "budget: reader max_tokens" not in t2
 
 
 def test_paper_fidelity_names_every_switch():
-    t = _topics(Config(fidelity=FidelityConfig()))
+    t = _topics(HarnessConfig(fidelity=FidelityConfig()))
     assert t["fidelity.damping_semantics"]["ours"] == "restart" and t["fidelity.damping_semantics"]["released"] == "continue"
     assert t["fidelity.ppr_solve"]["released"] == "exact"
 
@@ -68,10 +68,9 @@ def test_footnote_names_rows_and_cells_say_own_prompts(tmp_path: Path):
 def test_ner_budgets_below_the_released_ones_are_listed() -> None:
     """The passage NER (llm atomizer) and query NER calls get smaller completion budgets than the
     released 2048: a run that makes those calls lists both."""
-    from atomicrag.core.config import Config
     from atomicrag.harness.differences import differences
 
-    cfg = Config()
+    cfg = HarnessConfig()
     cfg.atomizer.name, cfg.retriever.query_entities = "llm", "llm"
     topics = {d["topic"] for d in differences(cfg)}
     assert {"budget: passage NER max_tokens", "budget: query NER max_tokens"} <= topics

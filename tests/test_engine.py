@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from atomicrag import AtomicRAG
-from atomicrag.core.compose import load_config
 from atomicrag.harness.pipeline import run_one, run_with_baselines
+from atomicrag.harness.config import load_harness_config
 from atomicrag.harness.tracking import run_dir
 
 # two corpora that share entity names: a question must be answered from its own corpus only
@@ -56,7 +56,7 @@ def config(tmp_path: Path, **over: Any) -> Any:
     }
     for k, v in over.items():
         base[k] = {**base.get(k, {}), **v} if isinstance(v, dict) else v
-    return load_config(base)
+    return load_harness_config(base)
 
 
 def test_each_question_is_answered_from_its_own_corpus(tmp_path: Path) -> None:

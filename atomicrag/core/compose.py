@@ -2,8 +2,9 @@
 
 The research harness composes ``conf/config.yaml`` through ``@hydra.main``; the library, the
 ``atomicrag`` command line, ``ATOMICRAG_*`` environment variables and the scripts turn what they
-are given into a list of Hydra overrides and compose ``conf/library.yaml`` (the same groups, without
-the harness's ``dataset`` and ``preset``) with it. So there is one grammar (Hydra's override
+are given into a list of Hydra overrides and compose ``conf/library.yaml`` (the ``Config`` schema and
+its groups; the harness's root adds its own schema, ``HarnessConfig``, and the ``judge``, ``logger``
+and ``preset`` groups) with it. So there is one grammar (Hydra's override
 syntax), one place a default lives (the dataclasses of ``core/config.py``; a group file holds only
 what differs, and may extend another file of its group with ``defaults:``), and one code path that
 resolves a group option such as ``retriever=hybrid``.
@@ -11,12 +12,13 @@ resolves a group option such as ``retriever=hybrid``.
 A dict source maps to overrides like this:
 
     {"retriever": "ppr"}                                   -> retriever=ppr
-    {"retriever": {"preset": "ppr", "top_k": 10}}          -> retriever=ppr retriever.top_k=10
+    {"retriever": {"option": "ppr", "top_k": 10}}          -> retriever=ppr retriever.top_k=10
     {"retriever": {"top_k": 10}}                           -> retriever.top_k=10
     ATOMICRAG_LLM=fake  ATOMICRAG_RETRIEVER__TOP_K=3       -> llm=fake retriever.top_k=3 (applied last)
 
 ``fidelity`` has a field named ``preset`` (its label): a value naming a file of ``conf/fidelity/``
-selects that file, any other value stays a label.
+selects that file, any other value stays a label. Elsewhere "preset" means a whole system
+(``conf/preset/``, the harness's): ``{"retriever": {"preset": ...}}`` is an error naming ``option``.
 """
 from __future__ import annotations
 
@@ -32,9 +34,10 @@ from typing import Any
 from atomicrag.core.config import Config, _drop_removed, register_configs, to_dataclass
 from atomicrag.core.config_checks import read_config_file
 
-PRESET_KEY = "preset"  # the dict-source key that names a group option: {"retriever": {"preset": "ppr"}}
-LIBRARY_ROOT = "library"  # conf/library.yaml: the library's defaults list
-HARNESS_ROOT = "config"  # conf/config.yaml: the research harness's (adds dataset and preset)
+OPTION_KEY = "option"  # the dict-source key that names a group option: {"retriever": {"option": "ppr"}}
+LIBRARY_ROOT = "library"  # conf/library.yaml: the library's root (Config schema + conf/groups.yaml)
+GROUPS_FILE = "groups"  # conf/groups.yaml: the default option of each group, shared by both roots
+HARNESS_ROOT = "config"  # conf/config.yaml: the research harness's (HarnessConfig; judge, logger, preset)
 _OPTION_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 # Hydra's GlobalHydra is process-wide state: one composition at a time.
 _LOCK = threading.RLock()
@@ -57,11 +60,11 @@ CONF_DIR = _find_conf_dir()
 
 @lru_cache(maxsize=1)
 def config_groups() -> tuple[str, ...]:
-    """The groups of the library's defaults list, one per dataclass section of ``Config``
-    (``tests/test_compose.py`` holds the two lists equal)."""
+    """The groups of the library's defaults list (conf/groups.yaml), one per dataclass section of
+    ``Config`` (``tests/test_compose.py`` holds the two lists equal)."""
     import yaml
 
-    data = yaml.safe_load((CONF_DIR / f"{LIBRARY_ROOT}.yaml").read_text(encoding="utf-8")) or {}
+    data = yaml.safe_load((CONF_DIR / f"{GROUPS_FILE}.yaml").read_text(encoding="utf-8")) or {}
     return tuple(str(next(iter(item))) for item in data.get("defaults", []) if isinstance(item, dict))
 
 
@@ -111,18 +114,28 @@ def selection(group: str, value: Any) -> tuple[str | None, Any]:
     """``(group option named by value or None, the value without that name)`` for one group entry."""
     if isinstance(value, str):
         return value, {}
-    if isinstance(value, Mapping) and PRESET_KEY in value:
-        name = value[PRESET_KEY]
+    if isinstance(value, Mapping) and OPTION_KEY in value:
+        return value[OPTION_KEY], {k: v for k, v in value.items() if k != OPTION_KEY}
+    if isinstance(value, Mapping) and "preset" in value:
         if group == "fidelity":  # its own label field: a file name selects, anything else is a label
+            name = value["preset"]
             return (name if has_option(group, name) else None), value
-        return name, {k: v for k, v in value.items() if k != PRESET_KEY}
+        # "preset" means a whole system (conf/preset/); a group's option is named by "option"
+        raise ValueError(f"{group}.preset: name a {group} option with {{'{OPTION_KEY}': {value['preset']!r}}}")
     return None, value
+
+
+def section_groups() -> tuple[str, ...]:
+    """Every group whose option fills one config section: the library's (conf/groups.yaml) and the
+    harness root's own (judge, logger). Naming one the root does not have fails at composition."""
+    skip = {"experiment", "ablation", "preset", "hydra"}  # whole systems or additions, not a section
+    return tuple(sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in skip))
 
 
 def to_overrides(source: Mapping[str, Any]) -> list[str]:
     """A nested dict (library, CLI ``--config`` file, saved index) as Hydra overrides: group
     options first (``retriever=ppr``), then one ``a.b=value`` per leaf."""
-    groups = set(config_groups())
+    groups = set(section_groups())
     options, fields = [], []
     for key, value in source.items():
         if key in groups:
@@ -140,7 +153,7 @@ def to_overrides(source: Mapping[str, Any]) -> list[str]:
 
 def options_named(overrides: Sequence[str]) -> set[str]:
     """The groups whose option an override list selects (``retriever=ppr`` -> ``{"retriever"}``)."""
-    groups = set(config_groups())
+    groups = set(section_groups())
     return {o.split("=", 1)[0].lstrip("+~") for o in overrides if o.split("=", 1)[0].lstrip("+~") in groups}
 
 
@@ -247,19 +260,22 @@ def group_config(group: str, name: str) -> Any:
     ``group_config("retriever", "hybrid").damping``."""
     from omegaconf import OmegaConf
 
-    if group not in config_groups():
+    if group not in config_groups() and not (CONF_DIR / group).is_dir():
         raise ValueError(f"{group!r} is not a config group; groups: {', '.join(config_groups())}")
     if not has_option(group, name):
         raise ValueError(f"unknown {group} option {name!r}; known: {', '.join(option_names(group))}")
-    # only the section: building the whole Config would run checks that themselves read options
-    return OmegaConf.to_object(compose([f"{group}={name}"])[group])
+    # only the section: building the whole Config would run checks that themselves read options.
+    # A group the library's root does not have (the harness's judge, logger, preset) composes over
+    # the harness's root.
+    root = LIBRARY_ROOT if group in default_options() else HARNESS_ROOT
+    return OmegaConf.to_object(compose([f"{group}={name}"], root=root)[group])
 
 
 def default_options() -> dict[str, str]:
     """``{group: option}`` of the library's defaults list."""
     import yaml
 
-    data = yaml.safe_load((CONF_DIR / f"{LIBRARY_ROOT}.yaml").read_text(encoding="utf-8")) or {}
+    data = yaml.safe_load((CONF_DIR / f"{GROUPS_FILE}.yaml").read_text(encoding="utf-8")) or {}
     return {str(k): str(v) for item in data.get("defaults", []) if isinstance(item, dict)
             for k, v in item.items()}
 
@@ -267,22 +283,26 @@ def default_options() -> dict[str, str]:
 # ---- the library's entry point ---------------------------------------------------------------
 
 def load_config(source: Config | dict | str | Path | None = None, *, env_prefix: str | None = "ATOMICRAG_",
-                overrides: Sequence[str] = ()) -> Config:
+                overrides: Sequence[str] = (), root: str = LIBRARY_ROOT) -> Config:
     """Validate a config given as a dataclass, dict, JSON/YAML file path, or None (defaults).
 
     Every source becomes a list of Hydra overrides composed over ``conf/library.yaml``
     (``atomicrag.core.compose``): the defaults are that file's group options (MiniLM, ``hybrid``,
     the default LLM), a group can be named by option: ``{"llm": "fake"}`` or
-    ``{"retriever": {"preset": "ppr", "top_k": 10}}``. ``overrides`` are Hydra override strings
+    ``{"retriever": {"option": "ppr", "top_k": 10}}``. ``overrides`` are Hydra override strings
     (``retriever.top_k=10``, the CLI's ``--set``) applied after the source. Environment variables
     ``ATOMICRAG_<GROUP>__<FIELD>=value`` (double underscore between levels) and
     ``ATOMICRAG_<GROUP>=<option>`` are applied last (``env_prefix=None``: not at all). Unknown keys
-    and badly typed values raise ``ValueError`` naming the key (and the file).
+    and badly typed values raise ``ValueError`` naming the key (and the file). ``root=HARNESS_ROOT``
+    composes the research harness's root instead (its ``HarnessConfig``: run folders, baselines,
+    judge, logger; the quickstart preset unless the source names another).
     """
     where = f" ({source})" if isinstance(source, (str, Path)) else ""
     try:
         if isinstance(source, Config):
             data: dict[str, Any] = dataclasses.asdict(source)
+            if root == LIBRARY_ROOT:  # a subclass (the harness's) keeps only the library's fields
+                data = {f.name: data[f.name] for f in dataclasses.fields(Config)}
         elif isinstance(source, dict):
             data = _drop_removed(source)
         elif isinstance(source, (str, Path)):
@@ -293,7 +313,7 @@ def load_config(source: Config | dict | str | Path | None = None, *, env_prefix:
             raise TypeError(f"config source must be Config, dict, path or None, not {type(source).__name__}")
         listed = to_overrides(data)
         env = env_overrides(os.environ, env_prefix) if env_prefix else []
-        return to_dataclass(compose(rebase(rebase(listed, list(overrides)), env)))
+        return to_dataclass(compose(rebase(rebase(listed, list(overrides)), env), root=root))
     except TypeError:
         raise
     except Exception as exc:  # hydra and omegaconf raise several error types; give one clear message

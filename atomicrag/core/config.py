@@ -254,31 +254,15 @@ class JudgeConfig:
         _choice(self, "embedder_source", ("own", "run"))
 
 
-@dataclass
-class LoggerConfig:
-    name: str = "none"  # none | wandb
-    project: str = "atomicrag"
-    mode: str = "offline"  # wandb mode: offline | online
-
-    def __post_init__(self) -> None:
-        _choice(self, "name", ("none", "wandb"))
-        _choice(self, "mode", ("offline", "online", "disabled"))
-        _text(self, "project", nonempty=True)
-
-
-# the rows a run can add beside its own (what each switches: harness/rows.py's BASELINES, which a test
-# holds equal to this list)
-BASELINE_NAMES = ("dense_passage", "dense_atoms")
 
 
 @dataclass
 class Config:
-    experiment_name: str = "quickstart"  # results/<experiment_name>/... (the group +experiment=... sets it)
-    run_name: str | None = None  # default: derived from the config, deterministic
-    row_label: str | None = None  # the paper-table row this run fills (set by experiment files; read by make_tables)
-    overwrite: bool = False  # re-run a finished run
+    """What the library and the engine read: the models and every stage of indexing and answering.
+    The research harness's own fields (run folders, paper-table rows, baselines, judge, logger,
+    failure threshold) are ``atomicrag.harness.config.HarnessConfig``, a subclass."""
+
     seed: int = 0
-    baselines: list[str] = field(default_factory=list)  # extra rows computed in the same run
     paths: PathsConfig = field(default_factory=PathsConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
@@ -290,29 +274,26 @@ class Config:
     decompose: DecomposeConfig = field(default_factory=DecomposeConfig)
     sieve: SieveConfig = field(default_factory=SieveConfig)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
-    # failed LLM requests (per module), failed questions or failed chunks above this fraction make
-    # the run exit non-zero and stay unfinished (a re-run retries them); 0 = any failure does
-    max_failure_rate: float = 0.0
 
     def __post_init__(self) -> None:
-        _path_name(self, "experiment_name", "run_name")  # folders of results/
-        _text(self, "row_label")  # free text: a paper-table row label
         _range(self, 0, None, "seed")
-        _unit(self, "max_failure_rate")
-        _mark(self, ("baselines",))
-        known = BASELINE_NAMES
-        bad = [b for b in self.baselines if b not in known]
-        if bad:
-            raise ValueError(f"Config.baselines: unknown {bad}; known: {', '.join(known)}")
+
+
+# Structured schemas beside ``base_config`` (a face's subclass of Config, e.g. the harness's
+# ``harness_config``): a package's ``registrations`` module adds its own here.
+SCHEMAS: dict[str, type] = {}
 
 
 def register_configs() -> None:
-    """Register the schema with Hydra's ConfigStore (conf/config.yaml lists it first)."""
+    """Register the schemas with Hydra's ConfigStore: ``base_config`` (conf/library.yaml lists it
+    first) and each face's (conf/config.yaml lists ``harness_config``)."""
     from hydra.core.config_store import ConfigStore
 
-    ConfigStore.instance().store(name="base_config", node=Config)
+    registry.discover()  # the packages' registrations add their schemas to SCHEMAS
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=Config)
+    for name, node in SCHEMAS.items():
+        store.store(name=name, node=node)
 
 
 def to_dataclass(cfg: Any) -> Config:

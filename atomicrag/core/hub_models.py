@@ -50,11 +50,12 @@ def hub_models(cfg: Config) -> list[tuple[str, str]]:
     out = _llm_model("llm", cfg.llm) + _embedder_model("embedder.model", cfg.embedder)
     if cfg.retriever.reranker and _is_hub_id(cfg.retriever.reranker):
         out.append(("retriever.reranker", cfg.retriever.reranker))
-    if cfg.judge.name != "none":
-        if cfg.judge.llm_source == "own":
-            out += _llm_model("judge.llm", cfg.judge.llm)
-        if cfg.judge.embedder_source == "own":
-            out += _embedder_model("judge.embedder.model", cfg.judge.embedder)
+    judge = getattr(cfg, "judge", None)  # a harness run's (HarnessConfig); the library has none
+    if judge is not None and judge.name != "none":
+        if judge.llm_source == "own":
+            out += _llm_model("judge.llm", judge.llm)
+        if judge.embedder_source == "own":
+            out += _embedder_model("judge.embedder.model", judge.embedder)
     seen: set[str] = set()
     return [(f, m) for f, m in out if not (m in seen or seen.add(m))]
 

@@ -10,15 +10,19 @@ ANSWER_STAGES = ("reader", "judge")
 
 
 def stage_needs(cfg: Config) -> dict[str, frozenset[str]]:
-    """``{stage: needs}`` for every configured stage (config section name -> its entry's declaration)."""
-    return {
+    """``{stage: needs}`` for every configured stage (config section name -> its entry's declaration).
+    A judge is a harness stage: only a config with a ``judge`` section (``HarnessConfig``) has one."""
+    out = {
         "atomizer": ATOMIZERS.needs(cfg.atomizer.name, cfg.atomizer),
         "retriever": RETRIEVERS.needs(cfg.retriever.name, cfg.retriever),
         "decompose": DECOMPOSERS.needs(cfg.decompose.name, cfg.decompose),
         "sieve": SIEVES.needs(cfg.sieve.name, cfg.sieve),
         "reader": READERS.needs(cfg.reader.name, cfg.reader),
-        "judge": JUDGES.needs(cfg.judge.name, cfg.judge),
     }
+    judge = getattr(cfg, "judge", None)
+    if judge is not None:
+        out["judge"] = JUDGES.needs(judge.name, judge)
+    return out
 
 
 def needs(cfg: Config, what: str, stages: tuple[str, ...] | None = None) -> bool:

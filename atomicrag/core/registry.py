@@ -46,7 +46,8 @@ def on_first_use(fn: Callable[[], None]) -> None:
     _FIRST_USE.append(fn)
 
 
-def _discover() -> None:
+def discover() -> None:
+    """Run the first-use hooks now (idempotent): every package's registrations are imported."""
     while _FIRST_USE:  # popped first: a registration module that reads a registry does not recurse
         _FIRST_USE.pop(0)()
 
@@ -91,11 +92,11 @@ class Registry:
         self._needs[name] = needs
 
     def names(self) -> tuple[str, ...]:
-        _discover()
+        discover()
         return tuple(sorted(self._paths))
 
     def __contains__(self, name: str) -> bool:
-        _discover()
+        discover()
         return name in self._paths
 
     def needs(self, name: str, cfg: Any = None) -> frozenset[str]:
@@ -122,12 +123,12 @@ class Registry:
         return out
 
     def _check(self, name: str) -> None:
-        _discover()
+        discover()
         if name not in self._paths:
             raise UnknownName(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
 
     def get(self, name: str) -> Any:
-        _discover()
+        discover()
         if name in self._loaded:
             return self._loaded[name]
         self._check(name)

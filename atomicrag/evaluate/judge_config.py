@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atomicrag.core.config import Config
+from atomicrag.core.config import Config  # the harness passes its HarnessConfig (it has the judge section)
 from atomicrag.core.registry import JUDGES
 from atomicrag.evaluate.judge import AnswerAccuracyJudge, build_judge
 
@@ -72,7 +72,10 @@ class OwnedJudge:
 
 def judge_from_config(cfg: Config, run_llm: Any, run_embedder: Any, accountant: Any = None) -> OwnedJudge | None:
     """The judge ``cfg.judge`` describes (built by its ``registry.JUDGES`` entry, with the models
-    the entry declares it needs), or None for an entry that builds none (``judge.name=none``)."""
+    the entry declares it needs), or None for an entry that builds none (``judge.name=none``) or a
+    config without a judge section (the library's ``Config``)."""
+    if getattr(cfg, "judge", None) is None:
+        return None
     needs = JUDGES.needs(cfg.judge.name, cfg.judge)
     llm, owns = judge_llm(cfg, run_llm, accountant) if "llm" in needs else (None, False)
     try:

@@ -14,8 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from atomicrag.core.config import Config, DecomposeConfig, RetrieverConfig, SieveConfig
-from atomicrag.harness.rows import BASELINE_READS as _READS
-from atomicrag.harness.rows import BASELINES
+from atomicrag.harness.rows import BASELINES, baseline_reads
 
 _MEMO: dict[str, dict[str, Any]] = {}  # config hash -> metrics of a baseline run in this process
 
@@ -35,7 +34,7 @@ def baseline_config(cfg: Config, name: str) -> Config:
         raise ValueError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
     b = with_overrides(cfg, BASELINES[name])
     b.run_name = None  # its own run folder, never the main row's
-    b.retriever = RetrieverConfig(**{f: getattr(b.retriever, f) for f in _READS[name]})
+    b.retriever = RetrieverConfig(**{f: getattr(b.retriever, f) for f in baseline_reads(name)})
     if name == "dense_passage":  # no atoms, no graph, no decomposition or sieve
         from atomicrag.core.config import AtomizerConfig, GraphConfig
 

@@ -2,8 +2,8 @@
 the paper's ablations (Table 2).
 
 Data only: the harness's row labels (``harness/pipeline``), the baselines it runs
-(:mod:`atomicrag.harness.baselines`) and make_tables' specs read it. Configuration checks name
-the valid baselines from ``core.config.BASELINE_NAMES``, which a test holds equal to ``BASELINES``.
+(:mod:`atomicrag.harness.baselines`), its config's checks (``HarnessConfig.baselines``) and
+make_tables' specs read it.
 
 Ablations are defined once, as the Hydra config group ``conf/ablation/``: a file
 ``<component>[_<variant>].yaml`` says what removing that component changes (``override /<group>:
@@ -21,7 +21,6 @@ from typing import Any
 import yaml
 
 from atomicrag.core.compose import CONF_DIR, group_config
-from atomicrag.core.config import BASELINE_NAMES
 
 # The ablated components in the paper's order (Table 2's labels): conf/ablation/<key>[_<variant>].yaml
 COMPONENTS: dict[str, str] = {"ergr": "ERGR", "aqd": "AQD", "as": "AS", "ka": "KA"}
@@ -95,13 +94,16 @@ BASELINES: dict[str, dict[str, Any]] = {
     "dense_atoms": ablation("ergr").changes,
 }
 
-if tuple(BASELINES) != BASELINE_NAMES:  # core/config.py validates Config.baselines against that list
-    raise RuntimeError(f"core/config.py's BASELINE_NAMES {BASELINE_NAMES} must list BASELINES {tuple(BASELINES)}")
 
-# retriever fields each baseline's retriever reads; the others are reset to their defaults.
-# dense_atoms keeps the seeding fields its traces show (query entities), not the PPR ones.
-BASELINE_READS: dict[str, tuple[str, ...]] = {
-    "dense_passage": ("name", "passage_top_k", "reranker", "rerank_candidates", "device"),
-    "dense_atoms": ("name", "top_k", "query_batch", "device", "query_entities", "entity_top_k",
-                    "entity_sim_threshold", "atom_seed_weight", "atom_seed_top_k"),
-}
+
+
+def baseline_reads(name: str) -> tuple[str, ...]:
+    """The retriever fields baseline ``name``'s retriever reads (derived from the variant's declared
+    reads, ``core.config_query.RETRIEVER_READS``); the others are reset to their defaults."""
+    from atomicrag.core.config_query import retriever_fields_read
+
+    variant = BASELINES[name]["retriever.name"]
+    read = retriever_fields_read(variant)
+    if read is None:
+        raise ValueError(f"baseline {name!r}: retriever {variant!r} declares no fields it reads")
+    return read

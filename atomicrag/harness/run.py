@@ -44,6 +44,12 @@ def main(dcfg: DictConfig) -> float:
     hydra_cfg = HydraConfig.get()  # results/<experiment folder>/...: no experiment file states it
     name_experiment(dcfg, experiment_choice(hydra_cfg.runtime.choices), hydra_cfg.overrides.task)
     cfg = to_dataclass(dcfg)
+    from atomicrag.core.config_query import unread_settings
+
+    # a sweep over such a field changes nothing; a preset's seeding under a vanilla-RAG row is one
+    # (info, not a warning: the published rows have them by construction)
+    for setting in unread_settings(cfg.retriever):
+        log.info("retriever=%s does not read retriever.%s", cfg.retriever.name, setting)
     from atomicrag.core.hub_models import HubModelMissing, prepare_hub_access
     from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
 

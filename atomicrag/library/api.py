@@ -364,7 +364,10 @@ class AtomicRAG:
         info, snap = STORES.build("pg" if uri is not None else "dir", path=path, uri=uri, schema=schema).load()
         # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
         # conflicting one is caught by check_build_settings instead of silently rewriting the manifest
-        saved = load_config(info["config"], env_prefix=None)
+        # indexes saved before the harness's fields (experiment_name, judge, logger, ...) left
+        # Config carry them in their manifest: they decide nothing about the index
+        library_fields = {f.name for f in dataclasses.fields(Config)}
+        saved = load_config({k: v for k, v in info["config"].items() if k in library_fields}, env_prefix=None)
         from atomicrag.core.compose import to_overrides
 
         if isinstance(config, Config):

@@ -165,7 +165,8 @@ def test_failed_judge_calls_score_zero_under_the_released_code():
 
 def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     """The judge is built from cfg.judge: the run's models only when the config says so."""
-    from atomicrag.core.config import Config, JudgeConfig
+    from atomicrag.core.config import JudgeConfig
+    from atomicrag.harness.config import HarnessConfig
     from atomicrag.evaluate import judge_config
 
     built = {}
@@ -189,7 +190,7 @@ def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     run_llm, run_emb = ScriptedLLM(responder), TableEmbedder(EMB.table)
     from atomicrag.core.compose import group_config
 
-    cfg = Config(judge=group_config("judge", "llm"), fidelity=CODE)  # conf/judge/llm.yaml: the released judge
+    cfg = HarnessConfig(judge=group_config("judge", "llm"), fidelity=CODE)  # conf/judge/llm.yaml: the released judge
     j = judge_config.judge_from_config(cfg, run_llm, run_emb)
     assert built["llm"].model == "gpt-4o-mini" and built["llm"].seed == 42 and j.llm is not run_llm
     assert built["embedder"].model == "BAAI/bge-large-en-v1.5" and built["embedder"].pooling == "cls"
@@ -200,12 +201,12 @@ def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     j.close()
     assert owned.closed
     # the run's models, when asked for
-    cfg = Config(judge=JudgeConfig(name="llm", llm_source="run", embedder_source="run", embed_as_query=False),
+    cfg = HarnessConfig(judge=JudgeConfig(name="llm", llm_source="run", embedder_source="run", embed_as_query=False),
                  fidelity=CODE)
     j = judge_config.judge_from_config(cfg, run_llm, run_emb)
     assert j.llm is run_llm and j.judge_impl.embedder is run_emb
     j.close()  # does not close the run's LLM
-    assert judge_config.judge_from_config(Config(), run_llm, run_emb) is None
+    assert judge_config.judge_from_config(HarnessConfig(), run_llm, run_emb) is None
 
 
 def test_judge_embeds_answer_and_reference_as_queries():
@@ -224,7 +225,8 @@ def test_judge_embeds_answer_and_reference_as_queries():
 def test_a_registered_judge_is_built_through_the_registry(monkeypatch):
     # a plug-in judge registered by name is accepted by the config and built with what it declares
     from atomicrag.core import registry
-    from atomicrag.core.config import Config, JudgeConfig
+    from atomicrag.core.config import JudgeConfig
+    from atomicrag.harness.config import HarnessConfig
     from atomicrag.evaluate import judge_config
 
     for attr in ("_paths", "_needs", "_loaded"):  # the entry is gone after the test
@@ -237,7 +239,7 @@ def test_a_registered_judge_is_built_through_the_registry(monkeypatch):
 
     registry.JUDGES.register("mine", my_judge, needs={"llm"})
     run_llm = ScriptedLLM(responder)
-    cfg = Config(judge=JudgeConfig(name="mine", llm_source="run"), fidelity=CODE)
+    cfg = HarnessConfig(judge=JudgeConfig(name="mine", llm_source="run"), fidelity=CODE)
     j = judge_config.judge_from_config(cfg, run_llm, EMB)
     assert built == {"llm": run_llm, "embedder": None, "seed": cfg.llm.seed}  # no embedder: not declared
     assert j.judge_impl.llm is run_llm

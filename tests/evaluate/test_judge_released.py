@@ -45,12 +45,13 @@ def test_judge_embeds_with_langchains_bge_instruction(monkeypatch):
     """The text that reaches the model starts with LangChain's default English bge instruction,
     the "question" wording that HuggingFaceBgeEmbeddings.aembed_query sends (the released judge)."""
     from atomicrag.core.compose import group_config
-    from atomicrag.core.config import Config, JudgeConfig
+    from atomicrag.core.config import JudgeConfig
+    from atomicrag.harness.config import HarnessConfig
     from atomicrag.evaluate.judge_config import judge_embedder
 
     default = group_config("judge", "llm").embedder  # conf/judge/llm.yaml: the released judge's embedder
     # the offline model stands in for bge-large; the instruction is the judge's default, untouched
-    cfg = Config(judge=JudgeConfig(name="llm", embedder=dataclasses.replace(default, model="minilm", pooling="auto",
+    cfg = HarnessConfig(judge=JudgeConfig(name="llm", embedder=dataclasses.replace(default, model="minilm", pooling="auto",
                                                                             max_length=128)))
     emb = judge_embedder(cfg, None)
     sent: list[str] = []

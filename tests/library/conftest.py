@@ -49,11 +49,11 @@ def base_config(**overrides: Any) -> dict[str, Any]:
     """Retrieval-only, fake embedder and LLM (named presets: the library's defaults are the real
     models), sentence atoms, the paper's PPR seeding, a small synonym cap so the cap matters."""
     cfg: dict[str, Any] = {
-        "embedder": {"preset": "fake", "dim": 64},
-        "llm": {"preset": "fake", "cache": False},
+        "embedder": {"option": "fake", "dim": 64},
+        "llm": {"option": "fake", "cache": False},
         "atomizer": {"name": "sentence"},
         "graph": {"synonym_threshold": 0.35, "synonym_max_neighbors": 2},
-        "retriever": {"preset": "ppr", "top_k": 8},
+        "retriever": {"option": "ppr", "top_k": 8},
         "reader": {"name": "none"},
     }
     for section, values in overrides.items():

@@ -105,7 +105,7 @@ def test_each_stage_sends_its_configured_budget() -> None:
             sent.extend((r.module, r.max_tokens) for r in reqs)
             return [ChatResult(text="{}", parsed={"named_entities": []}, error=None) for _ in reqs]
 
-    cfg = load_config({"llm": "fake", "embedder": "fake", "retriever": {"preset": "ppr", "query_entities": "llm",
+    cfg = load_config({"llm": "fake", "embedder": "fake", "retriever": {"option": "ppr", "query_entities": "llm",
                        "query_ner_max_tokens": 41}, "sieve": {"name": "llm", "max_tokens": 43},
                        "decompose": {"name": "llm", "max_tokens": 47}})
     assert (cfg.sieve.max_tokens, cfg.retriever.query_ner_max_tokens, cfg.decompose.max_tokens) == (43, 41, 47)

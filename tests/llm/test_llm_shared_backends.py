@@ -63,10 +63,10 @@ def test_without_a_scope_each_build_owns_its_backend(counting: type[_Counting], 
 def test_quickstart_rows_launch_the_llm_once(counting: type[_Counting], tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The harness: AtomicRAG row + the dense-passage baseline with a reader build one backend."""
-    from atomicrag.core.compose import load_config
     from atomicrag.harness import pipeline
+    from atomicrag.harness.config import load_harness_config
 
-    cfg = load_config({"llm": "fake", "embedder": "fake", "reader": {"name": "none"},
+    cfg = load_harness_config({"llm": "fake", "embedder": "fake", "reader": {"name": "none"},
                        "judge": {"name": "none"}, "baselines": ["dense_passage"],
                        "paths": {"cache_dir": str(tmp_path / "cache"), "results_dir": str(tmp_path / "res"),
                                  "llm_cache": str(tmp_path / "llm.sqlite")},

@@ -1,0 +1,91 @@
+"""The declared reads of each retriever variant (``core.config_query.RETRIEVER_READS``) are what
+the code reads: each graph variant answers queries with a config that records every field read.
+
+A field a variant reads but does not declare would be reset in a baseline's config and missed by
+``unread_settings``; a field it declares but never reads would be a setting that does nothing.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from atomicrag import AtomicRAG
+from atomicrag.core.config import RetrieverConfig
+from atomicrag.core.config_query import RETRIEVER_READS, retriever_fields_read, unread_settings
+
+FIELDS = {f.name for f in dataclasses.fields(RetrieverConfig)}
+DOCS = [
+    {"doc_id": "curie", "title": "Marie Curie", "text": "Marie Curie was born in Warsaw. She moved to Paris in 1891."},
+    {"doc_id": "warsaw", "title": "Warsaw", "text": "Warsaw is the capital of Poland."},
+    {"doc_id": "pierre", "title": "Pierre Curie", "text": "Pierre Curie married Marie Curie in 1895."},
+    {"doc_id": "paris", "title": "Paris", "text": "Paris is the capital of France and lies on the Seine."},
+]
+# settings that make the conditional reads happen (passage nodes, fusion, bridge, LLM query NER)
+SETTINGS: list[dict[str, Any]] = [
+    {},
+    {"passage_nodes": True, "passage_ranking": "fusion", "passage_seed_weight": 0.5,
+     "fusion_dense_weight": 0.5, "fusion_lexical_weight": 0.5, "lexical_weight": 0.5},
+    {"passage_nodes": True, "passage_ranking": "bridge"},
+    {"query_entities": "llm"},
+]
+GRAPH_VARIANTS = sorted({v for vs in RETRIEVER_READS.values() for v in vs} - {"dense_passage"})
+
+
+class _Recording(RetrieverConfig):
+    """A RetrieverConfig that notes the name of every field read after construction."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in FIELDS:
+            seen = object.__getattribute__(self, "__dict__").get("_seen")
+            if seen is not None:
+                seen.add(name)
+        return object.__getattribute__(self, name)
+
+
+def _reads(variant: str, settings: dict[str, Any]) -> set[str]:
+    rag = AtomicRAG({"llm": "fake", "embedder": "fake", "reader": {"name": "none"},
+                     "retriever": {"name": variant, **settings}}, progress=False)
+    rag.index(DOCS)
+    base = rag.config.retriever
+    rec = _Recording(**{f: getattr(base, f) for f in FIELDS})
+    rec.__dict__["_seen"] = set()
+    rag.config.retriever = rec  # the engine shares the library's config object
+    rag._core._retrievers.clear()  # built again from the recording config
+    rag.query(["Where was Marie Curie born?", "Which river flows through the capital of France?"])
+    rag.close()
+    return set(rec.__dict__["_seen"])
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, set[str]]:
+    return {v: set().union(*(_reads(v, s) for s in SETTINGS)) for v in GRAPH_VARIANTS}
+
+
+def test_every_field_declares_its_readers() -> None:
+    assert set(RETRIEVER_READS) == FIELDS
+
+
+@pytest.mark.parametrize("variant", GRAPH_VARIANTS)
+def test_a_graph_variant_reads_exactly_what_it_declares(variant: str, recorded: dict[str, set[str]]) -> None:
+    declared = set(retriever_fields_read(variant) or ())
+    assert recorded[variant] - declared == set(), "read but not declared"
+    assert declared - recorded[variant] == set(), "declared but never read"
+
+
+def test_dense_passage_reads_what_it_declares() -> None:
+    """Vanilla RAG ranks chunks, which the library's index does not keep: read statically."""
+    import atomicrag.retrieve.dense_passage as module
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in FIELDS
+            and isinstance(n.value, ast.Name) and n.value.id == "rc"}
+    assert read and read <= set(retriever_fields_read("dense_passage") or ())
+
+
+def test_a_setting_the_variant_ignores_is_named() -> None:
+    assert unread_settings(RetrieverConfig(name="ppr", katz_beta=0.5)) == ["katz_beta (read by katz)"]
+    assert unread_settings(RetrieverConfig(name="katz", katz_beta=0.5)) == []
