@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from atomicrag.core.compose import group_config
-from atomicrag.harness.config import HarnessConfig
 from atomicrag.core.config_query import DecomposeConfig, FidelityConfig, ReaderConfig
+from atomicrag.harness.config import HarnessConfig
 from atomicrag.harness.differences import differences, footnote
 from atomicrag.harness.report_tables.core import Column, Row, TableSpec, build
 from atomicrag.harness.report_tables.render import to_markdown

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from atomicrag import AtomicRAG
-from atomicrag.harness.pipeline import run_one, run_with_baselines
 from atomicrag.harness.config import load_harness_config
+from atomicrag.harness.pipeline import run_one, run_with_baselines
 from atomicrag.harness.tracking import run_dir
 
 # two corpora that share entity names: a question must be answered from its own corpus only

@@ -1,9 +1,12 @@
 """Structured configuration: one dataclass per Hydra group.
 
-The same dataclasses serve the Hydra research entry point (``atomicrag.harness.run``) and the
-library API (``atomicrag.AtomicRAG``). Hydra validates types and unknown keys when a config
-is composed; ``validate`` (run by ``__post_init__`` when OmegaConf turns a config into these
-objects) checks the closed sets of choices, which OmegaConf cannot express as ``Literal``.
+The same dataclasses serve the library (``Config``), the engine and, extended by the harness's own
+fields (``atomicrag.harness.config.HarnessConfig``), the research entry point. Hydra validates
+types and unknown keys when a config is composed; ``__post_init__`` (run when OmegaConf turns a
+config into these objects) checks ranges and modes. A mode is declared once as a ``Literal``
+(``mode(Literal["restart", "continue"], "restart")``, ``config_checks.mode``): OmegaConf cannot
+type a field as a ``Literal``, so the field is a ``str`` to it and ``check_modes`` holds it to
+the ``Literal``'s values.
 
 The query-time sections and the fidelity switches live in ``config_query.py`` and are
 re-exported here; import every section from ``atomicrag.core.config``.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
 
@@ -32,6 +35,8 @@ from atomicrag.core.config_checks import (
     _text,
     _text_list,
     _unit,
+    check_modes,
+    mode,
 )
 from atomicrag.core.config_query import (
     DecomposeConfig,
@@ -76,11 +81,11 @@ class DatasetConfig:
     chunk_tokens: int = 256  # token-window chunker size (Graph-Bench uses 256)
     chunk_overlap: int = 32  # overlap between windows
     chunk_tokenizer: str = "regex"  # regex (word/punct tokens, offline) | an HF tokenizer name or path
-    reader: str = "precise"  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
+    reader: str = mode(Literal["precise", "abstract"], "precise")  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
 
     def __post_init__(self) -> None:
+        check_modes(self)
         _choice(self, "format", registry.DATASETS.names())
-        _choice(self, "reader", ("precise", "abstract"))
         _positive(self, "chunk_tokens", "limit")
         _mark(self, ("chunk_overlap",))
         if not 0 <= self.chunk_overlap < self.chunk_tokens:
@@ -145,24 +150,23 @@ class EmbedderConfig:
     # the offline default is all-MiniLM-L6-v2 through sentence-transformers (conf/embedder/minilm.yaml)
     name: str = "sentence_transformers"  # sentence_transformers | transformers | onnx (transformers model on ONNX Runtime, CPU) | fake
     model: str = "minilm"  # 'minilm' = the offline all-MiniLM-L6-v2 package; else an HF id or path
-    pooling: str = "auto"  # auto (model's own) | cls | mean
+    pooling: str = mode(Literal["auto", "cls", "mean"], "auto")  # auto (model's own) | cls | mean
     normalize: bool = True
     query_prefix: str = ""  # e.g. bge: 'Represent this sentence for searching relevant passages: '
     passage_prefix: str = ""
     max_length: int = 256
     batch_size: int = 64
     fp16: bool = True  # only applied on CUDA
-    precision: str = "auto"  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
+    precision: str = mode(Literal["auto", "fp32", "bf16", "fp16"], "auto")  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
     device: str = "auto"  # auto | cpu | cuda
     dim: int = 64  # fake embedder only
     trust_remote_code: bool = False  # true: run the model folder's own code (nomic-embed, gte-Qwen2 need it); false: refuse
 
     def __post_init__(self) -> None:
+        check_modes(self)
         if not isinstance(self.trust_remote_code, bool):
             raise ValueError(f"EmbedderConfig.trust_remote_code must be true or false, not {self.trust_remote_code!r}")
         _choice(self, "name", registry.EMBEDDERS.names())
-        _choice(self, "precision", ("auto", "fp32", "bf16", "fp16"))
-        _choice(self, "pooling", ("auto", "cls", "mean"))
         _positive(self, "max_length", "batch_size", "dim")
         _text(self, "model", nonempty=True)
         _text(self, "query_prefix", "passage_prefix")
@@ -206,11 +210,11 @@ class AtomizerConfig:
     vocab_filter_max_tokens: int = 4096
     # atoms (paper) | chunks (Table 2 "w/o KA": the same LLM entity and triple extraction, but each
     # chunk is one node linked to all its entities instead of its knowledge atoms)
-    atom_unit: str = "atoms"
+    atom_unit: str = mode(Literal["atoms", "chunks"], "atoms")
 
     def __post_init__(self) -> None:
+        check_modes(self)
         _choice(self, "name", registry.ATOMIZERS.names())
-        _choice(self, "atom_unit", ("atoms", "chunks"))
         _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call",
                   "ner_max_tokens", "extraction_max_tokens", "vocab_filter_max_tokens")
         _range(self, 0, None, "nlp_processes")  # 0 = auto
@@ -238,8 +242,8 @@ class GraphConfig:
 @dataclass
 class JudgeConfig:
     name: str = "none"  # none | llm (Graph-Bench answer accuracy: LLM statement F1 + embedding similarity)
-    llm_source: str = "own"  # own (judge.llm: the released judge by default) | run (the run's LLM grades itself)
-    embedder_source: str = "own"  # own (judge.embedder) | run (the run's embedder, e.g. offline smoke runs)
+    llm_source: str = mode(Literal["own", "run"], "own")  # own (judge.llm: the released judge by default) | run (the run's LLM grades itself)
+    embedder_source: str = mode(Literal["own", "run"], "own")  # own (judge.embedder) | run (the run's embedder, e.g. offline smoke runs)
     # the judge's own models (llm_source / embedder_source = own); conf/judge/llm.yaml sets the
     # released judge's (gpt-4o-mini, bge-large)
     llm: LLMConfig = field(default_factory=LLMConfig)
@@ -248,10 +252,9 @@ class JudgeConfig:
     max_tokens: int = 1024  # completion budget of each judge call (statements, classification)
 
     def __post_init__(self) -> None:
+        check_modes(self)
         _choice(self, "name", registry.JUDGES.names())
-        _choice(self, "llm_source", ("own", "run"))
         _positive(self, "max_tokens")
-        _choice(self, "embedder_source", ("own", "run"))
 
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 if TYPE_CHECKING:
     from atomicrag.core.config import LLMConfig
@@ -33,6 +34,28 @@ def _choice(obj: Any, name: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(
             f"{type(obj).__name__}.{name}={value!r} is not one of {', '.join(repr(a) for a in allowed)}"
         )
+
+
+def mode(kind: Any, default: str) -> Any:
+    """A field whose value is one of a ``Literal``'s strings: ``mode(Literal["restart", "continue"],
+    "restart")``. OmegaConf cannot type a field as a ``Literal``, so the field is a ``str`` to it and
+    the ``Literal`` is kept in the field's metadata: the one place its choices are written, checked
+    by ``check_modes`` and readable by code and docs (``modes(cls)``)."""
+    choices = get_args(kind)
+    if not choices or default not in choices:
+        raise ValueError(f"mode {kind!r}: the default {default!r} must be one of its values")
+    return field(default=default, metadata={"choices": choices})
+
+
+def modes(cls: Any) -> dict[str, tuple[str, ...]]:
+    """``{field: its choices}`` of every mode field of a config dataclass."""
+    return {f.name: f.metadata["choices"] for f in fields(cls) if "choices" in f.metadata}
+
+
+def check_modes(obj: Any) -> None:
+    """Every mode field of ``obj`` holds one of its ``Literal``'s values."""
+    for name, allowed in modes(obj).items():
+        _choice(obj, name, allowed)
 
 
 def _number(obj: Any, name: str) -> Any:
@@ -85,7 +108,7 @@ def _text_list(obj: Any, *names: str) -> None:
     for name in names:
         value = getattr(obj, name)
         if not all(isinstance(v, str) for v in value):
-            raise ValueError(f"{type(obj).__name__}.{name} must be a list of strings")  # noqa: TRY004  (config errors are ValueError)
+            raise ValueError(f"{type(obj).__name__}.{name} must be a list of strings")
 
 
 def _device(obj: Any, *names: str) -> None:

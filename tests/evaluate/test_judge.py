@@ -166,8 +166,8 @@ def test_failed_judge_calls_score_zero_under_the_released_code():
 def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     """The judge is built from cfg.judge: the run's models only when the config says so."""
     from atomicrag.core.config import JudgeConfig
-    from atomicrag.harness.config import HarnessConfig
     from atomicrag.evaluate import judge_config
+    from atomicrag.harness.config import HarnessConfig
 
     built = {}
 
@@ -226,8 +226,8 @@ def test_a_registered_judge_is_built_through_the_registry(monkeypatch):
     # a plug-in judge registered by name is accepted by the config and built with what it declares
     from atomicrag.core import registry
     from atomicrag.core.config import JudgeConfig
-    from atomicrag.harness.config import HarnessConfig
     from atomicrag.evaluate import judge_config
+    from atomicrag.harness.config import HarnessConfig
 
     for attr in ("_paths", "_needs", "_loaded"):  # the entry is gone after the test
         monkeypatch.setattr(registry.JUDGES, attr, dict(getattr(registry.JUDGES, attr)))

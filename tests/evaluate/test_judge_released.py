@@ -46,8 +46,8 @@ def test_judge_embeds_with_langchains_bge_instruction(monkeypatch):
     the "question" wording that HuggingFaceBgeEmbeddings.aembed_query sends (the released judge)."""
     from atomicrag.core.compose import group_config
     from atomicrag.core.config import JudgeConfig
-    from atomicrag.harness.config import HarnessConfig
     from atomicrag.evaluate.judge_config import judge_embedder
+    from atomicrag.harness.config import HarnessConfig
 
     default = group_config("judge", "llm").embedder  # conf/judge/llm.yaml: the released judge's embedder
     # the offline model stands in for bge-large; the instruction is the judge's default, untouched
