@@ -13,5 +13,8 @@ CONF = {"atomicrag.conf" + "".join(f".{p}" for p in d.relative_to(HERE / "conf")
 setup(
     packages=[*find_packages(include=["atomicrag", "atomicrag.*"]), *CONF],
     package_dir=CONF,
-    package_data={"atomicrag": ["py.typed"], **{pkg: ["*.yaml"] for pkg in CONF}},
+    # the smoke sets (atomicrag/datasets) and the paper's published numbers (atomicrag/published)
+    # ship in the wheel, so the quickstart and make_tables need no download
+    package_data={"atomicrag": ["py.typed", "published/*", "datasets/*.md", "datasets/*/SOURCE.md",
+                                "datasets/*/smoke/*.jsonl"], **{pkg: ["*.yaml"] for pkg in CONF}},
 )

@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default="cache")
     ap.add_argument("--reader", default="{}", help="JSON reader fields for the documents context")
     ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
-    ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ../shared/data or ./data)")
+    ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ./data, ../shared/data, then the shipped smoke sets)")
     ap.add_argument("--json")
     args = ap.parse_args()
     READER.update(json.loads(args.reader))
@@ -149,7 +149,7 @@ def main() -> None:
     from atomicrag.retrieve.query_batch import BatchRetriever
 
     base = config(args.dataset, {}, "documents", args.context_tokens)
-    data_dir = base.paths.resolved_data_dir()
+    data_dir = base.paths.resolved_data_dir(dataset=base.dataset)
     data = load_dataset(base.dataset, data_dir)
     questions: list[Question] = data.questions[args.half::2]
     if args.corpora:  # a run that must fit a time budget: whole corpora with all their questions

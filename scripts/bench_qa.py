@@ -56,7 +56,7 @@ def base_config(args: argparse.Namespace) -> Any:
         "reader": {"name": "precise", "max_tokens": args.max_tokens, "context": "documents",
                    "context_tokens": args.context_tokens, "answer_followup": args.answer_followup},
         "sieve": {"name": "none", "max_context": args.atoms_context},
-        "llm": {"preset": args.llm, "concurrency": args.concurrency,
+        "llm": {"option": args.llm, "concurrency": args.concurrency,
                 **({"n_threads": args.llm_threads} if args.llm_threads else {})},
         "fidelity": {"preset": "custom"},
     })
@@ -179,7 +179,7 @@ def main() -> None:
     ap.add_argument("--systems", default="atomicrag,vanilla,gold", help=f"comma list of {SYSTEMS}")
     ap.add_argument("--llm", default="vllm_cpu_qwen05b", help="conf/llm/<name>.yaml")
     ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
-    ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ../shared/data or ./data)")
+    ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ./data, ../shared/data, then the shipped smoke sets)")
     ap.add_argument("--split", default="dev", help="dev (the benchmark) or smoke (a plumbing check)")
     ap.add_argument("--context-tokens", type=int, default=600, help="reader context budget (regex tokens), every system")
     ap.add_argument("--merge-window-repeats", type=int, default=1, choices=[0, 1],
@@ -222,7 +222,7 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
     from atomicrag.llm.accounting import Accountant
 
     cfg = base_config(args)
-    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
+    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
     questions = data.questions[1::2][: args.n]  # the odd half: never tuned on
     embedder = build_embedder(cfg.embedder, cfg.fidelity)
     t0 = time.perf_counter()

@@ -113,7 +113,7 @@ def main() -> None:
                   embedder=conf_group("embedder", args.embedder, EmbedderConfig),
                   fidelity=variant_fidelity(variants[0]), graph=GraphConfig(),
                   paths=PathsConfig(cache_dir=args.cache_dir))
-    chunks, n_passages = load_chunks(dcfg, base.paths.resolved_data_dir(ROOT), args.rechunk)
+    chunks, n_passages = load_chunks(dcfg, base.paths.resolved_data_dir(ROOT, dataset=dcfg), args.rechunk)
     from atomicrag.embed.factory import build_embedder
 
     embedder = build_embedder(base.embedder, base.fidelity)

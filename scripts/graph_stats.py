@@ -123,7 +123,7 @@ def main() -> None:
         cfg.atomizer.nlp_processes = args.nlp_processes
     if args.noun_chunks:
         cfg.atomizer.noun_chunks = True
-    chunks, n_passages = load_chunks(dcfg, cfg.paths.resolved_data_dir(ROOT), args.rechunk)
+    chunks, n_passages = load_chunks(dcfg, cfg.paths.resolved_data_dir(ROOT, dataset=dcfg), args.rechunk)
 
     from atomicrag.embed.factory import build_embedder
 

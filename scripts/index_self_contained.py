@@ -89,7 +89,7 @@ def main() -> None:
     args = ap.parse_args()
     base = load_config(BASE)
     resolved_cfg = load_config({**BASE, "atomizer": {"name": "sentence", "resolve_subject": True}})
-    data = load_dataset(base.dataset, base.paths.resolved_data_dir())
+    data = load_dataset(base.dataset, base.paths.resolved_data_dir(dataset=base.dataset))
     chunks = chunk_passages(data.passages, base.dataset)
     embedder = build_embedder(base.embedder, base.fidelity)
     plain_graph = index_corpus(chunks, base, None, embedder, args.cache_dir, data.name, progress=False)

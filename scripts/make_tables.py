@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metric", default="acc", choices=["acc", "f1", "em"],
                         help="what ACC-type cells hold: acc (judged, compared with the paper) or f1/em (not compared)")
     parser.add_argument("--out", default=None, help="output folder (default: <results>/tables)")
-    parser.add_argument("--paper-tables", default=None, help="paper_tables.json (default: ../shared/paper_tables.json)")
+    parser.add_argument("--paper-tables", default=None, help="paper_tables.json (default: the copy in atomicrag/published)")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="keep only runs whose config has KEY=VALUE (dotted key, e.g. llm.model=gpt-4o-mini)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

@@ -149,7 +149,7 @@ def main() -> None:
                      "entity_filter": args.entity_filter},
         "reader": {"name": "none"}, "retriever": {"name": "ppr"},
     })
-    data = load_dataset(base.dataset, base.paths.resolved_data_dir())
+    data = load_dataset(base.dataset, base.paths.resolved_data_dir(dataset=base.dataset))
     questions = data.questions[args.half::2]
     embedder = MemoEmbedder(build_embedder(base.embedder, base.fidelity))
     graph = index_corpus(chunk_passages(data.passages, base.dataset), base, None, embedder, args.cache_dir,

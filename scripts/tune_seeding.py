@@ -50,7 +50,7 @@ def main() -> None:
         "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "atomizer": {"name": "sentence"},
         "reader": {"name": "none"}, "retriever": {"option": "ppr"},  # the paper's seeding
     })
-    data = load_dataset(base.dataset, base.paths.resolved_data_dir())
+    data = load_dataset(base.dataset, base.paths.resolved_data_dir(dataset=base.dataset))
     questions = data.questions[args.half::2]
     embedder = build_embedder(base.embedder, base.fidelity)
     graph = index_corpus(chunk_passages(data.passages, base.dataset), base, None, embedder, args.cache_dir,

@@ -19,17 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "conf"
 
 
-def _shared_data() -> Path:
-    # the normalised datasets sit next to the checkout; ATOMICRAG_SHARED_DATA names them elsewhere
-    # (a second checkout or worktree of the same project)
-    return Path(os.environ.get("ATOMICRAG_SHARED_DATA") or ROOT.parent / "shared" / "data")
-
-
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    path = _shared_data()
-    if not path.is_dir():
-        pytest.skip("../shared/data is not present")
+def smoke_data() -> Path:
+    """The smoke sets that ship in the package (atomicrag/datasets): present in every clone and
+    install, so the tests that use them never depend on data outside the repository."""
+    from atomicrag.core.config import PathsConfig
+
+    path = PathsConfig().data_roots()[-1]
+    assert (path / "2wikimultihopqa" / "smoke" / "questions.jsonl").is_file(), path
     return path
 
 

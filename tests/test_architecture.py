@@ -79,8 +79,18 @@ pkg = Path(atomicrag.__file__).resolve().parent
 rag = AtomicRAG({"llm": "fake", "embedder": "fake", "reader": {"name": "none"}}, progress=False)
 rag.index(["Marie Curie was born in Warsaw.", "Warsaw is the capital of Poland."])
 res = rag.query("Where was Marie Curie born?")
+# the smoke sets and the paper's numbers ship in the wheel: a benchmark loads and a table builds
+from atomicrag.core.config import DatasetConfig, PathsConfig
+from atomicrag.data import load_dataset
+from atomicrag.harness.report_tables import make_tables
+
+ds = DatasetConfig()  # 2wikimultihopqa, smoke
+data = load_dataset(ds, PathsConfig().resolved_data_dir(dataset=ds))
+tables = make_tables(Path("results"), tables=["table2"], plots=False)
 print(json.dumps({"package": str(pkg), "conf": str(CONF_DIR), "n_items": len(res.items),
-                  "top": res.items[0].text if res.items else ""}))
+                  "top": res.items[0].text if res.items else "", "questions": len(data.questions),
+                  "passages": len(data.passages), "data_file": data.files[0],
+                  "table2_has_paper": "73.2" in tables["table2"]["md"].read_text()}))
 """
 
 
@@ -119,3 +129,5 @@ def test_wheel_installs_outside_the_checkout_and_answers(tmp_path: Path) -> None
     assert Path(got["package"]).is_relative_to(Path(site))  # the installed copy, not the checkout
     assert Path(got["conf"]) == Path(got["package"]) / "conf"
     assert got["n_items"] > 0 and "Warsaw" in got["top"]
+    assert (got["questions"], got["passages"]) == (20, 130) and Path(got["data_file"]).is_relative_to(Path(site))
+    assert got["table2_has_paper"]  # the published numbers came from the installed package

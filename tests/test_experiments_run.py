@@ -38,7 +38,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_path: Path, shared_data,
+def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_path: Path, smoke_data,
                                           released_tree: Path) -> None:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         dcfg = compose_experiment(  # as the entry point: experiment_name is the folder

@@ -44,10 +44,10 @@ def _questions(tmp_path: Path, n: int) -> list[str]:
     from atomicrag.data.loaders import load_dataset
 
     cfg = make_cfg(tmp_path, f"dataset.limit={n}")
-    return [q.question for q in load_dataset(cfg.dataset, cfg.paths.resolved_data_dir()).questions]
+    return [q.question for q in load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset)).questions]
 
 
-def test_failed_reader_calls_fail_the_run_and_a_rerun_retries_exactly_them(tmp_path, shared_data, server) -> None:
+def test_failed_reader_calls_fail_the_run_and_a_rerun_retries_exactly_them(tmp_path, smoke_data, server) -> None:
     qs = _questions(tmp_path, 4)
     cfg = make_cfg(tmp_path, "llm=fake", "llm.cache=true", "embedder=fake", "reader=precise", "dataset.limit=4",
                    "baselines=[]")
@@ -77,7 +77,7 @@ def test_failed_reader_calls_fail_the_run_and_a_rerun_retries_exactly_them(tmp_p
     assert server.sent == {}  # a finished run is reused
 
 
-def test_every_answer_failing_keeps_em_f1_and_exits_nonzero(tmp_path, shared_data, server,
+def test_every_answer_failing_keeps_em_f1_and_exits_nonzero(tmp_path, smoke_data, server,
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """The Hydra entry point: the table is printed with the error rate, then the process exits 1."""
@@ -94,7 +94,7 @@ def test_every_answer_failing_keeps_em_f1_and_exits_nonzero(tmp_path, shared_dat
         run_mod.main()
     assert info.value.code == 1
     out, err = capsys.readouterr()
-    assert "answer 3/3" in out and "FAILED" in out and "re-run" in out
+    assert "answer 3/3" in out and "FAILED" in out and "re-run" in out, err[-3000:]
     assert "atomicrag: error:" in err and "Traceback" not in err
     metrics = json.loads(next((tmp_path / "results").glob("**/metrics.json")).read_text())
     assert metrics["status"] == "failed" and metrics["overall"]["em"] == 0.0 and metrics["error_rate"] == 1.0

@@ -41,14 +41,17 @@ def fresh_clone(dest: Path) -> Path:
     return dest
 
 
-def test_quickstart_computes_and_leaves_git_status_clean(tmp_path: Path, shared_data: Path) -> None:
+def test_quickstart_computes_and_leaves_git_status_clean(tmp_path: Path) -> None:
+    """No ``../shared`` beside the clone (its parent is a fresh temporary folder): the quickstart's
+    data and the paper's numbers come from the repository itself."""
     clone = fresh_clone(tmp_path / "clone")
+    assert not (clone.parent / "shared").exists()
     assert (clone / "results" / "quickstart").is_dir()  # the published records are there to be ignored
     env = {**os.environ, "PYTHONPATH": str(clone), "ATOMICRAG_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1",
            "OMP_NUM_THREADS": "1"}
     env = {k: v for k, v in env.items() if not (k.startswith("ATOMICRAG_") and "__" in k)}
     # `make run` is `python -m atomicrag.run $(ARGS)`: the quickstart with test models
-    cmd = [sys.executable, "-m", "atomicrag.run", "llm=fake", "embedder=fake", f"paths.data_dir={shared_data}"]
+    cmd = [sys.executable, "-m", "atomicrag.run", "llm=fake", "embedder=fake"]
     proc = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True, timeout=600, check=False)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
@@ -66,3 +69,11 @@ def test_quickstart_computes_and_leaves_git_status_clean(tmp_path: Path, shared_
     published = {p.parent.name for p in (clone / "results" / "quickstart").rglob("metrics.json")}
     assert {p.parent.name for p in runs} <= published
     assert "published 2 finished run(s)" in pub.stdout
+
+    # the paper tables from committed records, with the published numbers the repository holds
+    out = tmp_path / "tables"
+    tab = subprocess.run([sys.executable, "scripts/make_tables.py", "--table", "table2_smoke", "--out", str(out),
+                          "--no-plots"], cwd=clone, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert tab.returncode == 0, tab.stderr[-3000:]
+    md = (out / "table2_smoke.md").read_text()
+    assert "paper_tables.json" in md and "| AtomicRAG" in md, md[:2000]

@@ -43,7 +43,7 @@ def sweep(tmp: Path, name: str, launcher: str | None) -> tuple[dict[str, dict], 
     return found, proc.stdout + proc.stderr
 
 
-def test_parallel_and_submitit_sweeps_match_the_sequential_run(tmp_path: Path, shared_data) -> None:  # noqa: ARG001
+def test_parallel_and_submitit_sweeps_match_the_sequential_run(tmp_path: Path, smoke_data) -> None:  # noqa: ARG001
     sequential, _ = sweep(tmp_path, "seq", None)  # also builds the shared stage cache once
     assert len(sequential) == 2  # top_k=5 and top_k=10 are two runs
     assert len({json.dumps(v["overall"], sort_keys=True) for v in sequential.values()}) == 2  # they differ

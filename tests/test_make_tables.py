@@ -20,11 +20,7 @@ MODULES = [("chunk", 0, 0.1), ("index", 0, 1.0), ("atomize", 1000, 0.9), ("decom
            ("judge", 6000, 6.0)]
 GB_TYPES = ["Fact Retrieval", "Complex Reasoning", "Contextual Summarize", "Creative Generation"]
 
-try:
-    PAPER = json.loads(find_paper_tables().read_text())
-except FileNotFoundError:  # pragma: no cover - ../shared is present in every checkout and in CI
-    PAPER = None
-needs_paper = pytest.mark.skipif(PAPER is None, reason="../shared/paper_tables.json not found")
+PAPER = json.loads(find_paper_tables().read_text())  # the package's copy: never missing
 
 
 def write_run(
@@ -86,7 +82,6 @@ ABLATIONS = {  # paper row -> config of our run
 }
 
 
-@needs_paper
 def test_table2_markdown_and_csv_carry_published_numbers_and_differences(tmp_path: Path) -> None:
     results = tmp_path / "results"
     for i, (row, cfg) in enumerate(ABLATIONS.items()):
@@ -113,7 +108,6 @@ def test_table2_markdown_and_csv_carry_published_numbers_and_differences(tmp_pat
     assert "tables/table2.md" in index
 
 
-@needs_paper
 def test_table2_smoke_labels_f1_and_shows_published_acc(tmp_path: Path) -> None:
     results = tmp_path / "results"
     smoke = {**ABLATIONS, "AtomicRAG": {"atomizer.name": "sentence"}, "w/o KA": {"atomizer.name": "chunk"}}
@@ -131,7 +125,6 @@ def test_table2_smoke_labels_f1_and_shows_published_acc(tmp_path: Path) -> None:
     assert "| 2.0 paper |" in ergr and "| 2.1 |" in ergr  # measured F1 drop; published HotpotQA drop
 
 
-@needs_paper
 def test_metric_f1_on_a_paper_table_is_not_differenced(tmp_path: Path) -> None:
     results = tmp_path / "results"
     write_run(results, "table2", "graphbench_medical", "full", {}, f1=30.0)
@@ -141,7 +134,6 @@ def test_metric_f1_on_a_paper_table_is_not_differenced(tmp_path: Path) -> None:
     assert "NOT the paper's ACC" in md
 
 
-@needs_paper
 def test_table12_sweep_writes_a_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     results = tmp_path / "results"
@@ -156,7 +148,6 @@ def test_table12_sweep_writes_a_plot(tmp_path: Path) -> None:
     assert written["table13"]["png"].is_file()  # published-only sweep still plots
 
 
-@needs_paper
 def test_graph_stats_and_cost_tables(tmp_path: Path) -> None:
     results = tmp_path / "results"
     stats = {"nodes": 100, "entities": 60, "atoms": 40, "edges": 300, "related_edges": 100, "synonym_edges": 120,
@@ -178,7 +169,6 @@ def test_graph_stats_and_cost_tables(tmp_path: Path) -> None:
     assert "| 0.20 ref |" in t4  # ... and the retrieve module alone stands beside it, undifferenced
 
 
-@needs_paper
 def test_newest_run_wins_and_where_filters(tmp_path: Path) -> None:
     results = tmp_path / "results"
     write_run(results, "table10", "graphbench_medical", "a", {"llm.model": "gpt-4o-mini"}, acc=60.0,
@@ -193,15 +183,12 @@ def test_newest_run_wins_and_where_filters(tmp_path: Path) -> None:
 
 
 def test_every_table_builds_with_no_runs(tmp_path: Path) -> None:
-    if PAPER is None:
-        pytest.skip("../shared/paper_tables.json not found")
     written = make_tables(tmp_path / "results", plots=False)
     assert set(written) == set(TABLES)
     for files in written.values():
         assert "\u2014" in files["md"].read_text() or "none yet" in files["md"].read_text()
 
 
-@needs_paper
 def test_cli(tmp_path: Path) -> None:
     results = tmp_path / "results"
     write_run(results, "table2", "graphbench_medical", "full", {}, acc=70.0)
@@ -235,7 +222,6 @@ def _preds(values: dict[str, float], metric: str = "acc", qtype: str = "Fact Ret
     return [{"question_id": q, "question_type": qtype, metric: v} for q, v in values.items()]
 
 
-@needs_paper
 def test_paper_fidelity_cells_are_labelled_and_never_differenced(tmp_path: Path) -> None:
     results = tmp_path / "results"
     write_run(results, "table12", "graphbench_medical", "ref", {"retriever.damping": 0.3}, acc=66.0)
@@ -247,7 +233,6 @@ def test_paper_fidelity_cells_are_labelled_and_never_differenced(tmp_path: Path)
     assert "60.0 paper (" in row and "\u2212" not in row.split("paper (")[1].split(")")[0]
 
 
-@needs_paper
 def test_cells_carry_n_bootstrap_interval_and_paired_drop(tmp_path: Path) -> None:
     """n, a 95% interval from predictions.jsonl, the real n in the header, a paired drop interval."""
     import random

@@ -29,7 +29,7 @@ def make_cfg(tmp_path: Path, *overrides: str) -> Config:
     return to_dataclass(cfg)
 
 
-def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, shared_data) -> None:
+def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, smoke_data) -> None:
     cfg = make_cfg(
         tmp_path, "llm=fake", "embedder=fake", "decompose=llm", "sieve=llm", "judge=run",
         "reader=precise", "dataset.limit=6",
@@ -56,7 +56,7 @@ def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, shared_d
     assert (out / "config.yaml").read_text().count("retriever:") == 1
 
 
-def test_finished_run_is_reused_not_overwritten(tmp_path, shared_data) -> None:
+def test_finished_run_is_reused_not_overwritten(tmp_path, smoke_data) -> None:
     cfg = make_cfg(tmp_path, "llm=fake", "embedder=fake", "reader=none", "dataset.limit=3")
     first = run_one(cfg)
     metrics_path = run_dir(cfg) / "metrics.json"
@@ -70,7 +70,7 @@ def test_finished_run_is_reused_not_overwritten(tmp_path, shared_data) -> None:
 
 
 @pytest.mark.slow
-def test_minilm_retrieval_finds_gold_passages(tmp_path, shared_data) -> None:
+def test_minilm_retrieval_finds_gold_passages(tmp_path, smoke_data) -> None:
     """Real offline embedder + spaCy: both retrievers find most gold passages of the smoke set."""
     cfg = make_cfg(tmp_path, "llm=fake", "embedder=minilm", "reader=none")
     (_, atomic), (_, vanilla) = run_with_baselines(cfg)
@@ -81,7 +81,7 @@ def test_minilm_retrieval_finds_gold_passages(tmp_path, shared_data) -> None:
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_quickstart_with_real_local_llm_answers_questions(tmp_path, shared_data) -> None:
+def test_quickstart_with_real_local_llm_answers_questions(tmp_path, smoke_data) -> None:
     """The README's run on two questions: real MiniLM, spaCy and SmolLM2 on the CPU vLLM server."""
     from atomicrag.llm.hf_models import ServerEnvError, find_server_python
 

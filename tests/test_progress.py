@@ -64,7 +64,7 @@ def test_library_answer_batch_moves_per_question() -> None:
     assert ("answer", len(QUESTIONS), len(QUESTIONS)) in seen
 
 
-def test_harness_shows_one_bar_per_question_batch(tmp_path: Path, shared_data: Path) -> None:
+def test_harness_shows_one_bar_per_question_batch(tmp_path: Path, smoke_data: Path) -> None:
     from test_pipeline import make_cfg
 
     from atomicrag.harness.pipeline import run_one

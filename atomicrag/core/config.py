@@ -49,7 +49,10 @@ from atomicrag.core.config_query import (
 
 @dataclass
 class PathsConfig:
-    data_dir: str = "auto"  # 'auto' = ../shared/data next to the project when it exists, else ./data
+    # 'auto' = the first of ./data (a checkout's; `atomicrag data get` writes there), ../shared/data
+    # beside a checkout, and the smoke sets shipped in the package (atomicrag/datasets) that holds
+    # the dataset; else an explicit folder
+    data_dir: str = "auto"
     cache_dir: str = "cache"  # stage artifacts: <cache_dir>/<dataset>/<stage>/<hash>/
     # runs: <results_dir>/<experiment>/<dataset>/<split>/<run_name>/. Not results/: that folder holds
     # the repository's published records (scripts/publish_runs.py copies finished runs there), and
@@ -57,12 +60,36 @@ class PathsConfig:
     results_dir: str = "runs"
     llm_cache: str = "cache/llm_cache.sqlite"  # SQLite cache of every LLM call
 
-    def resolved_data_dir(self, project_root: Path | None = None) -> Path:
+    def data_roots(self, project_root: Path | None = None) -> list[Path]:
+        """Where datasets are looked for, in order (``data_dir=auto``: see the field)."""
         if self.data_dir != "auto":
-            return Path(self.data_dir).expanduser()
-        root = project_root or Path(__file__).resolve().parents[2]  # the checkout (atomicrag/core/../..)
-        shared = root.parent / "shared" / "data"
-        return shared if shared.is_dir() else root / "data"
+            return [Path(self.data_dir).expanduser()]
+        package = Path(__file__).resolve().parents[1]  # atomicrag/
+        root = project_root or package.parent  # a checkout's top level (site-packages for a wheel)
+        in_checkout = (root / "pyproject.toml").is_file()
+        home = root / "data" if in_checkout else Path.home() / ".local" / "share" / "atomicrag" / "data"
+        roots = [home]
+        if in_checkout and (root.parent / "shared" / "data").is_dir():
+            roots.append(root.parent / "shared" / "data")
+        roots.append(package / "datasets")  # the smoke sets that ship with atomicrag
+        return roots
+
+    def resolved_data_dir(self, project_root: Path | None = None, dataset: Any = None) -> Path:
+        """The data folder: the first root holding ``dataset``'s folder (a ``DatasetConfig``; its
+        split's folder or file when the root has one), else the first root that exists, else the
+        first root (where ``atomicrag data get`` writes; an error then names what is missing)."""
+        roots = self.data_roots(project_root)
+        if dataset is not None and not getattr(dataset, "path", None):
+            name, split = dataset.name, dataset.split
+            for r in roots:
+                folder = r / name
+                if (folder / split).is_dir() or (folder / f"questions.{split}.jsonl").is_file() or (
+                        split == "all" and (folder / "questions.jsonl").is_file()):
+                    return r
+            for r in roots:
+                if (r / name).is_dir() and r != roots[-1]:
+                    return r
+        return next((r for r in roots if r.is_dir()), roots[0])
 
     def __post_init__(self) -> None:
         _text(self, "data_dir", "cache_dir", "results_dir", "llm_cache", nonempty=True)

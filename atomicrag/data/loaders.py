@@ -112,8 +112,8 @@ def load_normalized(
 ) -> tuple[list[Passage], list[Question], list[Path]]:
     qfile, cfile = normalized_files(cfg, data_dir)
     if not qfile.is_file():
-        raise FileNotFoundError(f"dataset {cfg.name!r} split {cfg.split!r}: {qfile} not found"
-                                f"{_listing(qfile.parent)}")
+        raise DatasetMissing(f"dataset {cfg.name!r} split {cfg.split!r}: {qfile} not found"
+                             f"{_listing(qfile.parent)}.{get_hint(cfg)}")
     questions = read_questions_jsonl(qfile)
     files = [qfile]
     if cfile.is_file():
@@ -188,6 +188,29 @@ def _warn_unknown_support(questions: list[Question], passages: list[Passage], cf
     if missing:
         log.warning("%d supporting ids of the questions are not passages of %s; recall will be capped",
                     missing, cfile)
+
+
+class DatasetMissing(FileNotFoundError):
+    """A configured dataset is not on disk; the message says how to get it."""
+
+
+def get_hint(cfg: DatasetConfig) -> str:
+    """How a user gets dataset ``cfg``: the ``atomicrag data get`` command (a normalised dataset
+    named by the project), or where to point ``dataset.path``/``paths.data_dir``."""
+    if cfg.path:
+        return f" Check dataset.path={cfg.path}."
+    return (f" Get it with: atomicrag data get {cfg.name}  (or point paths.data_dir / dataset.path at a "
+            "copy; the smoke sets ship with atomicrag: dataset.split=smoke)")
+
+
+def check_present(cfg: DatasetConfig, data_dir: Path) -> None:
+    """Raise ``DatasetMissing`` (with the command that gets it) before any work when the questions
+    of a normalised dataset are not on disk; other formats are checked by their loaders."""
+    if cfg.format != "normalized":
+        return
+    qfile, _ = normalized_files(cfg, data_dir)
+    if not qfile.is_file():
+        raise DatasetMissing(f"dataset {cfg.name!r} split {cfg.split!r}: {qfile} not found.{get_hint(cfg)}")
 
 
 def _listing(folder: Path) -> str:

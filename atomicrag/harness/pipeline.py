@@ -79,7 +79,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         return read_metrics(out_dir)
     t_start = time.perf_counter()
     seed_everything(cfg.seed)
-    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
+    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
     questions = data.questions
     accountant = Accountant()
     models = ConfigModels(cfg, accountant)

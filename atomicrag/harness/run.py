@@ -53,10 +53,13 @@ def main(dcfg: DictConfig) -> float:
     from atomicrag.core.hub_models import HubModelMissing, prepare_hub_access
     from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
 
-    try:  # no released checkout, or hub weights not cached: say so before any work starts
-        for_fidelity(cfg.fidelity)  # first: the published rows' first requirement, found without a network
+    from atomicrag.data.loaders import DatasetMissing, check_present
+
+    try:  # no data, no released checkout, or hub weights not cached: say so before any work starts
+        check_present(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
+        for_fidelity(cfg.fidelity)  # the published rows' first requirement, found without a network
         prepare_hub_access(cfg)  # also switches the hub off when every model is local
-    except (HubModelMissing, ReleasedCodeMissing) as exc:
+    except (DatasetMissing, HubModelMissing, ReleasedCodeMissing) as exc:
         from hydra.types import RunMode
 
         if hydra_cfg.mode == RunMode.RUN:

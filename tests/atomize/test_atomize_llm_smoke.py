@@ -18,7 +18,7 @@ from atomicrag.core.schemas import Chunk
 
 pytestmark = pytest.mark.slow
 
-SMOKE = Path(__file__).resolve().parents[3] / "shared" / "data" / "2wikimultihopqa" / "smoke" / "corpus.jsonl"
+SMOKE = PathsConfig().data_roots()[-1] / "2wikimultihopqa" / "smoke" / "corpus.jsonl"  # shipped in the package
 ATOM_SCHEMA = {
     "type": "object",
     "properties": {"text": {"type": "string", "minLength": 1}, "chunk_id": {"type": "string"},

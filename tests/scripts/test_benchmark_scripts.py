@@ -87,10 +87,10 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, shared_data: Path) -> None:
+def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, smoke_data: Path) -> None:
     out = tmp_path / "qa"
     args = [str(ROOT / "scripts/bench_qa.py"), "--split", "smoke", "--n", "6", "--block", "4", "--llm", "fake",
-            "--embedder", "fake", "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "cache"),
+            "--embedder", "fake", "--data-dir", str(smoke_data), "--cache-dir", str(tmp_path / "cache"),
             "--systems", "atomicrag,vanilla,gold,atomicrag_atoms,atomicrag_top5", "--out", str(out)]
     proc = run_script(args, cwd=tmp_path)
     rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]

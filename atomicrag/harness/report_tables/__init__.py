@@ -64,10 +64,13 @@ def experiment_names(conf_dir: Path | str | None = None, prefix: str = "", offli
     return names
 
 
+# the paper's published numbers, held in the package (atomicrag/published/SOURCE.md)
+PUBLISHED = Path(__file__).resolve().parents[2] / "published" / "paper_tables.json"
+
+
 def find_paper_tables(path: Path | str | None = None) -> Path:
-    """``paper_tables.json``: the given path, else ../shared/ next to the project (as in CI)."""
-    candidates = [Path(path)] if path else [ROOT.parent / "shared" / "paper_tables.json",
-                                             ROOT / "paper_tables.json"]
+    """``paper_tables.json``: the given path, else the copy the package holds."""
+    candidates = [Path(path)] if path else [PUBLISHED]
     for c in candidates:
         if c.is_file():
             return c
