@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -54,14 +55,30 @@ def ablation(name: str) -> Ablation:
     path = CONF_DIR / "ablation" / f"{name}.yaml"
     if component not in COMPONENTS or not path.is_file():
         raise ValueError(f"unknown ablation {name!r}; known: {', '.join(ablation_names())}")
+    return Ablation(name, component, _changes(path))
+
+
+def _changes(path: Path) -> dict[str, Any]:
+    """The fields a preset or ablation file sets: each group option it selects counts as that
+    option's ``name`` (``override /retriever: dense`` -> ``retriever.name: dense``); a whole preset
+    it extends (``- /preset/paper``) is not a change of its own."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     changes: dict[str, Any] = {}
     for entry in data.pop("defaults", []):
-        ((key, preset),) = entry.items()  # "override /retriever: dense"
+        if not isinstance(entry, dict):
+            continue
+        ((key, option),) = entry.items()  # "override /retriever: dense"
         group = key.removeprefix("override").strip().lstrip("/")
-        changes[f"{group}.name"] = group_config(group, preset).name
+        changes[f"{group}.name"] = group_config(group, option).name
     changes.update(_flatten(data))
-    return Ablation(name, component, changes)
+    return changes
+
+
+@cache
+def preset_changes(name: str) -> dict[str, Any]:
+    """``conf/preset/<name>.yaml``'s own changes (``vanilla_rag``: dense passage retrieval, no
+    decomposition or sieve), so a system is defined once, by its preset file."""
+    return _changes(CONF_DIR / "preset" / f"{name}.yaml")
 
 
 def ablation_names() -> list[str]:
@@ -88,8 +105,8 @@ def ablated(get: Callable[[str], Any]) -> list[str]:
             if any(all(get(k) == v for k, v in a.changes.items()) for a in by_component.get(c, []))]
 
 BASELINES: dict[str, dict[str, Any]] = {
-    # vanilla RAG: dense retrieval over passages, same reader and LLM
-    "dense_passage": {"retriever.name": "dense_passage", "decompose.name": "none", "sieve.name": "none"},
+    # vanilla RAG (conf/preset/vanilla_rag.yaml): dense retrieval over passages, same reader and LLM
+    "dense_passage": preset_changes("vanilla_rag"),
     # AtomicRAG without the graph (paper's w/o ERGR, conf/ablation/ergr.yaml): atoms ranked by similarity alone
     "dense_atoms": ablation("ergr").changes,
 }
