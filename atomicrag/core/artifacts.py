@@ -61,6 +61,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
         _fsync_dir(path.parent)
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        # a full disk shows up on flush/close, whose error names no file: name the one being written
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
