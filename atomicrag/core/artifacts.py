@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 MANIFEST = "manifest.json"
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+# what reading a damaged cache raises: torn or garbage JSON/safetensors/arrays, missing files
+# (safetensors' own SafetensorError is matched by name: core does not import it)
+_DAMAGE_ERRORS = (OSError, ValueError, KeyError, IndexError, TypeError, EOFError, RuntimeError)
 
 
 def stable_json(obj: Any) -> str:
@@ -61,9 +67,38 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
         _fsync_dir(path.parent)
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        # a full disk shows up on flush/close, whose error names no file: name the one being written
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def move_aside(path: str | Path, *companions: str) -> Path:
+    """Rename a damaged file or folder to ``<name>.damaged-<UTC time>`` beside it (kept for a look,
+    never read again) and return the new path. ``companions`` are suffixes of files that belong
+    with it (SQLite's ``-wal``/``-shm``), moved along under the same stamp."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while target.exists():  # two in one second: never overwrite an earlier one
+        n += 1
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    os.replace(path, target)
+    for suffix in companions:
+        extra = path.with_name(path.name + suffix)
+        if extra.exists():
+            os.replace(extra, target.with_name(target.name + suffix))
+    return target
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether ``exc`` (raised while reading a cache) says the cache's content is damaged."""
+    return isinstance(exc, _DAMAGE_ERRORS) or type(exc).__name__ == "SafetensorError"
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -111,6 +146,25 @@ class StageCache:
 
     def manifest(self) -> dict[str, Any]:
         return json.loads((self.dir / MANIFEST).read_text())
+
+    def load(self, loader: Callable[[Path], T], *, config_key: str = "paths.cache_dir") -> T | None:
+        """The finished stage read by ``loader(folder)``; ``None`` when it is not finished, or when
+        it is damaged (unparsable manifest or files): then the folder is moved aside with a warning
+        naming it and ``config_key``, and the caller rebuilds the stage."""
+        if not self.complete:
+            return None
+        try:
+            manifest = self.manifest()
+            if not isinstance(manifest, dict) or manifest.get("key") != self.key:
+                raise ValueError(f"{MANIFEST} does not describe this stage (key {self.key})")
+            return loader(self.dir)
+        except Exception as exc:
+            if not is_damage(exc):
+                raise
+            moved = move_aside(self.dir)
+            log.warning("the %s stage cache %s (under %s) is damaged (%s: %s); moved it to %s and rebuilding it",
+                        self.stage, self.dir, config_key, type(exc).__name__, str(exc)[:200], moved)
+            return None
 
     def begin(self) -> Path:
         self.dir.mkdir(parents=True, exist_ok=True)

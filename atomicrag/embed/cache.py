@@ -20,7 +20,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from atomicrag.core import progress
-from atomicrag.core.artifacts import atomic_path
+from atomicrag.core.artifacts import atomic_path, move_aside
 from atomicrag.embed.protocol import Embedder
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,19 @@ def _load(path: Path, name: str, dim: int) -> tuple[list[bytes], torch.Tensor]:
                 return [], torch.empty(0, dim)
             keys = f.get_tensor("keys")
             vectors = f.get_tensor("vectors")
-    except (SafetensorError, OSError, ValueError, KeyError) as exc:  # a corrupt cache is only a lost cache
-        log.warning("embedding cache %s is unreadable (%s); rebuilding it", path, exc)
+    except (SafetensorError, OSError, ValueError, KeyError, RuntimeError) as exc:
+        # a damaged cache is only a lost cache: kept aside for a look (the next save would
+        # overwrite it), named with the setting that places it, and rebuilt
+        moved = move_aside(path)
+        log.warning("the embedding cache %s (under paths.cache_dir) is damaged (%s: %s); moved it to %s and "
+                    "rebuilding it", path, type(exc).__name__, str(exc)[:200], moved)
+        return [], torch.empty(0, dim)
+    if keys.dtype != torch.uint8 or keys.ndim != 2 or keys.shape[1] != KEY_BYTES \
+            or vectors.ndim != 2 or vectors.shape != (keys.shape[0], dim):
+        moved = move_aside(path)
+        log.warning("the embedding cache %s (under paths.cache_dir) has keys %s and vectors %s, not [n, %d] and "
+                    "[n, %d]; moved it to %s and rebuilding it", path, list(keys.shape), list(vectors.shape),
+                    KEY_BYTES, dim, moved)
         return [], torch.empty(0, dim)
     return [bytes(row) for row in keys.numpy()], vectors.float()
 

@@ -13,6 +13,7 @@ retrievers) or the passage retriever of the registry, then the reader.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator
@@ -87,6 +88,7 @@ class Batch:
     decompositions: list[Any] = field(default_factory=list)  # retrieve.decompose.Decomposition
     sieve: list[Any] = field(default_factory=list)  # retrieve.sieve.SieveResult
     outputs: list[Any] = field(default_factory=list)  # answer.readers.ReaderOutput (after answer())
+    resumed_answers: int = 0  # answers answer() took from its checkpoint instead of the reader
 
 
 class Engine:
@@ -225,8 +227,12 @@ class Engine:
                 batch.decompositions[i], batch.sieve[i] = decomps[j], sieved[j]
         return batch
 
-    def answer(self, batch: Batch, kind: str) -> list[Any]:
-        """Reader outputs for every question of ``batch`` (``kind``: precise | abstract | none)."""
+    def answer(self, batch: Batch, kind: str, *, checkpoint: str | Path | None = None) -> list[Any]:
+        """Reader outputs for every question of ``batch`` (``kind``: precise | abstract | none).
+
+        ``checkpoint``: a JSONL file of answers (``engine.answer_checkpoint``); answers found there
+        for the same question and request are reused (counted in ``batch.resumed_answers``), the
+        rest are asked in chunks, each chunk's answers appended as it finishes."""
         from atomicrag.answer.readers import build_reader
 
         if kind == "none" or not batch.questions:
@@ -235,9 +241,13 @@ class Engine:
         reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
                               released=released_prompts.for_fidelity(self.cfg.fidelity),
                               **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
+        questions = [q.question for q in batch.questions]
         t0 = time.perf_counter()
         with self._timed("answer"):
-            outputs = reader.answer([q.question for q in batch.questions], batch.contexts)
+            if checkpoint is None:
+                outputs = reader.answer(questions, batch.contexts)
+            else:
+                outputs = self._answer_resuming(reader, kind, batch, Path(checkpoint))
         share = (time.perf_counter() - t0) / len(batch.questions)
         for t, o in zip(batch.traces, outputs):
             t.answer, t.raw_answer = o.answer, o.raw
@@ -248,6 +258,33 @@ class Engine:
                 t.cut["answer"] = reader.max_tokens
         batch.outputs = outputs
         fill_tokens(batch)
+        return outputs
+
+    def _answer_resuming(self, reader: Any, kind: str, batch: Batch, path: Path) -> list[Any]:
+        from atomicrag.answer.readers import ReaderOutput
+        from atomicrag.engine import answer_checkpoint
+
+        llm = self.cfg.llm
+        cp = answer_checkpoint.AnswerCheckpoint(path, scope={
+            "reader": kind, "reader_cfg": dataclasses.asdict(self.cfg.reader),
+            "llm": [llm.name, llm.model, llm.model_path]})
+        questions = [q.question for q in batch.questions]
+        keys = [cp.key(q.id, r) for q, r in zip(batch.questions, reader.requests(questions, batch.contexts))]
+        outputs: list[Any] = [None] * len(questions)
+        for i, key in enumerate(keys):
+            stored = cp.get(key)
+            if stored is not None:  # new tokens: none, as for an LLM cache hit
+                outputs[i] = ReaderOutput(**{**stored, "prompt_tokens": 0, "completion_tokens": 0})
+        batch.resumed_answers = sum(o is not None for o in outputs)
+        if batch.resumed_answers:
+            log.info("answer: reused %d of %d answers from %s", batch.resumed_answers, len(questions), path)
+        todo = [i for i, o in enumerate(outputs) if o is None]
+        for start in range(0, len(todo), answer_checkpoint.CHUNK):
+            part = todo[start:start + answer_checkpoint.CHUNK]
+            got = reader.answer([questions[i] for i in part], [batch.contexts[i] for i in part])
+            for i, out in zip(part, got):
+                outputs[i] = out
+            cp.add([(keys[i], batch.questions[i].id, out) for i, out in zip(part, got)])
         return outputs
 
 

@@ -73,8 +73,8 @@ def atomize_cached(chunks: list[Chunk], cfg: Config, llm: Any, cache_dir: str | 
     inputs = atomize_inputs(ckey, cfg.atomizer, atomizer)
     key = content_hash("atomize", inputs)
     cache = StageCache(cache_dir, dataset_name, "atomize", key)
-    if cache.complete:
-        cached = load_atomize_result(cache.dir)
+    cached = cache.load(load_atomize_result)  # a damaged folder is moved aside (warned) and redone
+    if cached is not None:
         if not incomplete(cached):
             log.info("atomize: cache hit %s", cache.dir)
             return cached, key
@@ -105,7 +105,7 @@ def load_graph_meta_failures(folder: Path) -> bool:
     try:
         meta = json.loads((Path(folder) / "graph.json").read_text(encoding="utf-8")).get("meta", {})
     except (OSError, ValueError):
-        return True  # unreadable: rebuild
+        return False  # unreadable: StageCache.load finds it damaged, moves it aside and it is rebuilt
     return bool(meta.get("failures")) or bool(meta.get("atomize_stats", {}).get("vocab_failed_batches"))
 
 
@@ -126,8 +126,9 @@ def index_corpus(chunks: list[Chunk], cfg: Config, llm: Any, embedder: Embedder 
     inputs = graph_inputs(akey, cfg, embedder)
     gkey = content_hash("graph", inputs)
     cache = StageCache(cache_dir, dataset_name, "graph", gkey)
-    if cache.complete and not load_graph_meta_failures(cache.dir):
-        graph = load_graph(cache.dir)
+    cached_graph = cache.load(load_graph) if cache.complete and not load_graph_meta_failures(cache.dir) else None
+    if cached_graph is not None:
+        graph = cached_graph
         if embedder is not None and graph.atom_embeddings is not None \
                 and graph.atom_embeddings.shape[1] != embedder.dim:
             raise ValueError(

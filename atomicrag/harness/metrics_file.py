@@ -103,6 +103,8 @@ class RunMetrics:
     graph_stats: dict[str, Any]
     indexes: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)  # one per corpus
     stages: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)  # LLM stage counts
+    # answers reused from the checkpoint of an earlier, killed run of this folder (None: no reader)
+    resumed_answers: int | None = field(default=None, metadata=OPTIONAL)
     cost: Cost
     models: Models
     config: dict[str, Any]  # pipeline.summary_fields

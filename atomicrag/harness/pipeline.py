@@ -14,6 +14,7 @@ from typing import Any
 from atomicrag.core.config import Config
 from atomicrag.harness.rows import COMPONENTS, ablated
 from atomicrag.core.schemas import QueryTrace
+from atomicrag.engine.answer_checkpoint import CHECKPOINT_NAME
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
 from atomicrag.harness.metrics_file import build_run_metrics
@@ -89,8 +90,11 @@ def run_one(cfg: Config) -> dict[str, Any]:
         index = engine.index_passages(data.passages, questions=questions)
         t_query = time.perf_counter()
         batch = engine.retrieve(index, questions)
-        if reader_name != "none":
-            engine.answer(batch, reader_name)
+        if reader_name != "none":  # a killed run's answers are in the run folder's checkpoint: reused
+            engine.answer(batch, reader_name, checkpoint=out_dir / CHECKPOINT_NAME)
+            if batch.resumed_answers:
+                log.info("resumed: reused %d of %d answers of an earlier, unfinished run of %s",
+                         batch.resumed_answers, len(questions), out_dir)
         traces = batch.traces
         query_wall = time.perf_counter() - t_query
         from atomicrag.evaluate.judge_config import judge_from_config  # its own LLM/embedder (cfg.judge)
@@ -124,6 +128,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
         "prompts": prompts,
         "differences": differences(cfg),
         "judge_settings": metrics_judge,
+        # answers taken from the checkpoint of an earlier, killed run (None: no reader ran)
+        "resumed_answers": batch.resumed_answers if reader_name != "none" else None,
     }
     passages = data.passage_index()
     predictions = [
@@ -134,6 +140,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
     if metrics.status != "finished":
         log.error("%s", format_failures(str(out_dir), metrics.to_dict()))
     write_run(out_dir, cfg, metrics, predictions)
+    if metrics.status == "finished":  # its answers are in predictions.jsonl now; a failed run keeps them
+        (out_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
     if cfg.logger.name == "wandb":
         sink = WandbSink(cfg)
         sink.log_run(metrics.to_dict(), predictions)

@@ -17,6 +17,10 @@ A file's id is its path relative to the folder without the suffix (``notes/intro
 the default retriever and LLM); ``--set`` takes Hydra's override grammar, as
 ``python -m atomicrag.run`` does: ``--set retriever=ppr`` an option, ``--set retriever.top_k=10`` a field. ``delete``, ``docs``, ``stats`` and ``export`` load no model.
 
+A failure is one line on stderr and exit status 2 (Ctrl-C: 130), naming the file or config key
+at fault (``atomicrag.library.cli_errors``); ``--debug`` (before or after the command) adds the
+traceback.
+
 This is the library's front door; the research harness (Hydra sweeps, paper tables) is
 ``atomicrag-run`` / ``python -m atomicrag.run``.
 """
@@ -29,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from atomicrag.library.cli_errors import writing_index
 
 
 def read_documents(source: str | Path) -> list[dict[str, Any]]:
@@ -79,7 +85,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 
             reasons = [reason for r in rag.failures for reason in r.reasons]
             raise RuntimeError(index_failure_error(st["failed_chunks"], st["chunks"], reasons))
-        rag.save(out)
+        with writing_index(out):
+            rag.save(out)
         print(f"indexed {len(rag)} documents -> {out} ({rag!r})")
     return 0
 
@@ -91,7 +98,8 @@ def cmd_insert(args: argparse.Namespace) -> int:
     from atomicrag.library.io import index_lock
 
     # the write lock from load to save: a second writer waits, then loads this one's result
-    with index_lock(args.index), AtomicRAG.load(args.index, progress=_progress(args)) as rag:
+    with writing_index(args.index), index_lock(args.index), \
+            AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         # normalized here, as insert() does, so the report can name the documents of this call
         docs = normalize_documents(_paths(args.docs), taken=() if args.replace else {d.id for d in rag.documents})
         rag.insert(docs, replace=args.replace)
@@ -119,7 +127,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from atomicrag.library.io import index_lock
 
     # the write lock from load to save: a second writer waits, then loads this one's result
-    with index_lock(args.index), AtomicRAG.load(args.index, progress=_progress(args)) as rag:
+    with writing_index(args.index), index_lock(args.index), \
+            AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         n = rag.delete(args.ids, missing_ok=args.missing_ok)
         rag.save(args.index)
         print(f"deleted {n} documents; {rag!r}")
@@ -258,9 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="atomicrag", description="Atom-Entity Graph RAG: index, update and query "
                                 "a document collection.")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars, no library banners (errors and warnings still print)")
+    p.add_argument("--debug", action="store_true", help="print the traceback of a failure (also after the command)")
+    # --debug after the subcommand too; SUPPRESS keeps a subcommand from resetting the top-level value
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("index", help="build an index from files/folders (.txt .md .jsonl .html .pdf)")
+    s = sub.add_parser("index", parents=[debug], help="build an index from files/folders (.txt .md .jsonl .html .pdf)")
     s.add_argument("docs", nargs="+", help="files and folders of documents")
     s.add_argument("--out", required=True, help="index directory to write")
     s.add_argument("--force", action="store_true", help="overwrite an existing index at --out")
@@ -268,19 +281,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE", help="config override (repeatable)")
     s.set_defaults(func=cmd_index)
 
-    s = sub.add_parser("insert", help="add documents to an existing index")
+    s = sub.add_parser("insert", parents=[debug], help="add documents to an existing index")
     s.add_argument("docs", nargs="+", help="files and folders of documents")
     s.add_argument("--index", required=True)
     s.add_argument("--replace", action="store_true", help="replace documents whose id already exists")
     s.set_defaults(func=cmd_insert)
 
-    s = sub.add_parser("delete", help="remove documents by id")
+    s = sub.add_parser("delete", parents=[debug], help="remove documents by id")
     s.add_argument("ids", nargs="+")
     s.add_argument("--index", required=True)
     s.add_argument("--missing-ok", action="store_true")
     s.set_defaults(func=cmd_delete)
 
-    s = sub.add_parser("query", help="retrieve (and answer, if a reader is configured)")
+    s = sub.add_parser("query", parents=[debug], help="retrieve (and answer, if a reader is configured)")
     s.add_argument("questions", nargs="+")
     s.add_argument("--index", required=True)
     s.add_argument("--json", action="store_true", help="print QueryResult JSON")
@@ -290,22 +303,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="query-time override, e.g. retriever.top_k=10 (repeatable)")
     s.set_defaults(func=cmd_query)
 
-    s = sub.add_parser("stats", help="corpus and graph statistics")
+    s = sub.add_parser("stats", parents=[debug], help="corpus and graph statistics")
     s.add_argument("--index", required=True)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_stats)
 
-    s = sub.add_parser("docs", help="list the document ids (and titles) of an index")
+    s = sub.add_parser("docs", parents=[debug], help="list the document ids (and titles) of an index")
     s.add_argument("--index", required=True)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_docs)
 
-    s = sub.add_parser("export", help="write the graph as GraphML (Gephi, Cytoscape) or JSON")
+    s = sub.add_parser("export", parents=[debug], help="write the graph as GraphML (Gephi, Cytoscape) or JSON")
     s.add_argument("out", help="output file: .graphml or .json")
     s.add_argument("--index", required=True)
     s.set_defaults(func=cmd_export)
 
-    s = sub.add_parser("serve", help="keep the configured LLM server up for later commands (--stop ends it)")
+    s = sub.add_parser("serve", parents=[debug], help="keep the configured LLM server up for later commands (--stop ends it)")
     s.add_argument("--config", help="YAML or JSON config file (its llm section)")
     s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE", help="config override, e.g. llm=vllm_cpu")
     group = s.add_mutually_exclusive_group()
@@ -321,16 +334,15 @@ def main(argv: list[str] | None = None) -> int:
     from contextlib import nullcontext
 
     from atomicrag.core.progress import silence_libraries
+    from atomicrag.library.cli_errors import report
 
     # -q: before any model loads, so transformers' own bars and banners are off too
     try:
         with silence_libraries() if args.quiet else nullcontext():
             return int(args.func(args))
-    except (ValueError, FileNotFoundError, FileExistsError, KeyError, RuntimeError) as exc:
-        # user errors: one clear line, no traceback
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"atomicrag: error: {msg}", file=sys.stderr)
-        return 2
+    except (Exception, KeyboardInterrupt) as exc:
+        # every failure is one line on stderr (exit 2; Ctrl-C 130); the traceback only under --debug
+        return report(exc, debug=bool(getattr(args, "debug", False)))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atomicrag.core import progress
+from atomicrag.core.artifacts import move_aside
 from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
 
 if TYPE_CHECKING:
@@ -43,6 +44,25 @@ _SELECT_CHUNK = 500  # keys per lookup statement
 # One constant, fully parameterised statement: the keys travel as a JSON array in one parameter.
 _GET_SQL = ("SELECT key, model, text, parsed, prompt_tokens, completion_tokens FROM llm_cache "
             "WHERE key IN (SELECT value FROM json_each(?))")
+
+
+# SQLite's result codes for a file whose content is not a (whole) database
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+class LLMCacheDamagedError(RuntimeError):
+    """The LLM cache file is damaged in a way found only in the middle of a run."""
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """Whether a SQLite error says the file's content is damaged (not busy, locked or missing)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
 
 
 def cache_key(model: str, request: ChatRequest) -> str:
@@ -72,7 +92,8 @@ def is_cacheable(request: ChatRequest) -> bool:
 class CachedLLM:
     """``LLMBackend`` wrapper: serves repeated requests from SQLite, forwards the rest."""
 
-    def __init__(self, backend: LLMBackend, path: str | Path, *, key_model: str | None = None) -> None:
+    def __init__(self, backend: LLMBackend, path: str | Path, *, key_model: str | None = None,
+                 config_key: str = "paths.llm_cache") -> None:
         self.backend = backend
         self.model = backend.model
         # What identifies the model in keys; the factory adds backend name and model file so two
@@ -84,7 +105,37 @@ class CachedLLM:
         self.hits = 0
         self.misses = 0
         self._stats_lock = threading.Lock()
-        self._connect()  # create the table now, so errors surface at construction
+        self.config_key = config_key  # the setting that names the file, for messages
+        self.moved_to: Path | None = None  # where a damaged file found at start was moved
+        try:  # create the table now, so errors surface at construction
+            self._check(self._connect())
+        except sqlite3.DatabaseError as exc:
+            if not is_damaged(exc):
+                raise
+            # a half-written or garbage file: keep it aside for a look and start an empty cache
+            self._forget_connection()
+            self.moved_to = move_aside(self.path, "-wal", "-shm")
+            log.warning("the LLM cache %s (%s) is damaged (%s); moved it to %s and starting an empty one "
+                        "(earlier answers are asked again)", self.path, config_key, exc, self.moved_to)
+            self._check(self._connect())
+
+    @staticmethod
+    def _check(conn: sqlite3.Connection) -> None:
+        # reads the table's whole key index: a damaged page in it is found now, not mid-run
+        conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()
+
+    def _forget_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+        self._local.conn = None
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> LLMCacheDamagedError:
+        """Damage found mid-run: the run stops with what to do (other threads still use the file)."""
+        return LLMCacheDamagedError(
+            f"the LLM cache {self.path} ({self.config_key}) is damaged ({exc}); move it aside "
+            f"(mv {self.path} {self.path}.damaged) or set {self.config_key} to another file, then rerun: "
+            "a new cache is started and the entries in the damaged one are asked again")
 
     # ------------------------------------------------------------------ connections
     def _connect(self) -> sqlite3.Connection:
@@ -93,26 +144,31 @@ class CachedLLM:
             return conn
         # timeout= is SQLite's busy timeout: writers from other processes are waited for
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        self._local.conn, self._local.pid = conn, os.getpid()  # set first: a damaged file's is closed
         for attempt in range(20):
             try:  # switching to WAL needs a brief exclusive lock; another process may hold it
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(_SCHEMA_SQL)
                 break
-            except sqlite3.OperationalError:
-                if attempt == 19:
+            except sqlite3.OperationalError as exc:
+                if attempt == 19 or is_damaged(exc):
                     raise
                 time.sleep(0.05 * (attempt + 1))
-        self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
     # ------------------------------------------------------------------ lookups and stores
     def get_many(self, keys: list[str]) -> dict[str, tuple[Any, ...]]:
-        conn = self._connect()
         rows: dict[str, tuple[Any, ...]] = {}
-        for i in range(0, len(keys), _SELECT_CHUNK):
-            for row in conn.execute(_GET_SQL, (json.dumps(keys[i:i + _SELECT_CHUNK]),)):
-                rows[row[0]] = row
+        try:
+            conn = self._connect()
+            for i in range(0, len(keys), _SELECT_CHUNK):
+                for row in conn.execute(_GET_SQL, (json.dumps(keys[i:i + _SELECT_CHUNK]),)):
+                    rows[row[0]] = row
+        except sqlite3.DatabaseError as exc:
+            if is_damaged(exc):
+                raise self._damaged(exc) from exc
+            raise
         return rows
 
     def put_many(self, items: list[tuple[str, ChatResult]]) -> None:
@@ -134,7 +190,12 @@ class CachedLLM:
             )
 
     def __len__(self) -> int:
-        return int(self._connect().execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0])
+        try:
+            return int(self._connect().execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            if is_damaged(exc):
+                raise self._damaged(exc) from exc
+            raise
 
     # ------------------------------------------------------------------ LLMBackend
     def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
@@ -170,7 +231,7 @@ class CachedLLM:
         try:
             self.put_many(to_store)
         except sqlite3.Error as exc:  # the answers are still good; only re-use is lost
-            log.warning("LLM cache write to %s failed: %s", self.path, exc)
+            log.warning("LLM cache write to %s (%s) failed: %s", self.path, self.config_key, exc)
         with self._stats_lock:
             self.hits += sum(1 for r in results if r is not None and r.cached)
             self.misses += len(order)

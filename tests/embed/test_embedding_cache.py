@@ -53,3 +53,16 @@ def test_corrupt_cache_is_rebuilt(tmp_path: Path) -> None:
     out = embed_cached(FakeEmbedder(16), ["a", "b"], path)
     assert out.shape == (2, 16) and load_file(str(path))["vectors"].shape == (2, 16)
     assert embed_cached(FakeEmbedder(16), [], path).shape == (0, 16)
+
+
+def test_damaged_cache_is_moved_aside_with_a_warning_naming_it(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "c.safetensors"
+    good = embed_cached(FakeEmbedder(16), ["a", "b", "c"], path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # a half-written file
+    with caplog.at_level("WARNING", logger="atomicrag"):
+        again = embed_cached(FakeEmbedder(16), ["a", "b", "c"], path)
+    assert torch.equal(again, good)  # rebuilt: the same vectors
+    moved = list(tmp_path.glob("c.safetensors.damaged-*"))
+    assert len(moved) == 1 and moved[0].read_bytes() == data[: len(data) // 2]  # kept for a look
+    assert str(path) in caplog.text and "paths.cache_dir" in caplog.text and str(moved[0]) in caplog.text
