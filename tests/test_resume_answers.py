@@ -59,7 +59,7 @@ def _answers(out: Path) -> dict[str, str]:
     return {p["question"]: p["answer"] for p in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())}
 
 
-def test_a_killed_run_resumes_from_its_answers(tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_killed_run_resumes_from_its_answers(tmp_path: Path, smoke_data: Path, monkeypatch: pytest.MonkeyPatch,
                                                caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(answer_checkpoint, "CHUNK", 2)  # answers are checkpointed two at a time
     ref_cfg = make_cfg(tmp_path / "ref")
