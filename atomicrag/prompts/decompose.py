@@ -12,7 +12,7 @@ from typing import Any
 
 from atomicrag.prompts.released import ReleasedPrompts
 
-VERSION = "decompose-v1"
+VERSION = "decompose-v2"
 
 FOCUS_LABELS = ("entity", "relationship", "reasoning", "context")
 
@@ -85,7 +85,7 @@ STEP2_CRITERIA = (
     "- true when the question involves several entities or relations, needs multi-hop reasoning, "
     "asks how/why or for a comparison that spans steps, or is a compound request that one fact "
     "is unlikely to answer;\n"
-    "- false when one fact answers it (who / what / when / where) or it has a single entity and "
+    "- false when a single fact settles it (a who / what / when / where lookup) or it has one entity and "
     "relation with a direct answer."
 )
 STEP2 = {"score": STEP2_SCORE, "score_and_flag": STEP2_CRITERIA}
