@@ -234,6 +234,7 @@ class Engine:
         llm = self.models.llm
         reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
                               released=released_prompts.for_fidelity(self.cfg.fidelity),
+                              answer_extraction=self.cfg.fidelity.answer_extraction,
                               **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
         t0 = time.perf_counter()
         with self._timed("answer"):
