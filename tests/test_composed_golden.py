@@ -76,7 +76,14 @@ def _diff(a: object, b: object, path: str = "") -> list[str]:
 ADDED_FIELDS = {("atomizer", "ner_max_tokens"): 512, ("atomizer", "extraction_max_tokens"): 2048,
                 ("atomizer", "vocab_filter_max_tokens"): 4096, ("judge", "max_tokens"): 1024,
                 ("retriever", "query_ner_max_tokens"): 256, ("sieve", "max_tokens"): 512,
-                ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False}
+                ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False,
+                ("fidelity", "sieve_prompt"): "own", ("fidelity", "answer_extraction"): "own",
+                ("fidelity", "decompose_parse"): "own"}
+# fields added to FidelityConfig and set by a fidelity preset file: (field, preset) -> value there
+# (elsewhere the dataclass default, which keeps the old behaviour)
+ADDED_PRESET_FIELDS = {("sieve_prompt", "reference_code"): "released",
+                       ("answer_extraction", "reference_code"): "released",
+                       ("decompose_parse", "reference_code"): "released"}
 # deliberate changes of an experiment's values: the Table 8 models that run their own code
 CHANGED_VALUES = {("table8/nomic_embed", "embedder", "trust_remote_code"): True,
                   ("table8/gte_qwen2_1_5b", "embedder", "trust_remote_code"): True}
@@ -84,6 +91,11 @@ CHANGED_VALUES = {("table8/nomic_embed", "embedder", "trust_remote_code"): True,
 
 def _with_added_fields(recorded: dict) -> dict:
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in recorded.items()}
+    fidelity = out.get("fidelity")
+    if isinstance(fidelity, dict):  # before the defaults below: a preset's value wins
+        for (name, preset), value in ADDED_PRESET_FIELDS.items():
+            if name not in fidelity and fidelity.get("preset") == preset:
+                fidelity[name] = value
     for (section, name), value in ADDED_FIELDS.items():
         head, _, sub = section.partition(".")
         target = out.get(head)

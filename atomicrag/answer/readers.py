@@ -15,7 +15,7 @@ from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest, continues_replies
 from atomicrag.prompts import reader as prompt
-from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer, short_answer
+from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer, parse_answer_released, short_answer
 from atomicrag.prompts.released import ReleasedPrompts
 
 MODULE = "answer"
@@ -56,7 +56,8 @@ class ReaderOutput:
 class LLMReader:
     def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int | None = None,
-                 context_style: str = "numbered", released: ReleasedPrompts | None = None) -> None:
+                 context_style: str = "numbered", released: ReleasedPrompts | None = None,
+                 answer_extraction: str = "own") -> None:
         if kind not in prompt.KINDS:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
@@ -73,8 +74,13 @@ class LLMReader:
         self.followup_max_tokens = cfg.followup_max_tokens
         # Only our precise prompt in our layout asks for the span after "Answer:"; the released
         # prompts and layout keep their own answer form (no follow-up).
+        if answer_extraction not in ("own", "released"):
+            raise ValueError(f"answer_extraction {answer_extraction!r} is not one of own, released")
+        # released: the text between the first and second "Answer:" as it stands (no span
+        # cleaning, no follow-up call); own: after the last "Answer:", cleaned to the span
+        self.answer_extraction = answer_extraction
         mode = cfg.answer_followup
-        if kind != "precise" or context_style != "numbered" or released is not None:
+        if kind != "precise" or context_style != "numbered" or released is not None or answer_extraction == "released":
             mode = "none"
         elif mode == "auto":
             mode = "continue" if continues_replies(llm) else "ask"
@@ -143,6 +149,12 @@ class LLMReader:
             if r.error is not None:
                 outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True,
                                             error=str(r.error), **tokens))
+                continue
+            if self.answer_extraction == "released":  # a cut reply is read the same way
+                parsed = parse_answer_released(r.text or "")
+                outputs.append(ReaderOutput(answer=parsed.answer, raw=r.text or "", thought=parsed.thought,
+                                            marker_found=parsed.marker_found,
+                                            truncated=getattr(r, "finish_reason", None) == "length", **tokens))
                 continue
             if getattr(r, "finish_reason", None) == "length":
                 # Cut off at max_tokens: without "Answer:" the parser would return the thought as

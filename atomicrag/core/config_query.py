@@ -68,6 +68,16 @@ class FidelityConfig:
     # path (else the ATOMICRAG_RELEASED_CODE environment variable).
     prompts: str = mode(Literal["own", "released"], "own")
     released_code: str | None = None
+    # the sieve: own (this project's prompt, JSON schema, ids in candidate order, sieve.max_tokens) |
+    # released (the released filter's prompt read from the checkout, its free-text reply parsed the
+    # released way, ids in the model's order, the released budget; keep-all fallbacks counted)
+    sieve_prompt: str = mode(Literal["own", "released"], "own")
+    # the reader's answer: own (after the last "Answer:", cleaned to the span; a follow-up call when
+    # there is none) | released (between the first and second "Answer:", else the whole reply)
+    answer_extraction: str = mode(Literal["own", "released"], "own")
+    # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
+    # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
+    decompose_parse: str = mode(Literal["own", "released"], "own")
 
     def __post_init__(self) -> None:
         check_modes(self)

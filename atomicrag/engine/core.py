@@ -240,6 +240,7 @@ class Engine:
         llm = self.models.llm
         reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
                               released=released_prompts.for_fidelity(self.cfg.fidelity),
+                              answer_extraction=self.cfg.fidelity.answer_extraction,
                               **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
         questions = [q.question for q in batch.questions]
         t0 = time.perf_counter()

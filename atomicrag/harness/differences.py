@@ -10,13 +10,16 @@ every cell of a run with the project's own prompts "own prompts".
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from typing import Any
 
 from atomicrag.core.compose import group_config
 from atomicrag.core.config import Config
 
-# the released code's completion budgets: max_new_tokens (2048) on every call, the sieve's 1024
-RELEASED_BUDGET = 2048
+# the released code's completion budgets: its run script passes max_new_tokens=None, so no call
+# is capped (the server's own limit applies) except the sieve's 1024
+RELEASED_BUDGET = "none (no cap sent)"
 RELEASED_SIEVE_BUDGET = 1024
 RELEASED_MODELS = {"llm": "gpt-4o-mini", "embedder": "BAAI/bge-large-en-v1.5"}
 OWN_PROMPTS = "own prompts"
@@ -29,8 +32,15 @@ def prompt_source(cfg: Config) -> dict[str, Any]:
     released = for_fidelity(cfg.fidelity)
     if released is None:
         return {"source": "own", "checkout": None, "hashes": {}}
-    return {"source": "released", "checkout": released.root, "hashes": released.hashes(),
-            "own_wording_kept": ["sieve"]}  # the released sieve prompt is not a template file
+    out: dict[str, Any] = {"source": "released", "checkout": released.root, "hashes": released.hashes()}
+    if cfg.fidelity.sieve_prompt == "released":
+        from atomicrag.prompts.released_sieve import load as load_sieve
+
+        sieve = load_sieve(released.root)
+        out["hashes"]["sieve"] = hashlib.sha256(json.dumps(sieve.texts()).encode()).hexdigest()[:16]
+    else:
+        out["own_wording_kept"] = ["sieve"]
+    return out
 
 
 def _item(topic: str, ours: Any, released: Any) -> dict[str, Any]:
@@ -47,9 +57,13 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
         if cfg.fidelity.embed_instruction == "released":
             out.append(_item("embedding instructions", "the embedder's own query prefix (fidelity.prompts=own)",
                              "the released linking instructions"))
-    if cfg.sieve.name != "none":
-        out.append(_item("sieve prompt", "this project's own wording (its released prompt is built in code, "
-                         "not a template file)", "released sieve prompt"))
+    if cfg.sieve.name != "none" and (cfg.fidelity.sieve_prompt != "released" or cfg.fidelity.prompts == "own"):
+        out.append(_item("sieve prompt", "this project's own wording, JSON schema, ids in candidate order "
+                         f"(fidelity.sieve_prompt={cfg.fidelity.sieve_prompt}, fidelity.prompts={cfg.fidelity.prompts})",
+                         "released filter prompt, free-text section, the model's order"))
+    if cfg.sieve.name != "none" and cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released":
+        out.append(_item("sieve timeout", f"the LLM client's timeout (llm.timeout_s={cfg.llm.timeout_s}), "
+                         "then keep-all, counted", "60 s per question, then keep-all"))
     ref = group_config("fidelity", "reference_code")
     for f in dataclasses.fields(cfg.fidelity):
         if f.name in ("preset", "prompts", "released_code"):
@@ -72,7 +86,8 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
         if ours != theirs:
             out.append(_item(topic, ours, theirs))
 
-    if cfg.sieve.max_tokens != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none":
+    released_sieve = cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
+    if cfg.sieve.max_tokens != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none" and not released_sieve:
         out.append(_item("budget: sieve max_tokens", cfg.sieve.max_tokens, RELEASED_SIEVE_BUDGET))
     if cfg.retriever.query_entities == "llm" and cfg.retriever.query_ner_max_tokens != RELEASED_BUDGET:
         out.append(_item("budget: query NER max_tokens", cfg.retriever.query_ner_max_tokens, RELEASED_BUDGET))

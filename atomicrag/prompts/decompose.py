@@ -8,11 +8,13 @@ step) rather than paraphrase the whole question.
 """
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from atomicrag.prompts.released import ReleasedPrompts
 
-VERSION = "decompose-v1"
+VERSION = "decompose-v2"
 
 FOCUS_LABELS = ("entity", "relationship", "reasoning", "context")
 
@@ -85,7 +87,7 @@ STEP2_CRITERIA = (
     "- true when the question involves several entities or relations, needs multi-hop reasoning, "
     "asks how/why or for a comparison that spans steps, or is a compound request that one fact "
     "is unlikely to answer;\n"
-    "- false when one fact answers it (who / what / when / where) or it has a single entity and "
+    "- false when a single fact settles it (a who / what / when / where lookup) or it has one entity and "
     "relation with a direct answer."
 )
 STEP2 = {"score": STEP2_SCORE, "score_and_flag": STEP2_CRITERIA}
@@ -151,3 +153,50 @@ def parse_reply(obj: Any) -> tuple[bool, float, str, list[dict[str, Any]]]:
             "focus": focus if focus in FOCUS_LABELS else "reasoning",
         })
     return needs, float(score), reasoning.strip(), subs
+
+
+_JSON_FENCE = "```json"
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def _released_json(text: str) -> Any:
+    """The released fallbacks: the reply as JSON, else a ```json fence, else the widest {...}."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    if _JSON_FENCE in text:
+        try:
+            return json.loads(text.split(_JSON_FENCE)[1].split("```")[0].strip())
+        except (IndexError, json.JSONDecodeError):
+            pass
+    match = _OBJECT.search(text)
+    if match:
+        try:
+            return json.loads(match.group())
+        except json.JSONDecodeError:
+            pass
+    raise ValueError(f"no JSON object in the reply: {text[:200]!r}")
+
+
+def parse_reply_released(text: str, max_sub_questions: int) -> tuple[bool, float, str, list[dict[str, Any]]]:
+    """The released reading of a free-text reply (``fidelity.decompose_parse=released``).
+
+    Sub-questions are capped at ``max_sub_questions`` *before* anything is dropped (a non-object
+    entry in the first places takes a place), and empty or repeated sub-questions are kept.
+    Raises ``ValueError``/``TypeError`` where the released code falls back to "no decomposition"
+    (the caller counts it).
+    """
+    obj = _released_json((text or "").strip())
+    if not isinstance(obj, dict):
+        raise TypeError(f"decomposition reply is {type(obj).__name__}, not an object")
+    needs = bool(obj.get("needs_decomposition", False))
+    score = float(obj.get("complexity_score", 0.0))
+    reasoning = obj.get("reasoning", "")
+    subs: list[dict[str, Any]] = []
+    for item in (obj.get("sub_questions", []) or [])[:max_sub_questions]:
+        if not isinstance(item, dict):
+            continue
+        subs.append({"id": int(item.get("id", len(subs) + 1)), "question": item.get("question", "").strip(),
+                     "focus": item.get("focus", "reasoning")})
+    return needs, score, reasoning if isinstance(reasoning, str) else str(reasoning), subs

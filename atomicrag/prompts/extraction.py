@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atomicrag.prompts._common import PromptParseError, clean_str, dedupe
+from atomicrag.prompts.ner import EXAMPLE_PASSAGE as ner_example_passage
+from atomicrag.prompts.ner import EXAMPLE_REPLY as ner_example_reply
 from atomicrag.prompts.ner import passage_text
 from atomicrag.prompts.released import ReleasedPrompts
 
-VERSION = "extraction-v2"
+VERSION = "extraction-v3"
 
 SYSTEM = """You turn a passage into a small knowledge base. Return one JSON object with three keys.
 
@@ -34,29 +36,29 @@ entities that the atom mentions, written as in the atom.
 
 Reply with the JSON object only."""
 
-EXAMPLE_PASSAGE = (
-    "Radio City\nRadio City is India's first private FM radio station and was started on 3 July 2001. "
-    "It plays Hindi, English and regional songs."
-)
-EXAMPLE_ENTITIES = ["Radio City", "India", "FM radio station", "3 July 2001", "Hindi", "English"]
+# The worked example is written for this project (own wording, own passage); it shares the NER
+# example's passage so the entity list it receives is the NER example's reply.
+EXAMPLE_PASSAGE = ner_example_passage
+EXAMPLE_ENTITIES = json.loads(ner_example_reply)["named_entities"]
 EXAMPLE_REPLY = json.dumps(
     {
         "triples": [
-            ["Radio City", "located in", "India"],
-            ["Radio City", "is", "private FM radio station"],
-            ["Radio City", "started on", "3 July 2001"],
-            ["Radio City", "plays songs in", "Hindi"],
-            ["Radio City", "plays songs in", "English"],
+            ["Lake Tekapo Observatory", "stands on", "Mount John"],
+            ["Mount John", "is in", "New Zealand"],
+            ["Lake Tekapo Observatory", "opened in", "1965"],
+            ["University of Canterbury", "operates telescopes at", "Lake Tekapo Observatory"],
+            ["University of Canterbury", "tracks", "variable stars"],
         ],
         "knowledge_fragments": [
-            "Radio City is the first private FM radio station in India.",
-            "Radio City was started on 3 July 2001.",
-            "Radio City plays Hindi, English and regional songs.",
+            "Lake Tekapo Observatory stands on the summit of Mount John in New Zealand.",
+            "Lake Tekapo Observatory opened in 1965.",
+            "Astronomers from the University of Canterbury use the telescopes of Lake Tekapo "
+            "Observatory to track variable stars.",
         ],
         "fragment_entities": [
-            ["Radio City", "India", "FM radio station"],
-            ["Radio City", "3 July 2001"],
-            ["Radio City", "Hindi", "English"],
+            ["Lake Tekapo Observatory", "Mount John", "New Zealand"],
+            ["Lake Tekapo Observatory", "1965"],
+            ["University of Canterbury", "Lake Tekapo Observatory", "variable stars"],
         ],
     }
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 from atomicrag.prompts.released import ReleasedPrompts
 
-VERSION = "judge-v1"
+VERSION = "judge-v2"
 
 SCHEMA: dict[str, dict[str, Any]] = {
     "statements": {
@@ -59,11 +59,11 @@ TEMPLATE: dict[str, str] = {
         "statements;\n"
         "- FP: an answer statement that no reference statement supports (wrong or unsupported);\n"
         "- FN: a reference statement that the answer does not cover.\n"
-        "Give a short reason for each. Example: question \"What is the boiling point of water?\", "
-        "answer statements [\"Water boils at 100 degrees Celsius at sea level.\"], reference "
-        "statements [\"Water boils at 100 degrees Celsius at sea level.\", \"The boiling point "
-        "of water falls with altitude.\"] give TP = the first answer statement, FP = [], FN = "
-        "the altitude statement.\n\n"
+        "Give a short reason for each. Example: question \"When did the Jubilee line open?\", "
+        "answer statements [\"The Jubilee line opened in 1979.\", \"The Jubilee line is painted "
+        "red on the Tube map.\"], reference statements [\"The Jubilee line opened in 1979.\", "
+        "\"The Jubilee line was extended to Stratford in 1999.\"] give TP = the opening year, FP = "
+        "the map colour, FN = the extension.\n\n"
         "Reply with one JSON object and nothing else: {{\"TP\": [{{\"statement\": \"...\", "
         "\"reason\": \"...\"}}], \"FP\": [...], \"FN\": [...]}}\n\n"
         "Question: {question}\nAnswer statements: {answer}\nReference statements: {reference}"

@@ -10,7 +10,7 @@ from typing import Any
 from atomicrag.prompts._common import PromptParseError, clean_str, dedupe
 from atomicrag.prompts.released import ReleasedPrompts
 
-VERSION = "ner-v1"
+VERSION = "ner-v2"
 
 SYSTEM = (
     "You find the named entities in a passage. Named entities are specific people, places, "
@@ -22,10 +22,14 @@ SYSTEM = (
 
 # One worked example keeps small models on the format.
 EXAMPLE_PASSAGE = (
-    "Radio City\nRadio City is India's first private FM radio station and was started on 3 July 2001. "
-    "It plays Hindi, English and regional songs."
+    "Lake Tekapo Observatory\nLake Tekapo Observatory stands on the summit of Mount John in New Zealand "
+    "and opened in 1965. Astronomers from the University of Canterbury use its telescopes to track "
+    "variable stars."
 )
-EXAMPLE_REPLY = '{"named_entities": ["Radio City", "India", "FM radio station", "3 July 2001", "Hindi", "English"]}'
+EXAMPLE_REPLY = (
+    '{"named_entities": ["Lake Tekapo Observatory", "Mount John", "New Zealand", "1965", '
+    '"University of Canterbury", "variable stars"]}'
+)
 
 TEMPLATE = "Passage:\n{passage}"
 

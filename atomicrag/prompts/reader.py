@@ -176,6 +176,16 @@ def parse_answer(text: str) -> ParsedAnswer:
     return ParsedAnswer(answer=answer, thought=thought, marker_found=True)
 
 
+def parse_answer_released(text: str) -> ParsedAnswer:
+    """The released reading (``fidelity.answer_extraction=released``): the text between the first
+    and the second "Answer:", stripped; with no marker the whole reply, as it came."""
+    text = text or ""
+    parts = text.split(ANSWER_MARKER)
+    if len(parts) < 2:
+        return ParsedAnswer(answer=text, thought="", marker_found=False)
+    return ParsedAnswer(answer=parts[1].strip(), thought=_strip_thought(parts[0]).strip(), marker_found=True)
+
+
 # Citation marks the numbered context invites: "[2]", "[1, 3]", "[1][3]", "[2-4]".
 _CITATION = re.compile(r"\s*\[\s*\d+(?:\s*[-,;–]\s*\d+)*\s*\]")
 _LEAD = re.compile(r"^(?:the\s+)?(?:final\s+|short\s+)?answer\s*(?:is\s*:?|:)\s*", re.IGNORECASE)

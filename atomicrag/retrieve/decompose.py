@@ -84,6 +84,9 @@ class LLMDecomposer:
         self.cfg = cfg
         self.rule = fidelity.decompose_trigger
         self.released = for_fidelity(fidelity)  # fidelity.prompts=released: the released template
+        # released: a free-text reply read with the released fallbacks, sub-questions capped first,
+        # empty and repeated ones kept; own: a JSON schema, empty/repeated ones dropped, then capped
+        self.parse_mode = fidelity.decompose_parse
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
@@ -95,7 +98,8 @@ class LLMDecomposer:
                 messages=prompt.build_messages(q, max_sub_questions=self.cfg.max_sub_questions,
                                                threshold=self.cfg.complexity_threshold, trigger=self.rule,
                                                released=self.released),
-                schema=prompt.SCHEMA, temperature=self.temperature, max_tokens=self.max_tokens,
+                schema=None if self.parse_mode == "released" else prompt.SCHEMA,
+                temperature=self.temperature, max_tokens=self.max_tokens,
                 seed=self.seed, module=MODULE,
             )
             for q in questions
@@ -122,11 +126,17 @@ class LLMDecomposer:
             out.failed, out.error = True, str(result.error)
             return out
         try:
-            needs, score, reasoning, subs = prompt.parse_reply(result.parsed)
-        except (TypeError, ValueError) as exc:
+            if self.parse_mode == "released":
+                needs, score, reasoning, subs = prompt.parse_reply_released(result.text or "",
+                                                                            self.cfg.max_sub_questions)
+            else:
+                needs, score, reasoning, subs = prompt.parse_reply(result.parsed)
+        except (TypeError, ValueError, AttributeError) as exc:
+            # released: the question stays undecomposed, as there; counted here
             out.failed, out.error = True, f"unreadable reply: {exc}"
             return out
-        subs = _dedupe_sub_questions(question, subs)
+        if self.parse_mode != "released":
+            subs = _dedupe_sub_questions(question, subs)
         out.needs_decomposition, out.complexity_score, out.reasoning = needs, score, reasoning
         out.proposed = len(subs)
         out.triggered = trigger_fires(score, needs, len(subs), threshold=self.cfg.complexity_threshold,

@@ -12,6 +12,12 @@ each prompt judges:
 All prompts of all questions go to the backend in one ``chat()`` call. On a failed prompt
 (backend error, or a reply that is not ``{"keep_indices": [...]}``) every candidate of that
 prompt is kept and the failure is recorded. Out-of-range ids are dropped and counted.
+
+``fidelity.sieve_prompt=released`` (with ``fidelity.prompts=released``) sends the released
+filter's prompt read from the checkout (``prompts/released_sieve.py``) as a free-text request
+with the released budget, reads the reply the released way and keeps the atoms in the model's
+order; a reply with no readable ``kept_fragment_ids`` section keeps every candidate, counted
+as a failed prompt like any other fallback.
 ``NoSieve`` is the "w/o AS" ablation: it keeps every candidate.
 """
 from __future__ import annotations
@@ -23,6 +29,8 @@ from atomicrag.core.config import FidelityConfig, SieveConfig
 from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest
+from atomicrag.prompts import released as released_prompts
+from atomicrag.prompts import released_sieve
 from atomicrag.prompts import sieve as prompt
 
 MODULE = "sieve"
@@ -123,6 +131,17 @@ class LLMSieve:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
+        # the released filter (its prompt needs the checkout the released prompts come from)
+        self.released: released_sieve.ReleasedSieve | None = None
+        if fidelity.sieve_prompt == "released" and fidelity.prompts == "released":
+            root = released_prompts.require(fidelity.released_code).root
+            self.released = released_sieve.load(root)
+            self.max_tokens = self.released.max_tokens
+
+    def _messages(self, target: str, texts: list[str]) -> list[dict[str, str]]:
+        if self.released is not None:
+            return self.released.messages(target, texts)
+        return prompt.build_messages(target, texts)
 
     def _jobs(self, i: int, question: str, queries: list[str],
               cands: list[list[ScoredAtom]]) -> list[_Job]:
@@ -140,8 +159,8 @@ class LLMSieve:
         # Prompts with no candidate need no call: there is nothing to keep.
         asked = [job for job in jobs if job.atoms]
         requests = [
-            ChatRequest(messages=prompt.build_messages(job.target, [a.text for a in job.atoms]),
-                        schema=prompt.SCHEMA, temperature=self.temperature,
+            ChatRequest(messages=self._messages(job.target, [a.text for a in job.atoms]),
+                        schema=None if self.released else prompt.SCHEMA, temperature=self.temperature,
                         max_tokens=self.max_tokens, seed=self.seed, module=MODULE)
             for job in asked
         ]
@@ -152,7 +171,7 @@ class LLMSieve:
 
         results = [SieveResult(kept=[]) for _ in questions]
         for job in jobs:
-            decision, kept = _decide(job, reply_of.get(id(job)))
+            decision, kept = _decide(job, reply_of.get(id(job)), released=self.released is not None)
             decision.trimmed_ids = [a.atom_id for a in self._trimmed.get(id(job), [])]
             results[job.question_index].decisions.append(decision)
             results[job.question_index].kept.extend(kept)
@@ -165,7 +184,7 @@ class LLMSieve:
         self._trimmed: dict[int, list[ScoredAtom]] = {}
         fitted = []
         for job in jobs:
-            keep, _ = fit_items(lambda atoms, t=job.target: prompt.build_messages(t, [a.text for a in atoms]),
+            keep, _ = fit_items(lambda atoms, t=job.target: self._messages(t, [a.text for a in atoms]),
                                 job.atoms, window, self.max_tokens)
             new = job._replace(atoms=keep)
             if len(keep) < len(job.atoms):
@@ -174,7 +193,7 @@ class LLMSieve:
         return fitted
 
 
-def _decide(job: _Job, reply: Any) -> tuple[SieveDecision, list[ScoredAtom]]:
+def _decide(job: _Job, reply: Any, released: bool = False) -> tuple[SieveDecision, list[ScoredAtom]]:
     atoms = job.atoms
     decision = SieveDecision(target=job.target, query_index=job.query_index,
                              candidate_ids=[a.atom_id for a in atoms])
@@ -185,6 +204,16 @@ def _decide(job: _Job, reply: Any) -> tuple[SieveDecision, list[ScoredAtom]]:
     if reply.error is not None:
         keep = list(range(len(atoms)))
         decision.failed, decision.error = True, str(reply.error)
+    elif released:  # the released reading: the model's order, keep-all fallback (counted)
+        read = released_sieve.parse_reply(reply.text, len(atoms))
+        keep, decision.invalid_indices = read.keep, read.invalid
+        if read.fallback is not None:
+            decision.failed, decision.error = True, read.fallback
+        kept = [atoms[n] for n in keep]
+        keep_set = set(keep)
+        decision.kept_ids = [a.atom_id for a in kept]
+        decision.dropped_ids = [a.atom_id for n, a in enumerate(atoms) if n not in keep_set]
+        return decision, kept
     else:
         try:
             keep, decision.invalid_indices = prompt.parse_keep_indices(reply.parsed, len(atoms))

@@ -122,7 +122,7 @@ def test_released_trigger_asks_for_an_independent_flag():
     [code] = prompt.build_messages("Who?", max_sub_questions=3, threshold=6.5, trigger="score_and_flag")
     assert "when your score is 6.5 or higher" in paper["content"]
     assert "6.5" not in code["content"] and "independently of the score" in code["content"]
-    assert "multi-hop" in code["content"] and "one fact answers it" in code["content"]
+    assert "multi-hop" in code["content"] and "a single fact settles it" in code["content"]
     # the decomposer sends the prompt of its fidelity; the reply's flag then decides under the code
     llm = ScriptedLLM({"Who?": reply(8.0, False, 2)})
     out_code = LLMDecomposer(llm, CFG, CODE).decompose(["Who?"])[0]
