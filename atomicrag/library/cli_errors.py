@@ -11,9 +11,9 @@ import errno
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 EXIT_FAILURE = 2
 EXIT_INTERRUPTED = 130

@@ -141,7 +141,7 @@ def _can_mount() -> bool:
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return False
     probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                           capture_output=True)
+                           capture_output=True, check=False)
     return probe.returncode == 0
 
 
@@ -154,7 +154,7 @@ def test_full_disk_and_read_only_folder_are_one_line_and_leave_the_index(tmp_pat
     new.write_text(json.dumps({"id": "ulm", "text": "Ulm is a city on the Danube River in Germany. " * 200}) + "\n")
     before = (index / "manifest.json").read_text()
     proc = subprocess.run(["unshare", "-rm", sys.executable, "-c", _FAULTS, str(full), str(ro), str(index), str(new)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     codes = json.loads(proc.stdout.strip().splitlines()[-1])
     err = {part.split("\n", 1)[0]: _errors(part.split("\n", 1)[1]) for part in proc.stderr.split("@@")[1:]}
