@@ -128,9 +128,9 @@ def run_one(cfg: Config) -> dict[str, Any]:
         "prompts": prompts,
         "differences": differences(cfg),
         "judge_settings": metrics_judge,
-        # answers taken from the checkpoint of an earlier, killed run (None: no reader ran)
-        "resumed_answers": batch.resumed_answers if reader_name != "none" else None,
     }
+    if reader_name != "none":  # answers taken from the checkpoint of an earlier, killed run
+        run["resumed_answers"] = batch.resumed_answers
     passages = data.passage_index()
     predictions = [
         {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)

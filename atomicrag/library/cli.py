@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with silence_libraries() if args.quiet else nullcontext():
             return int(args.func(args))
-    except (Exception, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the CLI reports every failure
         # every failure is one line on stderr (exit 2; Ctrl-C 130); the traceback only under --debug
         return report(exc, debug=bool(getattr(args, "debug", False)))
 

@@ -11,9 +11,9 @@ import errno
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 EXIT_FAILURE = 2
 EXIT_INTERRUPTED = 130
@@ -69,7 +69,8 @@ def _find_os_error(exc: BaseException) -> OSError | None:
         seen.add(id(cur))
         if isinstance(cur, OSError) and cur.errno is not None:
             return cur
-        cur = cur.__cause__ or cur.__context__
+        # an explicit cause, or the error being handled when this one was raised (unless hidden)
+        cur = cur.__cause__ or (None if cur.__suppress_context__ else cur.__context__)
     return None
 
 

@@ -141,7 +141,7 @@ def _can_mount() -> bool:
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return False
     probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                           capture_output=True)
+                           capture_output=True, check=False)
     return probe.returncode == 0
 
 
@@ -154,7 +154,7 @@ def test_full_disk_and_read_only_folder_are_one_line_and_leave_the_index(tmp_pat
     new.write_text(json.dumps({"id": "ulm", "text": "Ulm is a city on the Danube River in Germany. " * 200}) + "\n")
     before = (index / "manifest.json").read_text()
     proc = subprocess.run(["unshare", "-rm", sys.executable, "-c", _FAULTS, str(full), str(ro), str(index), str(new)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     codes = json.loads(proc.stdout.strip().splitlines()[-1])
     err = {part.split("\n", 1)[0]: _errors(part.split("\n", 1)[1]) for part in proc.stderr.split("@@")[1:]}
@@ -165,3 +165,18 @@ def test_full_disk_and_read_only_folder_are_one_line_and_leave_the_index(tmp_pat
         assert len(lines) == 1, lines  # one line, no traceback
         assert lines[0].startswith("atomicrag: error: could not write the index ") and what in lines[0]
         assert f"{tmp_path / name}" in lines[0]  # names the index (and the file that failed)
+
+
+def test_a_damaged_llm_cache_is_moved_aside_and_the_query_answers(tmp_path: Path, index: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    cache = tmp_path / "llm.sqlite"
+    cache.write_bytes(b"half-written " * 100)
+    code = main(["-q", "query", "Where was Marie Curie born?", "--index", str(index), "--set", "reader.name=precise",
+                 "--set", "llm.cache=true", "--set", f"paths.llm_cache={cache}"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "A: " in out
+    (moved,) = tmp_path.glob("llm.sqlite.damaged-*")
+    warning = [line for line in err.splitlines() if "LLM cache" in line]
+    assert len(warning) == 1 and str(cache) in warning[0] and "paths.llm_cache" in warning[0] \
+        and str(moved) in warning[0]
+    assert "Traceback" not in err and "DatabaseError" not in err
