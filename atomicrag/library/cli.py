@@ -58,6 +58,11 @@ def _progress(args: argparse.Namespace) -> bool:
     return not args.quiet and sys.stderr.isatty()
 
 
+def _existing_index(path: str) -> None:
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"{path}: no such index folder (build one with: atomicrag index DOCS --out {path})")
+
+
 def _paths(items: list[str]) -> list[Path]:
     """Command-line document arguments are paths, never document text."""
     paths = [Path(p) for p in items]
@@ -98,6 +103,7 @@ def cmd_insert(args: argparse.Namespace) -> int:
     from atomicrag.library.io import index_lock
 
     # the write lock from load to save: a second writer waits, then loads this one's result
+    _existing_index(args.index)  # before the lock: a missing index leaves no lock file behind
     with writing_index(args.index), index_lock(args.index), \
             AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         # normalized here, as insert() does, so the report can name the documents of this call
@@ -127,6 +133,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from atomicrag.library.io import index_lock
 
     # the write lock from load to save: a second writer waits, then loads this one's result
+    _existing_index(args.index)  # before the lock: a missing index leaves no lock file behind
     with writing_index(args.index), index_lock(args.index), \
             AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         n = rag.delete(args.ids, missing_ok=args.missing_ok)

@@ -180,3 +180,13 @@ def test_a_damaged_llm_cache_is_moved_aside_and_the_query_answers(tmp_path: Path
     assert len(warning) == 1 and str(cache) in warning[0] and "paths.llm_cache" in warning[0] \
         and str(moved) in warning[0]
     assert "Traceback" not in err and "DatabaseError" not in err
+
+
+def test_insert_into_a_missing_index_is_one_line_and_leaves_no_lock(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    doc = tmp_path / "a.txt"
+    doc.write_text("Marie Curie was born in Warsaw.")
+    assert main(["insert", str(doc), "--index", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no such index folder" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]  # no .nope.lock left beside it
