@@ -3,6 +3,7 @@ hit on a real socket (port 0, fake models) and its results are compared with the
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +19,19 @@ from atomicrag.library.cli import main
 from .conftest import DOCS, QUESTIONS, base_config
 
 
-@pytest.fixture()
-def index_dir(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("built") / "idx"
     with AtomicRAG(base_config(reader={"name": "precise"})) as rag:
         rag.index(DOCS)
-        rag.save(tmp_path / "idx")
+        rag.save(path)
+    return path
+
+
+@pytest.fixture()
+def index_dir(built_index: Path, tmp_path: Path) -> Path:
+    """A private copy of the index built once for the module (tests write to it)."""
+    shutil.copytree(built_index, tmp_path / "idx")
     return tmp_path / "idx"
 
 
