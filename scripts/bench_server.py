@@ -47,7 +47,7 @@ def _cli(*args: str) -> list[str]:
 
 def _timed(cmd: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
     took = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")

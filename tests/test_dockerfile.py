@@ -4,8 +4,9 @@ is declared in pyproject.toml, and the served index is the one its quickstart bu
 from __future__ import annotations
 
 import shlex
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from atomicrag.library.cli import build_parser
 

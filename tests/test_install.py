@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 
 def run(cmd: list[str], cwd: Path, **env: str) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800,
+    proc = subprocess.run(cmd, check=False, cwd=cwd, capture_output=True, text=True, timeout=1800,
                           env={**os.environ, "PYTHONPATH": "", **env})
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout

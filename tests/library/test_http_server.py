@@ -134,8 +134,8 @@ def test_openai_chat_completions_and_streaming(served: str, index_dir: Path) -> 
 
 def test_openai_client_library_talks_to_it(served: str, index_dir: Path) -> None:
     """The project's own OpenAI-compatible client (what any OpenAI SDK does) gets the answer."""
-    from atomicrag.llm.protocol import ChatRequest
     from atomicrag.llm.openai_client import OpenAIClient
+    from atomicrag.llm.protocol import ChatRequest
 
     with AtomicRAG.load(index_dir) as rag:
         want = rag.query(QUESTIONS[1], answer=True).answer

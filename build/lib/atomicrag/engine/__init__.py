@@ -1,0 +1,22 @@
+"""The one index/query engine shared by the research harness and the library (see ``core``).
+
+Names load on first use, so importing the package stays cheap (no torch).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Batch": ".core", "ConfigModels": ".core", "Engine": ".core", "Models": ".core",
+    "CorpusIndex": ".corpus_index", "combined_stats": ".corpus_index",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'atomicrag.engine' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+
+
+__all__ = list(_EXPORTS)

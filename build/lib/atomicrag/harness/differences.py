@@ -1,0 +1,113 @@
+"""What a run does differently from the released pipeline, named beside its numbers (issue 19, item 9).
+
+``differences(cfg)`` lists, for metrics.json, every way a run's setup departs from the released
+code that produced the published numbers: the prompt source, each fidelity switch off its
+released value, the corpus chunks, the question split, completion budgets, the models (generator,
+embedder, judge). ``prompt_source(cfg)`` records where the prompts came from and a hash of each
+released template. ``make_tables`` prints them as a footnote per table (``footnote``), and marks
+every cell of a run with the project's own prompts "own prompts".
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from atomicrag.core.compose import group_config
+from atomicrag.core.config import Config
+
+# the released code's completion budgets: max_new_tokens (2048) on every call, the sieve's 1024
+RELEASED_BUDGET = 2048
+RELEASED_SIEVE_BUDGET = 1024
+RELEASED_MODELS = {"llm": "gpt-4o-mini", "embedder": "BAAI/bge-large-en-v1.5"}
+OWN_PROMPTS = "own prompts"
+
+
+def prompt_source(cfg: Config) -> dict[str, Any]:
+    """``{"source": own | released, "checkout", "hashes"}`` (hashes of the released templates used)."""
+    from atomicrag.prompts.released import for_fidelity
+
+    released = for_fidelity(cfg.fidelity)
+    if released is None:
+        return {"source": "own", "checkout": None, "hashes": {}}
+    return {"source": "released", "checkout": released.root, "hashes": released.hashes(),
+            "own_wording_kept": ["sieve"]}  # the released sieve prompt is not a template file
+
+
+def _item(topic: str, ours: Any, released: Any) -> dict[str, Any]:
+    return {"topic": topic, "ours": ours, "released": released}
+
+
+def differences(cfg: Config) -> list[dict[str, Any]]:
+    """Every departure of ``cfg`` from the released pipeline, as ``{"topic", "ours", "released"}``."""
+    from atomicrag.embed.factory import released_code_covers
+
+    out: list[dict[str, Any]] = []
+    if cfg.fidelity.prompts == "own":
+        out.append(_item("prompts", "this project's own wording (fidelity.prompts=own)", "released templates"))
+        if cfg.fidelity.embed_instruction == "released":
+            out.append(_item("embedding instructions", "the embedder's own query prefix (fidelity.prompts=own)",
+                             "the released linking instructions"))
+    if cfg.sieve.name != "none":
+        out.append(_item("sieve prompt", "this project's own wording (its released prompt is built in code, "
+                         "not a template file)", "released sieve prompt"))
+    ref = group_config("fidelity", "reference_code")
+    for f in dataclasses.fields(cfg.fidelity):
+        if f.name in ("preset", "prompts", "released_code"):
+            continue
+        mine, released = getattr(cfg.fidelity, f.name), getattr(ref, f.name)
+        if mine != released:
+            out.append(_item(f"fidelity.{f.name}", mine, released))
+    if not cfg.dataset.corpus_file:
+        out.append(_item("corpus chunks", f"re-chunked here ({cfg.dataset.chunk_tokens}-token windows)",
+                         "the authors' chunk files"))
+    else:
+        out.append(_item("corpus chunks", f"corpus file {cfg.dataset.corpus_file}", "the authors' chunk files"))
+    if cfg.dataset.split != "all" or cfg.dataset.limit:
+        limit = f", first {cfg.dataset.limit} questions" if cfg.dataset.limit else ""
+        out.append(_item("questions", f"split {cfg.dataset.split}{limit}", "the full question set"))
+    for topic, ours, theirs in (
+        ("budget: reader max_tokens", cfg.reader.max_tokens, RELEASED_BUDGET),
+        ("budget: decomposition max_tokens", cfg.decompose.max_tokens or cfg.llm.max_tokens, RELEASED_BUDGET),
+    ):
+        if ours != theirs:
+            out.append(_item(topic, ours, theirs))
+
+    if cfg.sieve.max_tokens != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none":
+        out.append(_item("budget: sieve max_tokens", cfg.sieve.max_tokens, RELEASED_SIEVE_BUDGET))
+    if cfg.retriever.query_entities == "llm" and cfg.retriever.query_ner_max_tokens != RELEASED_BUDGET:
+        out.append(_item("budget: query NER max_tokens", cfg.retriever.query_ner_max_tokens, RELEASED_BUDGET))
+    if cfg.atomizer.name == "llm":  # the llm atomizer's two calls
+        for call, budget in (("passage NER", cfg.atomizer.ner_max_tokens),
+                             ("extraction", cfg.atomizer.extraction_max_tokens)):
+            if budget != RELEASED_BUDGET:
+                out.append(_item(f"budget: {call} max_tokens", budget, RELEASED_BUDGET))
+    if cfg.llm.model != RELEASED_MODELS["llm"]:
+        out.append(_item("generator", cfg.llm.model, RELEASED_MODELS["llm"]))
+    if cfg.embedder.model != RELEASED_MODELS["embedder"]:
+        covered = "released BGE class" if released_code_covers(cfg.embedder) else "its model card's recipe"
+        out.append(_item("embedder", f"{cfg.embedder.model} ({covered})", RELEASED_MODELS["embedder"]))
+    if cfg.judge.name != "none":
+        if cfg.judge.llm_source == "run" or cfg.judge.llm.model != RELEASED_MODELS["llm"]:
+            judge_llm = cfg.llm.model if cfg.judge.llm_source == "run" else cfg.judge.llm.model
+            out.append(_item("judge LLM", judge_llm, "gpt-4o-mini (temperature 0, seed 42)"))
+        judge_emb = cfg.embedder if cfg.judge.embedder_source == "run" else cfg.judge.embedder
+        if judge_emb.model != RELEASED_MODELS["embedder"]:
+            out.append(_item("judge embedder", judge_emb.model, "bge-large through LangChain (CLS pooling)"))
+    return out
+
+
+def footnote(diffs_by_run: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Lines of a table's footnote: each difference once, with the runs (row labels) it applies to."""
+    seen: dict[tuple[str, str, str], list[str]] = {}
+    for label, diffs in diffs_by_run.items():
+        for d in diffs:
+            key = (str(d.get("topic")), str(d.get("ours")), str(d.get("released")))
+            seen.setdefault(key, [])
+            if label not in seen[key]:
+                seen[key].append(label)
+    every = set(diffs_by_run)
+    lines = []
+    for (topic, ours, theirs), labels in seen.items():
+        where = "all rows" if set(labels) == every else ", ".join(labels)
+        lines.append(f"{topic}: {ours} (released: {theirs}) — {where}")
+    return lines

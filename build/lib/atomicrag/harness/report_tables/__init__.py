@@ -1,0 +1,130 @@
+"""Paper tables from finished runs: measured cells beside the published numbers.
+
+    from atomicrag.harness.report_tables import make_tables
+    make_tables("results", tables=["table2_smoke"], metric="f1")
+
+``scripts/make_tables.py`` is the command-line face. ``experiment_names()`` lists every
+committed experiment (``conf/experiment/**.yaml``) as the name ``+experiment=`` takes.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from atomicrag.core.compose import CONF_DIR
+from atomicrag.harness.report_tables import figures, specs
+from atomicrag.harness.report_tables.core import (
+    Cell,
+    Column,
+    Row,
+    TableResult,
+    TableSpec,
+    build,
+    with_error_column,
+)
+from atomicrag.harness.report_tables.render import to_markdown, write_csv, write_index
+from atomicrag.harness.report_tables.runs import Run, load_runs, parse_where
+
+ROOT = CONF_DIR.parent  # the checkout (paper_tables.json is looked for beside it)
+
+# table name -> spec factory(metric)
+TABLES: dict[str, Callable[[str], TableSpec]] = {
+    "table1": specs.table1, "table2": specs.table2, "table2_smoke": specs.table2_smoke,
+    "table2_retrieval": specs.table2_retrieval_only,
+    "table3": specs.table3, "table4": specs.table4, "table6": specs.table6, "table7": specs.table7,
+    "table8": specs.table8, "table9": specs.table9, "table10": specs.table10, "table11": specs.table11,
+    "table12": specs.table12, "table13": specs.table13, "fig4": figures.fig4, "fig5": figures.fig5,
+}
+# tables whose measured cells are never ACC: their metric is fixed
+FIXED_METRIC = {"table2_smoke": "f1", "table2_retrieval": "recall"}
+
+__all__ = [
+    "NEEDS_EXTERNAL_DATA", "TABLES", "Cell", "Column", "Row", "Run", "TableResult", "TableSpec", "build",
+    "experiment_names", "find_paper_tables", "load_runs", "make_tables", "parse_where",
+]
+
+
+# experiments whose dataset is not in ../shared/data (HotpotQA: nothing; MuSiQue: no corpus)
+NEEDS_EXTERNAL_DATA = ("hotpotqa", "musique")
+
+
+def experiment_names(conf_dir: Path | str | None = None, prefix: str = "", offline_only: bool = False) -> list[str]:
+    """Every committed experiment, e.g. ``['fig4/sweep', ..., 'table2/medical_wo_ergr', ...]``.
+
+    ``prefix`` keeps the names starting with it (``'table2_smoke/'``, ``'table12/'``); ``offline_only``
+    drops those whose dataset is not available offline (HotpotQA, MuSiQue)."""
+    root = Path(conf_dir) if conf_dir else CONF_DIR
+    exp = root / "experiment"
+    names = sorted(p.relative_to(exp).with_suffix("").as_posix() for p in exp.rglob("*.yaml"))
+    names = [n for n in names if n.startswith(prefix)]
+    if offline_only:
+        names = [n for n in names if not any(d in n for d in NEEDS_EXTERNAL_DATA)]
+    return names
+
+
+def find_paper_tables(path: Path | str | None = None) -> Path:
+    """``paper_tables.json``: the given path, else ../shared/ next to the project (as in CI)."""
+    candidates = [Path(path)] if path else [ROOT.parent / "shared" / "paper_tables.json",
+                                             ROOT / "paper_tables.json"]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(f"paper_tables.json not found (looked at {', '.join(map(str, candidates))})")
+
+
+def make_tables(
+    results_dir: Path | str = "results",
+    tables: Iterable[str] | None = None,
+    metric: str = "acc",
+    out_dir: Path | str | None = None,
+    paper_tables: Path | str | dict[str, Any] | None = None,
+    where: dict[str, str] | None = None,
+    plots: bool = True,
+) -> dict[str, dict[str, Path]]:
+    """Write ``<out_dir>/<table>.md`` and ``.csv`` (+ ``.png`` for sweeps) and the results index.
+
+    Returns ``{table: {"md": path, "csv": path[, "png": path]}}``."""
+    results = Path(results_dir)
+    out = Path(out_dir) if out_dir else results / "tables"
+    paper = paper_tables if isinstance(paper_tables, dict) else json.loads(find_paper_tables(paper_tables).read_text())
+    names = list(tables) if tables else list(TABLES)
+    unknown = [n for n in names if n not in TABLES]
+    if unknown:
+        raise ValueError(f"unknown table(s) {unknown}; known: {', '.join(TABLES)}")
+    runs = load_runs(results)
+    written: dict[str, dict[str, Path]] = {}
+    entries = []
+    for name in names:
+        spec = with_error_column(TABLES[name](FIXED_METRIC.get(name, metric)))  # failed LLM requests, %
+        result = build(spec, runs, paper, where or {})
+        files: dict[str, Path] = {}
+        if plots and spec.plot is not None:
+            png = spec.plot(result, out / f"{name}.png")
+            if png is not None:
+                files["png"] = png
+        md = out / f"{name}.md"
+        md.parent.mkdir(parents=True, exist_ok=True)
+        md.write_text(to_markdown(result, out, files.get("png")))
+        write_csv(result, out / f"{name}.csv", out)
+        files = {"md": md, "csv": out / f"{name}.csv", **files}
+        written[name] = files
+        entries.append((result, files))
+    results.mkdir(parents=True, exist_ok=True)
+    write_index(_index_entries(entries, out, runs, paper, where, names, metric), results)
+    return written
+
+
+def _index_entries(entries: list, out: Path, runs: list[Run], paper: dict[str, Any],
+                   where: dict[str, str] | None, done: list[str], metric: str) -> list:
+    """Index every table already on disk, not only the ones rebuilt this time."""
+    out_entries = list(entries)
+    for name, factory in TABLES.items():
+        if name in done or not (out / f"{name}.md").is_file():
+            continue
+        spec = factory(FIXED_METRIC.get(name, metric))
+        files = {k: out / f"{name}.{k}" for k in ("md", "csv", "png") if (out / f"{name}.{k}").is_file()}
+        out_entries.append((build(spec, runs, paper, where or {}), files))
+    order = list(TABLES)
+    return sorted(out_entries, key=lambda e: order.index(e[0].spec.name))

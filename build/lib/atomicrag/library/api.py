@@ -1,0 +1,482 @@
+"""The library face: ``AtomicRAG`` indexes documents, updates the index in place, answers questions.
+
+    rag = AtomicRAG({"atomizer": {"name": "sentence"}, "reader": {"name": "none"}})
+    rag.index(["Marie Curie was born in Warsaw.", {"text": "...", "doc_id": "d2", "title": "..."}])
+    rag.insert([...]); rag.delete(["d2"])
+    result = rag.query("Where was Marie Curie born?")        # QueryResult; a list of str -> list
+    rag.save("my_index"); rag = AtomicRAG.load("my_index")
+
+Indexing and querying run the research harness's engine (``atomicrag.engine.Engine``: the same
+atomize → ``update_graph`` path, query engine and reader as ``pipeline.run_one``), so the library
+answers exactly as the pipeline does under the same config. The index keeps each document's
+atomization, so ``insert``/``delete`` atomize only new documents, embed only unseen texts and
+update synonym edges locally (``graph.incremental``); a build is an update from empty, so the
+result equals a fresh ``index`` over the same documents in the same order.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import Config
+from atomicrag.core.progress import reporting
+from atomicrag.core.registry import STORES
+from atomicrag.library.io import Snapshot, check_build_settings
+from atomicrag.library.types import (
+    DocState,
+    Document,
+    DocumentReport,
+    Progress,
+    ProgressFn,
+    QueryResult,
+    ResultItem,
+    check_questions,
+    normalize_documents,
+    relative_relevance,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+log = logging.getLogger("atomicrag")
+
+# Atomizers whose output for a chunk depends on the whole corpus (the vocabulary atomizer's
+# frequency filter): an update re-atomizes every document so the index equals a fresh build.
+CORPUS_LEVEL_ATOMIZERS = frozenset({"vocabulary"})
+_LOADING = threading.local()  # set while load() constructs: no up-front answering warning then
+_ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk atomizers are unaffected
+# Config sections that decide how the stored index was built; a loaded index cannot change them.
+
+
+def _serialised(method: Any) -> Any:
+    """Run ``method`` holding the object's lock: one AtomicRAG serves calls from several threads
+    one at a time, so a query never sees an update half applied and per-call state on shared
+    objects (the retriever's token counters, lazily built models) is never interleaved. A batch
+    of questions in one ``query`` call is what runs in parallel (one propagation for all)."""
+    import functools
+
+    @functools.wraps(method)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+class AtomicRAG:
+    """An Atom-Entity Graph index over a document collection.
+
+    ``config``: a ``Config``, a dict, a JSON/YAML file path or None (defaults), validated by
+    ``load_config`` (unknown keys and bad values raise ``ValueError``; ``ATOMICRAG_<GROUP>__<FIELD>``
+    environment variables apply last). ``llm``/``embedder``: your own model objects (see
+    ``atomicrag.library.adapters``); without them the config's backends are built when first needed.
+    ``progress``: ``callback(stage, done, total)``, True for tqdm bars, False for silence, None for
+    bars on a terminal.
+    """
+
+    def __init__(self, config: Config | dict | str | Path | None = None, *, llm: Any = None, embedder: Any = None,
+                 progress: bool | ProgressFn | None = None) -> None:
+        from atomicrag.library.adapters.dispatch import as_embedder, as_llm
+        from atomicrag.llm.accounting import Accountant
+
+        self.config: Config = load_config(config)
+        self._lock = threading.RLock()  # see _serialised
+        self._versions: dict[str, str | None] = {}  # index folder -> the version this object knows there
+        self.accountant = Accountant()
+        self._progress = Progress(progress)
+        self._llm = None if llm is None else self._account(as_llm(llm))
+        self._llm_owned = False  # built from the config here, so close() closes it
+        self._embedder = as_embedder(embedder)
+        self._docs: dict[str, Document] = {}
+        self._states: dict[str, DocState] = {}
+        self._indexed: Any = None  # graph.incremental.IndexedGraph, None while empty
+        self._warned_fake = False
+        from atomicrag.engine import Engine
+
+        # the engine gets its models from this object (yours, or the config's on first use)
+        self._core = Engine(self.config, self, self.accountant,
+                            progress=self._progress if self._progress.active else None)
+        # a new index warns now; a loaded one (stats, docs, delete need no LLM) when it first answers
+        self._check_answering(warn=not getattr(_LOADING, "active", False))
+
+    def _check_answering(self, *, warn: bool) -> list[str]:
+        """What answering would fail on (library.readiness); a warning when ``warn``. Your own
+        ``llm=`` object is not checked."""
+        if self._llm is not None:
+            return []
+        from atomicrag.library.readiness import answering_problems, describe
+
+        problems = answering_problems(self.config)
+        if problems and warn:
+            log.warning(describe(problems))
+        return problems
+
+    # ------------------------------------------------------------------ models
+    def _account(self, llm: Any) -> Any:
+        from atomicrag.llm.accounting import AccountedLLM
+
+        # token accounting needs a ``model`` attribute; a bare chat() object is used as it is
+        return AccountedLLM(llm, self.accountant) if isinstance(getattr(llm, "model", None), str) else llm
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from atomicrag.embed.factory import build_embedder
+
+            if self.config.embedder.name == "fake":  # the research default; fine for tests, useless for users
+                log.warning("embedder.name=fake is a hashing test embedder: set embedder.name=sentence_transformers "
+                            "(e.g. model=minilm) or pass embedder=...")
+            self._embedder = build_embedder(self.config.embedder, self.config.fidelity)
+        return self._embedder
+
+    @property
+    def llm(self) -> Any:
+        """The LLM backend (yours, or the config's, built on first use)."""
+        if self._llm is None:
+            from atomicrag.llm.factory import build_llm
+
+            self._llm = build_llm(self.config.llm, self.config.paths, self.accountant)
+            self._llm_owned = True
+        return self._llm
+
+    # ------------------------------------------------------------------ corpus
+    @property
+    def documents(self) -> list[Document]:
+        return list(self._docs.values())
+
+    @property
+    def graph(self) -> Any:
+        """The current ``AtomEntityGraph`` (None while the index is empty)."""
+        return self._indexed.graph if self._indexed is not None else None
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._docs
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """All or nothing: an update that fails (atomizer, embedder, LLM error) leaves the index as it was."""
+        saved = (dict(self._docs), dict(self._states), self._indexed)
+        try:
+            with reporting(self._progress):  # embedding and LLM bars follow this object's progress setting
+                yield
+        except BaseException:
+            self._docs, self._states, self._indexed = saved
+            raise
+
+    @_serialised
+    def index(self, documents: Any) -> AtomicRAG:
+        """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
+        docs = normalize_documents(documents)
+        problems = self._check_answering(warn=False)
+        if problems:  # before minutes of indexing, not at the first query after it
+            from atomicrag.library.readiness import AnsweringUnavailable, describe
+
+            raise AnsweringUnavailable(describe(problems))
+        with self._transaction():
+            self._docs, self._states, self._indexed = {}, {}, None
+            self._add(docs)
+        return self
+
+    @_serialised
+    def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
+        """Add documents after the existing ones. An id already present is an error, unless
+        ``replace=True``: then the old version is deleted and the new one appended."""
+        docs = normalize_documents(documents, taken=() if replace else self._docs)
+        with self._transaction():
+            for d in docs:
+                if d.id in self._docs:
+                    del self._docs[d.id], self._states[d.id]
+            self._add(docs)
+        return self
+
+    @_serialised
+    def delete(self, doc_ids: str | Iterable[str], *, missing_ok: bool = False) -> int:
+        """Remove documents by id (with their atoms, orphaned entities and edges); returns how many."""
+        ids = [doc_ids] if isinstance(doc_ids, str) else [str(i) for i in doc_ids]
+        missing = [i for i in ids if i not in self._docs]
+        if missing and not missing_ok:
+            raise KeyError(f"unknown document id(s): {', '.join(map(repr, missing[:10]))}")
+        gone = [i for i in dict.fromkeys(ids) if i in self._docs]
+        if gone:
+            with self._transaction():
+                for i in gone:
+                    del self._docs[i], self._states[i]
+                self._reatomize([])  # corpus-level atomizers: the remaining corpus changed
+                self._rebuild()
+        return len(gone)
+
+    @_serialised
+    def retry_failed(self) -> int:
+        """Atomize again the documents with failed chunks (LLM errors, replies that stayed malformed
+        after repair) and update the index in place; documents keep their place. Returns how many
+        chunks still fail (0: the index is complete). Failures survive ``save``/``load``. When more
+        than ``atomizer.max_chunk_failures_frac`` of the retried chunks fail again it raises, as
+        ``index`` does, and the index is left as it was."""
+        ids = [r.doc_id for r in self.failures]
+        if ids:
+            with self._transaction():
+                self._reatomize([self._docs[i] for i in ids])
+                self._rebuild()
+        return sum(len(s.failures) for s in self._states.values())
+
+    def _add(self, docs: list[Document]) -> None:
+        if not docs:
+            return
+        self._docs.update({d.id: d for d in docs})
+        self._reatomize(docs)
+        self._rebuild()
+
+    def _reatomize(self, docs: list[Document]) -> None:
+        """New states for ``docs`` (already in ``_docs``); a corpus-level atomizer (its output
+        depends on the whole corpus) redoes every document instead."""
+        if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS:
+            self._states = self._atomize(list(self._docs.values())) if self._docs else {}
+        elif docs:
+            self._states.update(self._atomize(docs))
+
+    def _atomize(self, docs: list[Document]) -> dict[str, DocState]:
+        from atomicrag.core.schemas import Passage
+        from atomicrag.data.token_windows import Chunker
+
+        chunks = Chunker.from_config(self.config.dataset).chunk_all(
+            Passage(id=d.id, text=d.text, title=d.title) for d in docs)
+        states = {d.id: DocState() for d in docs}
+        if not chunks:
+            return states
+        owner = {c.id: c.passage_id for c in chunks}
+        for c in chunks:
+            states[c.passage_id].chunks += 1
+        step = len(chunks) if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS else _ATOMIZE_SLICE
+        for part, res in self._core.atomize_slices(chunks, step, progress=self._progress.bars):
+            for a in res.atoms:
+                states[a.passage_id].atoms.append(a)
+            for t in res.triples:
+                states[owner.get(t.chunk_id, part[0].passage_id)].triples.append(t)
+            for f in res.failures:
+                states[owner[f.chunk_id]].failures.append(f)
+        failed = sum(len(s.failures) for s in states.values())
+        if failed:
+            log.warning("atomize: %d of %d chunks failed (stats()['failed_chunks']; reasons in "
+                        "documents' state)", failed, len(chunks))
+        return states
+
+    def _rebuild(self) -> None:
+        atoms = [a for i in self._docs for a in self._states[i].atoms]
+        if not atoms:
+            if self._docs:
+                log.warning("the %d documents produced no atoms; the index is empty", len(self._docs))
+            self._indexed = None
+            return
+        triples = [t for i in self._docs for t in self._states[i].triples]
+        titles = {d.id: d.title for d in self._docs.values() if d.title}
+        self._indexed = self._core.update(self._indexed, atoms, triples, meta={"passage_titles": titles})
+
+    # ------------------------------------------------------------------ query
+    def _index(self) -> Any:
+        """The engine's view of this index: one corpus."""
+        from atomicrag.engine import CorpusIndex
+
+        if self._indexed is None:
+            raise RuntimeError("the index is empty: call index(documents) or insert(documents) first")
+        return CorpusIndex.single(self._indexed)
+
+    @_serialised
+    def query(self, question: str | Iterable[str], *, answer: bool | None = None
+              ) -> QueryResult | list[QueryResult]:
+        """Retrieve (and, when a reader is configured or ``answer=True``, answer) one question or a list.
+
+        All questions of a list are propagated together in one batch.
+        """
+        with reporting(self._progress):
+            return self._query(question, answer=answer)
+
+    def _query(self, question: str | Iterable[str], *, answer: bool | None = None
+               ) -> QueryResult | list[QueryResult]:
+        from atomicrag.answer.readers import resolve_reader_name
+        from atomicrag.core.schemas import Question
+
+        single = isinstance(question, str)
+        texts = [question] if single else list(question)
+        check_questions(texts)  # before any model loads or the graph is touched
+        if not texts:
+            return []
+        batch = self._core.retrieve(self._index(), [Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
+        kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
+        outputs: list[Any] = [None] * len(texts)
+        if answer or (answer is None and kind != "none"):
+            kind = "precise" if kind == "none" else kind
+            if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
+                log.warning("answers come from the fake test LLM (llm.name=fake): pass llm=... or set llm.*")
+                self._warned_fake = True
+            outputs = self._core.answer(batch, kind)
+        self._progress("query", len(texts), len(texts))
+        results = [self._result(t, c, o) for t, c, o in zip(batch.traces, batch.contexts, outputs)]
+        return results[0] if single else results
+
+    def search(self, question: str | Iterable[str]) -> QueryResult | list[QueryResult]:
+        """Retrieval only (the other library's ``RetrievePipeline.search``): no answer is generated."""
+        return self.query(question, answer=False)
+
+    def _result(self, trace: Any, context: list[Any], output: Any) -> QueryResult:
+        cands = [a for per in trace.candidates for a in per]
+        kept = None if not trace.sieve else {i for d in trace.sieve for i in d.get("kept_ids", [])}
+        best: dict[str, dict[str, Any]] = {}
+        for a in cands:  # one entry per atom, its best score over the queries of this question
+            if (kept is None or a["atom_id"] in kept) and (a["atom_id"] not in best
+                                                          or a["score"] > best[a["atom_id"]]["score"]):
+                best[a["atom_id"]] = a
+        ranked = sorted(best.values(), key=lambda a: -a["score"])[: self.config.sieve.max_context]  # stable
+        titles = self._indexed.graph.meta.get("passage_titles", {})
+        items = [ResultItem(text=a["text"], score=float(a["score"]), atom_id=a["atom_id"],
+                            source_doc_ids=[a["passage_id"]], entity_names=list(a.get("entities", [])),
+                            title=titles.get(a["passage_id"], ""),
+                            relevance=relative_relevance(float(a["score"]), float(ranked[0]["score"])))
+                 for a in ranked]
+        entities = list(dict.fromkeys(e for s in trace.seeds for e in s.get("entities", [])))
+        errors = list(trace.errors)  # the engine adds the reader's failure
+        stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),
+                 "candidates": len(cands), "kept": len(best), "items_returned": len(items),
+                 "graph_nodes": self._indexed.graph.num_nodes}
+        return QueryResult(query=trace.question, items=items, entities_extracted=entities,
+                           answer=None if output is None else output.answer, graph_stats=stats,
+                           sub_questions=list(trace.sub_questions), context=[c.to_dict() for c in context],
+                           errors=errors, documents=list(trace.retrieved_passages))
+
+    # ------------------------------------------------------------------ persistence
+    def _snapshot(self) -> Snapshot:
+        emb = self.embedder
+        return Snapshot(self.config, self._docs, self._states, self._indexed, {"name": emb.name, "dim": emb.dim})
+
+    @_serialised
+    def save(self, path: str | Path | None = None, *, store: str = "dir", uri: str | None = None,
+             schema: str = "atomicrag") -> None:
+        """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
+        ``store`` names a ``registry.STORES`` entry."""
+        target = STORES.build(store, path=path, uri=uri, schema=schema)
+        key = str(Path(path).resolve()) if store == "dir" and path is not None else None
+        # the version this object loaded from (or last saved to) that folder: a newer one there is
+        # another writer's, and save refuses to overwrite it (library.io.IndexChangedError)
+        if key:
+            self._versions[key] = target.save(self._snapshot(), expect=self._versions.get(key))
+        else:  # PostgreSQL, or a store registered by the user: its own save(snapshot)
+            target.save(self._snapshot())
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, *, uri: str | None = None, schema: str = "atomicrag",
+             llm: Any = None, embedder: Any = None, config: Config | dict | None = None,
+             progress: bool | ProgressFn | None = None, overrides: Sequence[str] = ()) -> AtomicRAG:
+        """Open a saved index. ``config``: a dict of overrides on the saved config (or a full
+        ``Config``) for query-time settings; ``overrides``: the same as Hydra override strings
+        (``retriever.top_k=10``, the CLI's ``--set``), applied after ``config``. Settings that decide
+        how the index was built cannot change."""
+        if (path is None) == (uri is None):
+            raise ValueError("load() needs exactly one of path=... or uri=...")
+        info, snap = STORES.build("pg" if uri is not None else "dir", path=path, uri=uri, schema=schema).load()
+        # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
+        # conflicting one is caught by check_build_settings instead of silently rewriting the manifest
+        # indexes saved before the harness's fields (experiment_name, judge, logger, ...) left
+        # Config carry them in their manifest: they decide nothing about the index
+        library_fields = {f.name for f in dataclasses.fields(Config)}
+        saved = load_config({k: v for k, v in info["config"].items() if k in library_fields}, env_prefix=None)
+        from atomicrag.core.compose import to_overrides
+
+        if isinstance(config, Config):
+            cfg = load_config(config, overrides=overrides)
+        else:
+            # {"retriever": "dense"} works too: a group option named here starts that group afresh
+            cfg = load_config(dataclasses.asdict(saved), overrides=[*to_overrides(config or {}), *overrides])
+        check_build_settings(saved, cfg, byo_embedder=embedder is not None)
+        if embedder is None:  # no model load until texts must be embedded (docs, stats, delete need none)
+            from atomicrag.embed.lazy import lazy_saved_embedder
+
+            embedder = lazy_saved_embedder(cfg, snap.embedder)
+        _LOADING.active = True
+        try:
+            rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
+        finally:
+            _LOADING.active = False
+        if path is not None:
+            rag._versions[str(Path(path).resolve())] = info.get("version")
+        want = snap.embedder.get("dim")
+        if want is not None and rag.embedder.dim != want:
+            raise ValueError(f"embedder {rag.embedder.name!r} has dim={rag.embedder.dim}, but the index was built "
+                             f"with {snap.embedder.get('name')!r} (dim={want}); load it with that embedder")
+        if snap.embedder.get("name") and rag.embedder.name != snap.embedder["name"]:
+            log.warning("loading an index built with embedder %r using %r: same dimension, but vectors from "
+                        "different models do not compare", snap.embedder["name"], rag.embedder.name)
+        rag._docs, rag._states, rag._indexed = snap.documents, snap.states, snap.indexed
+        return rag
+
+    # ------------------------------------------------------------------ reporting
+    def report(self, doc_ids: Iterable[str] | None = None) -> list[DocumentReport]:
+        """Per document (``doc_ids``, or every one in index order): its chunks and the chunks
+        that failed to atomize, with the stage and reason of each (``retry_failed`` redoes them)."""
+        ids = list(self._docs) if doc_ids is None else [str(i) for i in doc_ids]
+        missing = [i for i in ids if i not in self._states]
+        if missing:
+            raise KeyError(f"unknown document id(s): {', '.join(map(repr, missing[:10]))}")
+        return [DocumentReport(i, self._states[i].chunks, tuple(self._states[i].failures)) for i in ids]
+
+    @property
+    def failures(self) -> list[DocumentReport]:
+        """The documents with at least one failed chunk (empty: the index is complete)."""
+        return [r for r in self.report() if r.failures]
+
+    @_serialised
+    def stats(self) -> dict[str, Any]:
+        """Corpus and graph statistics (paper Table 3/6 columns), update timings and LLM usage."""
+        out: dict[str, Any] = {
+            "documents": len(self._docs), "chunks": sum(s.chunks for s in self._states.values()),
+            "failed_chunks": sum(len(s.failures) for s in self._states.values()),
+            "embedder": self._embedder.name if self._embedder is not None else None,
+        }
+        if self._indexed is not None:
+            from atomicrag.graph.stats import graph_stats
+
+            g = self._indexed.graph
+            out.update(graph_stats(g))
+            out["timings"] = copy.deepcopy(g.meta.get("timings", {}))
+            out["last_update"] = copy.deepcopy(g.meta.get("last_update", {}))
+        acc = self.accountant.to_dict()
+        out["llm_usage"] = acc.get("total", {})
+        return out
+
+    @_serialised
+    def export(self, path: str | Path | None = None, *, embeddings: bool = False) -> dict[str, Any]:
+        """The index as plain data (documents, atoms, entities, edges per type); written to ``path``
+        as GraphML (``.graphml``: nodes with text, edges with their type) or JSON (``.json``).
+
+        An export for other tools (no reload: ``save``/``load`` are the storage format).
+        """
+        from atomicrag.library.export import export_graph
+
+        return export_graph(self._docs, self.graph, path, embeddings=embeddings)
+
+    @_serialised
+    def close(self) -> None:
+        """Close the LLM backend this object built (stops a server it launched)."""
+        self._progress.close()
+        if self._llm is not None and self._llm_owned:
+            self._llm.close()
+            self._llm, self._llm_owned = None, False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        g = self.graph
+        size = f"{g.num_atoms} atoms, {g.num_entities} entities" if g is not None else "empty"
+        return f"AtomicRAG({len(self._docs)} documents, {size})"

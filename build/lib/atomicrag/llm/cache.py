@@ -1,0 +1,214 @@
+"""SQLite cache in front of any backend: re-running an experiment costs no LLM calls.
+
+Key = sha256 of (model, messages, temperature, max_tokens, seed, schema). Sampled calls
+without a seed (temperature > 0 and seed None) are never cached: their answer is meant to
+vary. Only successful results are stored, so a failure is retried on the next run.
+
+Concurrency: WAL mode (readers never block the writer), ``busy_timeout`` so writers wait
+for each other instead of failing, one connection per thread (and per process: a forked
+child opens its own), and each write is one short ``INSERT OR REPLACE`` transaction.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from atomicrag.core import progress
+from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+log = logging.getLogger(__name__)
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    parsed TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    created REAL NOT NULL
+)
+"""
+_BUSY_TIMEOUT_MS = 60_000
+_SELECT_CHUNK = 500  # keys per lookup statement
+# One constant, fully parameterised statement: the keys travel as a JSON array in one parameter.
+_GET_SQL = ("SELECT key, model, text, parsed, prompt_tokens, completion_tokens FROM llm_cache "
+            "WHERE key IN (SELECT value FROM json_each(?))")
+
+
+def cache_key(model: str, request: ChatRequest) -> str:
+    fields = {
+        "model": model,
+        "messages": request.messages,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "seed": request.seed,
+        "schema": request.schema,
+    }
+    if request.continue_reply:  # only when set: the keys of every other request stay as they were
+        fields["continue_reply"] = True
+    blob = json.dumps(
+        fields,
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def is_cacheable(request: ChatRequest) -> bool:
+    return not (request.temperature > 0 and request.seed is None)
+
+
+class CachedLLM:
+    """``LLMBackend`` wrapper: serves repeated requests from SQLite, forwards the rest."""
+
+    def __init__(self, backend: LLMBackend, path: str | Path, *, key_model: str | None = None) -> None:
+        self.backend = backend
+        self.model = backend.model
+        # What identifies the model in keys; the factory adds backend name and model file so two
+        # backends that share a model name never share entries.
+        self.key_model = key_model or backend.model
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self.hits = 0
+        self.misses = 0
+        self._stats_lock = threading.Lock()
+        self._connect()  # create the table now, so errors surface at construction
+
+    # ------------------------------------------------------------------ connections
+    def _connect(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        # timeout= is SQLite's busy timeout: writers from other processes are waited for
+        conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        for attempt in range(20):
+            try:  # switching to WAL needs a brief exclusive lock; another process may hold it
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(_SCHEMA_SQL)
+                break
+            except sqlite3.OperationalError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    # ------------------------------------------------------------------ lookups and stores
+    def get_many(self, keys: list[str]) -> dict[str, tuple[Any, ...]]:
+        conn = self._connect()
+        rows: dict[str, tuple[Any, ...]] = {}
+        for i in range(0, len(keys), _SELECT_CHUNK):
+            for row in conn.execute(_GET_SQL, (json.dumps(keys[i:i + _SELECT_CHUNK]),)):
+                rows[row[0]] = row
+        return rows
+
+    def put_many(self, items: list[tuple[str, ChatResult]]) -> None:
+        if not items:
+            return
+        rows = [
+            (k, r.model or self.model, r.text, json.dumps(r.parsed, ensure_ascii=False),
+             r.prompt_tokens, r.completion_tokens, time.time())
+            for k, r in items
+        ]
+        conn = self._connect()
+        with conn:  # one short transaction (BEGIN ... COMMIT)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT OR REPLACE INTO llm_cache "
+                "(key, model, text, parsed, prompt_tokens, completion_tokens, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0])
+
+    # ------------------------------------------------------------------ LLMBackend
+    def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        t0 = time.perf_counter()
+        keys = [cache_key(self.key_model, r) if is_cacheable(r) else None for r in requests]
+        found = self.get_many(sorted({k for k in keys if k}))
+        lookup_s = (time.perf_counter() - t0) / max(1, len(requests))
+        results: list[ChatResult | None] = [None] * len(requests)
+        todo: dict[str, list[int]] = {}  # identical cacheable requests in a batch run once
+        uncached: list[int] = []
+        for i, k in enumerate(keys):
+            if k is None:
+                uncached.append(i)
+            elif k in found:
+                results[i] = self._hit(found[k], lookup_s)
+            else:
+                todo.setdefault(k, []).append(i)
+        order = [idx[0] for idx in todo.values()] + uncached
+        progress.advance("request", len(requests) - len(order))  # hits (and in-batch duplicates) are done
+        fresh = self.backend.chat([requests[i] for i in order]) if order else []
+        to_store = []
+        for i, res in zip(order, fresh):
+            results[i] = res
+            k = keys[i]
+            if k is not None:
+                for j in todo[k][1:]:
+                    # Duplicates in one batch cost nothing new: report them as cache hits.
+                    results[j] = self._as_hit(res, lookup_s) if res.ok else res
+                # a reply cut at max_tokens is a counted failure of its caller (the reader): kept
+                # out of the cache, so a re-run reports it again instead of reading it as a success
+                if res.ok and res.finish_reason != "length":
+                    to_store.append((k, res))
+        try:
+            self.put_many(to_store)
+        except sqlite3.Error as exc:  # the answers are still good; only re-use is lost
+            log.warning("LLM cache write to %s failed: %s", self.path, exc)
+        with self._stats_lock:
+            self.hits += sum(1 for r in results if r is not None and r.cached)
+            self.misses += len(order)
+        return [r for r in results if r is not None]
+
+    @staticmethod
+    def _hit(row: tuple[Any, ...], latency: float) -> ChatResult:
+        _, model, text, parsed, p_tok, c_tok = row
+        return ChatResult(
+            text=text,
+            parsed=json.loads(parsed) if parsed is not None else None,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cached=True,
+            latency_s=latency,
+            attempts=0,
+            model=model,
+            cached_prompt_tokens=p_tok,
+            cached_completion_tokens=c_tok,
+        )
+
+    @staticmethod
+    def _as_hit(res: ChatResult, latency: float) -> ChatResult:
+        return ChatResult(
+            text=res.text, parsed=json.loads(json.dumps(res.parsed)), cached=True, latency_s=latency,
+            attempts=0, model=res.model, cached_prompt_tokens=res.prompt_tokens,
+            cached_completion_tokens=res.completion_tokens, finish_reason=res.finish_reason,
+        )
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            conn.close()
+            self._local.conn = None
+        self.backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,81 @@
+"""The one protocol every LLM backend speaks.
+
+A backend takes a *batch* of chat requests and returns one result per request, in order.
+Requests carry an optional JSON schema; a backend that supports structured output passes it
+on (vLLM guided decoding, llama.cpp grammars, OpenAI ``response_format``), and every backend
+parses and validates the reply against it. A reply that cannot be parsed after the retries
+is returned with ``error`` set and ``parsed=None``: callers count it as a failure, they never
+treat it as an empty result.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from atomicrag.core.config import LLMConfig
+
+
+@dataclass
+class ChatRequest:
+    messages: list[dict[str, str]]  # OpenAI chat format: [{"role": ..., "content": ...}]
+    schema: dict[str, Any] | None = None  # JSON schema of the expected reply (None = free text)
+    temperature: float = 0.0
+    max_tokens: int = LLMConfig.max_tokens  # the default budget (llm.max_tokens); stages pass their own
+    seed: int | None = 0
+    module: str = "default"  # pipeline module, for token/time accounting (e.g. "sieve")
+    # The last message is the assistant's reply so far and the model continues it (vLLM's
+    # continue_final_message); only sent to a backend whose ``continues_replies`` is True.
+    continue_reply: bool = False
+
+
+@dataclass
+class ChatResult:
+    text: str = ""
+    parsed: Any = None  # the validated JSON object when the request had a schema
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    latency_s: float = 0.0
+    attempts: int = 1
+    error: str | None = None  # set when the call (or its JSON) failed after retries
+    model: str = ""
+    # On a cache hit prompt/completion_tokens are 0 (no new tokens were spent); the counts of
+    # the original call are kept here so token budgets of a run can still be reported.
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+    finish_reason: str | None = None  # 'stop' | 'length' (truncated) | ... when the backend says
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    model: str
+
+    def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        """Run a batch of requests (concurrently where the backend can); results keep order."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def backend_attribute(llm: Any, name: str, accept: Callable[[Any], bool]) -> Any:
+    """The first value of attribute ``name`` that ``accept`` takes, on ``llm`` or on the backends it
+    wraps (cache, accounting: each wrapper's ``backend``); None when none has one."""
+    seen = 0
+    while llm is not None and seen < 8:
+        value = getattr(llm, name, None)
+        if accept(value):
+            return value
+        llm, seen = getattr(llm, "backend", None), seen + 1
+    return None
+
+
+def continues_replies(llm: Any) -> bool:
+    """True when ``llm``, or the backend it wraps, can continue an assistant reply
+    (``ChatRequest.continue_reply``)."""
+    return bool(backend_attribute(llm, "continues_replies", lambda v: isinstance(v, bool)))

@@ -1,0 +1,14 @@
+"""Small helpers shared by the retrievers when they assemble traces."""
+from __future__ import annotations
+
+from typing import Hashable, Iterable, TypeVar
+
+T = TypeVar("T", bound=Hashable)
+
+
+def unique_in_order(items: Iterable[T]) -> list[T]:
+    """Deduplicate, keeping each item's first (best-ranked) position."""
+    seen: dict[T, None] = {}
+    for it in items:
+        seen.setdefault(it, None)
+    return list(seen)
