@@ -108,8 +108,10 @@ def main() -> int:
 
     t0 = time.perf_counter()
     # no LLM cache: every answer is generated, not read back
-    server = subprocess.Popen(_cli("-q", "serve", "--index", str(index), "--port", "0", "--set", "llm.cache=false"),
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server_log = work / "serve.log"
+    with open(server_log, "w") as fh:  # a file, not a pipe: nobody reads a pipe while we measure
+        server = subprocess.Popen(_cli("-q", "serve", "--index", str(index), "--port", "0", "--set",
+                                       "llm.cache=false"), env=env, stdout=fh, stderr=subprocess.STDOUT)
     sys.path.insert(0, str(ROOT))
     os.environ["ATOMICRAG_STATE_DIR"] = env["ATOMICRAG_STATE_DIR"]
     from atomicrag.library.http_server import find_index_server
@@ -117,7 +119,7 @@ def main() -> int:
     url = None
     while url is None:
         if server.poll() is not None:
-            raise RuntimeError(f"the server exited: {server.stdout.read() if server.stdout else ''}")
+            raise RuntimeError(f"the server exited:\n{server_log.read_text()[-3000:]}")
         if time.perf_counter() - t0 > 1200:
             raise RuntimeError("the server did not come up in 20 minutes")
         time.sleep(0.5)
