@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # pip resolves and copies ~1.5 GB
 
 
 def run(cmd: list[str], cwd: Path, **env: str) -> str:
