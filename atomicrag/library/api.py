@@ -50,6 +50,7 @@ log = logging.getLogger("atomicrag")
 # Atomizers whose output for a chunk depends on the whole corpus (the vocabulary atomizer's
 # frequency filter): an update re-atomizes every document so the index equals a fresh build.
 CORPUS_LEVEL_ATOMIZERS = frozenset({"vocabulary"})
+_LOADING = threading.local()  # set while load() constructs: no up-front answering warning then
 _ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk atomizers are unaffected
 # Config sections that decide how the stored index was built; a loaded index cannot change them.
 
@@ -102,6 +103,20 @@ class AtomicRAG:
         # the engine gets its models from this object (yours, or the config's on first use)
         self._core = Engine(self.config, self, self.accountant,
                             progress=self._progress if self._progress.active else None)
+        # a new index warns now; a loaded one (stats, docs, delete need no LLM) when it first answers
+        self._check_answering(warn=not getattr(_LOADING, "active", False))
+
+    def _check_answering(self, *, warn: bool) -> list[str]:
+        """What answering would fail on (library.readiness); a warning when ``warn``. Your own
+        ``llm=`` object is not checked."""
+        if self._llm is not None:
+            return []
+        from atomicrag.library.readiness import answering_problems, describe
+
+        problems = answering_problems(self.config)
+        if problems and warn:
+            log.warning(describe(problems))
+        return problems
 
     # ------------------------------------------------------------------ models
     def _account(self, llm: Any) -> Any:
@@ -162,6 +177,11 @@ class AtomicRAG:
     def index(self, documents: Any) -> AtomicRAG:
         """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
         docs = normalize_documents(documents)
+        problems = self._check_answering(warn=False)
+        if problems:  # before minutes of indexing, not at the first query after it
+            from atomicrag.library.readiness import AnsweringUnavailable, describe
+
+            raise AnsweringUnavailable(describe(problems))
         with self._transaction():
             self._docs, self._states, self._indexed = {}, {}, None
             self._add(docs)
@@ -380,7 +400,11 @@ class AtomicRAG:
             from atomicrag.embed.lazy import lazy_saved_embedder
 
             embedder = lazy_saved_embedder(cfg, snap.embedder)
-        rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
+        _LOADING.active = True
+        try:
+            rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
+        finally:
+            _LOADING.active = False
         if path is not None:
             rag._versions[str(Path(path).resolve())] = info.get("version")
         want = snap.embedder.get("dim")

@@ -9,6 +9,8 @@
     atomicrag export FILE.graphml|FILE.json --index INDEX_DIR
     atomicrag serve [--config FILE] [--set llm=...]   # keep the LLM server up for later queries
     atomicrag serve --status | --stop
+    atomicrag serve --index INDEX_DIR [--port 8765] [--set ...]   # HTTP server holding the index; `query` uses it
+    atomicrag setup [--check] [--venv DIR]   # build/find the CPU vLLM server environment and SmolLM2
 
 Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
 ``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
@@ -147,8 +149,10 @@ def cmd_query(args: argparse.Namespace) -> int:
     from atomicrag.library.types import check_questions
 
     check_questions(list(args.questions))  # exit status 2 before the index loads
-    with AtomicRAG.load(args.index, overrides=args.set or (), progress=_progress(args)) as rag:
-        results = rag.query(list(args.questions), answer=False if args.no_answer else None)
+    results = _query_server(args)
+    if results is None:  # no server holds this index (or the command changes its settings): load it
+        with AtomicRAG.load(args.index, overrides=args.set or (), progress=_progress(args)) as rag:
+            results = rag.query(list(args.questions), answer=False if args.no_answer else None)
     for r in results:
         if args.top is not None:
             r.items = r.items[: args.top]
@@ -168,6 +172,19 @@ def cmd_query(args: argparse.Namespace) -> int:
     for q, err in failed:  # a failed reader/sieve/decomposition is an error, not an empty answer
         print(f"atomicrag: error: {q!r}: {err}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _query_server(args: argparse.Namespace) -> list[Any] | None:
+    """The results from a running ``atomicrag serve --index`` of this index, or None when there is
+    none (or ``--set``/``--no-server`` asks for a fresh load: a server's settings are fixed)."""
+    if args.set or getattr(args, "no_server", False):
+        return None
+    from atomicrag.library.http_server import find_index_server, remote_query
+
+    url = find_index_server(args.index)
+    if url is None:
+        return None
+    return remote_query(url, list(args.questions), answer=False if args.no_answer else None)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -212,6 +229,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Keep one local LLM server up; ``query`` finds it (``llm.resident``) instead of starting one."""
     from atomicrag.llm import resident
 
+    if getattr(args, "index", None):  # an HTTP server holding this index (library.http_server)
+        from atomicrag.library import http_server
+
+        if args.stop:
+            state = http_server.stop_index_server(args.index)
+            print(f"stopped the server of {args.index} (pid {state['pid']}, {state['url']})" if state
+                  else f"no server of {args.index} was running")
+            return 0
+        if args.status:
+            url = http_server.find_index_server(args.index)
+            print(f"running: {args.index} at {url}" if url else f"no server of {args.index} is running")
+            return 0 if url else 1
+        if args.config:
+            raise ValueError("serve --index takes the index's own config; change query-time settings with --set")
+        return http_server.serve_index(args.index, host=args.host, port=args.port, overrides=args.set or (),
+                                       progress=_progress(args))
     if args.stop:
         had, state = resident.stop_resident()
         print(f"stopped the {state['model']} server (pid {state['pid']}, {state['base_url']})" if had and state
@@ -307,7 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--top", type=int, help="show only the best N atoms")
     s.add_argument("--no-answer", action="store_true", help="retrieval only")
     s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE",
-                   help="query-time override, e.g. retriever.top_k=10 (repeatable)")
+                   help="query-time override, e.g. retriever.top_k=10 (repeatable; loads the index itself)")
+    s.add_argument("--no-server", action="store_true",
+                   help="load the index here even when `atomicrag serve --index` holds it")
     s.set_defaults(func=cmd_query)
 
     s = sub.add_parser("stats", parents=[debug], help="corpus and graph statistics")
@@ -325,13 +360,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--index", required=True)
     s.set_defaults(func=cmd_export)
 
-    s = sub.add_parser("serve", parents=[debug], help="keep the configured LLM server up for later commands (--stop ends it)")
+    s = sub.add_parser("serve", parents=[debug], help="keep the configured LLM server up for later commands "
+                       "(--stop ends it); with --index, serve an index over HTTP")
     s.add_argument("--config", help="YAML or JSON config file (its llm section)")
     s.add_argument("--set", action="append", metavar="GROUP.FIELD=VALUE", help="config override, e.g. llm=vllm_cpu")
     group = s.add_mutually_exclusive_group()
     group.add_argument("--stop", action="store_true", help="stop the server and forget it")
     group.add_argument("--status", action="store_true", help="say whether one is running (exit 1 if not)")
+    s.add_argument("--index", help="serve this index over HTTP (JSON API and /v1/chat/completions) "
+                   "from one process holding the index and its models")
+    s.add_argument("--host", default="127.0.0.1", help="with --index: address to listen on")
+    s.add_argument("--port", type=int, default=8765, help="with --index: port (0: any free port)")
     s.set_defaults(func=cmd_serve)
+
+    from atomicrag.library.setup_cmd import add_parser as add_setup_parser
+
+    add_setup_parser(sub)  # atomicrag setup: the LLM server environment for an installed package
     return p
 
 

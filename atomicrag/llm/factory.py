@@ -23,6 +23,9 @@ several replicas of one model (least-outstanding dispatch, failover). Builders: 
 Inside ``with shared_backends():`` (the harness wraps a run and its baseline rows in one), a
 backend is built once per LLM config and lent to every ``build_llm`` of that config: the rows
 of one run share one launched server instead of starting one each (a vLLM start-up is 25-80 s).
+Outside such a scope, a config that launches a server is still built once per process and
+reference-counted (``process_shared``): every ``AtomicRAG`` object of that config uses the one
+server, which stops when the last of them is closed.
 """
 from __future__ import annotations
 
@@ -71,6 +74,12 @@ def shared_backends() -> Iterator[None]:
 
 def _scoped_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     if not _SCOPES:
+        from atomicrag.llm import process_shared
+
+        # a config that launches a server: one per process, reference-counted (process_shared)
+        if process_shared.shares(cfg):
+            return process_shared.acquire(process_shared.share_key(cfg, paths),
+                                          lambda: build_backend(cfg, paths))  # type: ignore[return-value]
         return build_backend(cfg, paths)
     scope = _SCOPES[-1]
     key = json.dumps([dataclasses.asdict(cfg), dataclasses.asdict(paths)], sort_keys=True, default=str)

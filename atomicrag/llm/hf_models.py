@@ -42,7 +42,17 @@ def server_env_candidates() -> list[Path]:
         found.append(Path(os.environ["ATOMICRAG_VLLM_PYTHON"]))
     venv = Path(os.environ.get("VLLM_VENV", ".venv-vllm"))
     found.append((venv if venv.is_absolute() else REPO_ROOT / venv) / "bin" / "python")
+    found.append(user_server_venv() / "bin" / "python")  # what `atomicrag setup` builds (an installed package)
     return found
+
+
+def user_server_venv() -> Path:
+    """The vLLM server environment ``atomicrag setup`` builds for an installed package:
+    ``$ATOMICRAG_VLLM_VENV``, else ``<user cache>/atomicrag/venv-vllm``."""
+    if os.environ.get("ATOMICRAG_VLLM_VENV"):
+        return Path(os.environ["ATOMICRAG_VLLM_VENV"]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "atomicrag" / "venv-vllm"
 
 
 def find_server_python(configured: str | None = None) -> str:
@@ -60,8 +70,8 @@ def find_server_python(configured: str | None = None) -> str:
     raise ServerEnvError(
         "no vLLM server environment: looked for "
         + ", ".join(str(p) for p in server_env_candidates())
-        + " and for vllm in this interpreter. Build it with `bash scripts/setup_env.sh` "
-        "(or scripts/setup_vllm_env.sh), or set llm.server_python / $ATOMICRAG_VLLM_PYTHON"
+        + " and for vllm in this interpreter. Build it with `atomicrag setup` (in a checkout: "
+        "`bash scripts/setup_env.sh`), or set llm.server_python / $ATOMICRAG_VLLM_PYTHON"
     )
 
 

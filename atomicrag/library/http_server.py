@@ -1,0 +1,435 @@
+"""``atomicrag serve --index DIR``: one process holds the index, the embedder and the LLM, and
+answers HTTP (the standard library's ``ThreadingHTTPServer``; no web framework).
+
+Every CLI command used to spend ~15 s loading models before it did anything; a server pays that
+once. The JSON API (all bodies and replies are JSON; errors are ``{"error": "..."}`` with a 4xx/5xx
+status):
+
+==========================  =======================================================================
+``GET /health``             ``{"status": "ok", "index", "documents", "pid"}``
+``GET /stats``              ``AtomicRAG.stats()``
+``POST /query``             ``{"question": str}`` or ``{"questions": [str]}``, optional ``"answer"``
+                            (true/false; default: answer when a reader is configured), ``"top"``
+                            (keep the best N atoms) -> ``{"results": [QueryResult.to_dict()]}``
+``POST /search``            the same, retrieval only
+``POST /insert``            ``{"documents": [str | {"text", "doc_id", "title", "meta"}],
+                            "replace": false}`` -> ``{"inserted": [ids], "documents": n}``; saved
+``POST /delete``            ``{"doc_ids": [str], "missing_ok": false}`` -> ``{"deleted": n, ...}``; saved
+``GET /v1/models``          one model, ``atomicrag``
+``POST /v1/chat/completions``  OpenAI-compatible: the last user message is the question, answered
+                            from the index; ``"stream": true`` replies with server-sent events
+                            (``chat.completion.chunk`` objects, then ``data: [DONE]``). The reply
+                            carries the full result (sources) under ``"atomicrag"``.
+==========================  =======================================================================
+
+Insert and delete save the index folder at once (under its write lock), so the folder on disk
+is always what the server answers from. The server listens on 127.0.0.1 by default and has no
+authentication: put it behind a proxy before exposing it.
+
+A running server records itself in a small state file (``server_state_path(index)``: pid, port,
+URL and the index path); ``find_index_server`` is what ``atomicrag query`` asks first, and it
+removes a record whose process is gone or does not answer for that index.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from atomicrag.library.types import QueryResult, ResultItem
+
+log = logging.getLogger("atomicrag")
+
+MODEL_ID = "atomicrag"  # the one model /v1/models lists and /v1/chat/completions answers as
+MAX_BODY = 64 * 1024 * 1024  # bytes a request body may have (an insert of many documents)
+
+
+class RequestError(ValueError):
+    """A bad request: answered with status 400 (404 for an unknown path) and its message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# ---------------------------------------------------------------------------------- state file
+def server_state_path(index: str | Path) -> Path:
+    """Where the server of ``index`` records itself: one file per index folder, in the user's
+    state folder (``llm.resident.state_dir``: ``$ATOMICRAG_STATE_DIR`` or ``~/.cache/atomicrag``)."""
+    from atomicrag.llm.resident import state_dir
+
+    key = hashlib.sha256(str(Path(index).resolve()).encode()).hexdigest()[:16]
+    return state_dir() / f"http-{key}.json"
+
+
+def _write_state(index: Path, url: str, port: int) -> Path:
+    path = server_state_path(index)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"pid": os.getpid(), "port": port, "url": url, "index": str(index.resolve()),
+             "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)  # atomic: a reader never sees half a record
+    return path
+
+
+def read_server_state(index: str | Path) -> dict[str, Any] | None:
+    try:
+        state = json.loads(server_state_path(index).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and {"pid", "url", "index"} <= state.keys() else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def find_index_server(index: str | Path, timeout_s: float = 2.0) -> str | None:
+    """The URL of a running server of ``index`` (its process alive and ``/health`` naming this
+    index), else None; a stale record is removed."""
+    import httpx
+
+    state = read_server_state(index)
+    if state is None:
+        return None
+    want = str(Path(index).resolve())
+    try:
+        if _pid_alive(int(state["pid"])):
+            resp = httpx.get(f"{state['url']}/health", timeout=timeout_s)
+            if resp.status_code == 200 and resp.json().get("index") == want:
+                return str(state["url"])
+    except (httpx.HTTPError, ValueError, TypeError):
+        pass
+    # dead, not answering, or another index's server on a reused port: forget the record
+    server_state_path(index).unlink(missing_ok=True)
+    return None
+
+
+# ---------------------------------------------------------------------------------- client
+def result_from_dict(data: dict[str, Any]) -> QueryResult:
+    """A ``QueryResult`` from its ``to_dict()`` form; fields this version does not know are kept
+    out (a newer server may send more)."""
+    import dataclasses
+
+    known = {f.name for f in dataclasses.fields(QueryResult)}
+    item_fields = {f.name for f in dataclasses.fields(ResultItem)}
+    values = {k: v for k, v in data.items() if k in known}
+    values["items"] = [ResultItem(**{k: v for k, v in it.items() if k in item_fields})
+                       for it in data.get("items", [])]
+    return QueryResult(**values)
+
+
+def remote_query(url: str, questions: Sequence[str], *, answer: bool | None = None,
+                 timeout_s: float | None = None) -> list[QueryResult]:
+    """Ask a running server (``POST /query``); an HTTP error raises ``RuntimeError`` with its message."""
+    import httpx
+
+    body: dict[str, Any] = {"questions": list(questions)}
+    if answer is not None:
+        body["answer"] = answer
+    resp = httpx.post(f"{url}/query", json=body, timeout=timeout_s)
+    if resp.status_code != 200:
+        try:
+            msg = resp.json().get("error", resp.text)
+        except ValueError:
+            msg = resp.text
+        raise RuntimeError(f"the index server at {url} answered {resp.status_code}: {msg}")
+    return [result_from_dict(r) for r in resp.json()["results"]]
+
+
+# ---------------------------------------------------------------------------------- service
+def _questions(body: dict[str, Any]) -> list[str]:
+    if "question" in body:
+        if not isinstance(body["question"], str):
+            raise RequestError('"question" must be a string')
+        return [body["question"]]
+    qs = body.get("questions")
+    if not isinstance(qs, list) or not all(isinstance(q, str) for q in qs):
+        raise RequestError('the body needs "question" (a string) or "questions" (a list of strings)')
+    return qs
+
+
+def _last_user_message(body: dict[str, Any]) -> str:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestError('"messages" must be a non-empty list of {"role", "content"} objects')
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):  # the content-parts form: the text parts, joined
+                content = " ".join(str(p.get("text", "")) for p in content
+                                   if isinstance(p, dict) and p.get("type") == "text")
+            if isinstance(content, str) and content.strip():
+                return content
+            raise RequestError("the last user message has no text content")
+    raise RequestError('"messages" has no message with role "user"')
+
+
+class IndexService:
+    """The API over one loaded ``AtomicRAG`` (and the folder it saves to); transport-free, so the
+    HTTP handler stays a thin adapter."""
+
+    def __init__(self, rag: Any, index_dir: str | Path | None) -> None:
+        self.rag = rag
+        self.index_dir = Path(index_dir).resolve() if index_dir is not None else None
+        self._write = threading.Lock()  # one insert/delete (and its save) at a time
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "index": str(self.index_dir) if self.index_dir else None,
+                "documents": len(self.rag), "pid": os.getpid()}
+
+    def query(self, body: dict[str, Any], *, answer: bool | None = None) -> dict[str, Any]:
+        want = body.get("answer", answer)
+        if want is not None and not isinstance(want, bool):
+            raise RequestError('"answer" must be true, false or absent')
+        top = body.get("top")
+        if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 0):
+            raise RequestError('"top" must be a non-negative integer')
+        results = self.rag.query(_questions(body), answer=want if answer is None else answer)
+        out = []
+        for r in results:
+            if top is not None:
+                r.items = r.items[:top]
+            out.append(r.to_dict())
+        return {"results": out}
+
+    def _save(self) -> None:
+        if self.index_dir is not None:
+            self.rag.save(self.index_dir)
+
+    def insert(self, body: dict[str, Any]) -> dict[str, Any]:
+        from atomicrag.library.types import normalize_documents
+
+        docs = body.get("documents")
+        if not isinstance(docs, list) or not docs:
+            raise RequestError('"documents" must be a non-empty list of strings or {"text", ...} objects')
+        if not all(isinstance(d, (str, dict)) for d in docs):
+            raise RequestError('each document must be a string or an object with "text"')
+        replace = bool(body.get("replace", False))
+        with self._write:
+            normalized = normalize_documents(docs, taken=() if replace else {d.id for d in self.rag.documents})
+            self.rag.insert(normalized, replace=replace)
+            self._save()
+            report = self.rag.report(d.id for d in normalized)
+        return {"inserted": [d.id for d in normalized], "documents": len(self.rag),
+                "failed_chunks": {r.doc_id: r.failed_chunks for r in report if r.failures}}
+
+    def delete(self, body: dict[str, Any]) -> dict[str, Any]:
+        ids = body.get("doc_ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise RequestError('"doc_ids" must be a list of document ids (strings)')
+        with self._write:
+            n = self.rag.delete(ids, missing_ok=bool(body.get("missing_ok", False)))
+            if n:
+                self._save()
+        return {"deleted": n, "documents": len(self.rag)}
+
+    def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], QueryResult]:
+        """The OpenAI chat-completion reply to ``body`` (and the result it came from)."""
+        question = _last_user_message(body)
+        result = self.rag.query(question, answer=True)
+        if result.answer is None or (not result.answer and result.errors):
+            raise RequestError("no answer: " + "; ".join(result.errors or ["the reader returned nothing"]), 502)
+        reply = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+            "model": str(body.get("model") or MODEL_ID),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": result.answer},
+                         "finish_reason": "stop"}],
+            "atomicrag": result.to_dict(),  # the sources: retrieved atoms, documents, context
+        }
+        return reply, result
+
+    def chat_chunks(self, reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """``reply`` as ``chat.completion.chunk`` objects: the role, the content, the finish.
+
+        The content arrives as one chunk once the answer is complete: the reader's tokens are
+        not streamed from the LLM yet, so a client sees the whole answer at once, after
+        retrieval and generation, in the stream format OpenAI clients read."""
+        base = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
+                "model": reply["model"]}
+        content = reply["choices"][0]["message"]["content"]
+        yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+        yield {**base, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
+        yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+               "atomicrag": reply["atomicrag"]}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _IndexHTTPServer
+    protocol_version = "HTTP/1.1"  # keep-alive: a client's next request skips the TCP handshake
+
+    def log_message(self, fmt: str, *args: Any) -> None:  # access lines at debug, not on stderr
+        log.debug("http %s: " + fmt, self.address_string(), *args)
+
+    def _send(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload, ensure_ascii=False, default=str).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict[str, Any]:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError as exc:
+            raise RequestError("bad Content-Length header") from exc
+        if length > MAX_BODY:
+            raise RequestError(f"request body of {length} bytes is over the {MAX_BODY}-byte limit", 413)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError as exc:
+            raise RequestError(f"the request body is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise RequestError("the request body must be a JSON object")
+        return body
+
+    def _dispatch(self, method: str) -> None:
+        service = self.server.service
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        try:
+            if method == "GET":
+                routes = {"/health": service.health, "/stats": service.rag.stats,
+                          "/v1/models": lambda: {"object": "list", "data": [
+                              {"id": MODEL_ID, "object": "model", "owned_by": "atomicrag"}]}}
+                if path not in routes:
+                    raise RequestError(f"no GET {path}; GET /health, /stats or /v1/models", 404)
+                self._send(200, routes[path]())
+                return
+            body = self._body()
+            if path == "/v1/chat/completions":
+                reply, _ = service.chat(body)
+                if body.get("stream"):
+                    self._stream(service.chat_chunks(reply))
+                else:
+                    self._send(200, reply)
+                return
+            post = {"/query": service.query, "/search": lambda b: service.query(b, answer=False),
+                    "/insert": service.insert, "/delete": service.delete}
+            if path not in post:
+                raise RequestError(f"no POST {path}; POST /query, /search, /insert, /delete or "
+                                   "/v1/chat/completions", 404)
+            self._send(200, post[path](body))
+        except RequestError as exc:
+            self._send(exc.status, {"error": str(exc)})
+        except (ValueError, KeyError) as exc:  # the library's own checks: empty question, unknown id
+            self._send(400, {"error": exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)})
+        except Exception as exc:
+            log.exception("%s %s failed", method, path)
+            self._send(500, {"error": f"{type(exc).__name__}: {exc}"})
+
+    def _stream(self, chunks: Iterator[dict[str, Any]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")  # the stream's end is the connection's end
+        self.end_headers()
+        for chunk in chunks:
+            self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False, default=str)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+
+class _IndexHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # an open keep-alive connection does not hold up shutdown
+
+    def __init__(self, address: tuple[str, int], service: IndexService) -> None:
+        self.service = service
+        super().__init__(address, _Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+
+def make_server(rag: Any, index_dir: str | Path | None = None, *, host: str = "127.0.0.1",
+                port: int = 0) -> _IndexHTTPServer:
+    """An HTTP server over ``rag`` (not yet serving: call ``serve_forever()``, e.g. in a thread);
+    ``port=0`` lets the OS pick a free port (``server.url`` names it)."""
+    return _IndexHTTPServer((host, port), IndexService(rag, index_dir))
+
+
+def warm_up(rag: Any) -> None:
+    """Load what a query needs now (the embedder, the graph's tensors, the reader's LLM), so
+    the first request does not pay for it."""
+    from atomicrag.answer.readers import resolve_reader_name
+
+    if len(rag):
+        rag.search("warm-up")
+    if resolve_reader_name(rag.config.reader.name, rag.config.dataset.reader) != "none":
+        rag.llm  # noqa: B018 - builds (or attaches to) the LLM server
+
+
+def serve_index(index_dir: str | Path, *, host: str = "127.0.0.1", port: int = 0,
+                overrides: Sequence[str] = (), progress: bool = False) -> int:
+    """Load ``index_dir``, warm it up and serve it until SIGINT/SIGTERM; returns 0."""
+    from atomicrag.library.api import AtomicRAG
+
+    index = Path(index_dir)
+    if find_index_server(index):
+        raise RuntimeError(f"a server of {index} is already running at {read_server_state(index)['url']}")
+    t0 = time.perf_counter()
+    with AtomicRAG.load(index, overrides=overrides, progress=progress) as rag:
+        warm_up(rag)
+        httpd = make_server(rag, index, host=host, port=port)
+        state = _write_state(index, httpd.url, httpd.server_address[1])
+
+        def stop(signum: int, _frame: Any) -> None:  # shutdown() waits for serve_forever: not here
+            threading.Thread(target=httpd.shutdown, daemon=True).start()
+
+        in_main = threading.current_thread() is threading.main_thread()  # signals go to the main thread only
+        previous = signal.signal(signal.SIGTERM, stop) if in_main else None
+        print(f"serving {index} ({rag!r}) at {httpd.url} (ready in {time.perf_counter() - t0:.1f} s); "
+              "`atomicrag query --index` uses it; Ctrl-C stops it", flush=True)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if in_main:
+                signal.signal(signal.SIGTERM, previous)
+            httpd.server_close()
+            current = read_server_state(index)
+            if current and int(current["pid"]) == os.getpid():
+                state.unlink(missing_ok=True)
+    return 0
+
+
+def stop_index_server(index: str | Path, timeout_s: float = 30.0) -> dict[str, Any] | None:
+    """SIGTERM the running server of ``index`` and wait until it is gone; its state, or None."""
+    state = read_server_state(index)
+    if state is None or not find_index_server(index):
+        return None
+    pid = int(state["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _pid_alive(pid):
+        raise RuntimeError(f"the server of {index} (pid {pid}) did not stop within {timeout_s:g} s")
+    server_state_path(index).unlink(missing_ok=True)
+    return state

