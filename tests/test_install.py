@@ -19,7 +19,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # pip resolves and copies ~1.5 GB
+# pip resolves and downloads ~1.5 GB from the package index: opt-in (ATOMICRAG_TEST_INSTALL=1), so the
+# suite's time and a CI machine's network never decide a run; its last result is in docs/library.md
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600),
+              pytest.mark.skipif(os.environ.get("ATOMICRAG_TEST_INSTALL") != "1",
+                                 reason="installs every dependency from the index (~1.5 GB): set ATOMICRAG_TEST_INSTALL=1")]
 
 
 def run(cmd: list[str], cwd: Path, **env: str) -> str:
