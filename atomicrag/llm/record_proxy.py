@@ -33,7 +33,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 LABEL_PREFIX = re.compile(r"^/c/([A-Za-z0-9_.-]+)(/.*)$")
 
@@ -163,7 +166,7 @@ class RecordProxy:
         """The base URL (ending in /v1) a client named ``label`` should use."""
         return f"{self.url}/c/{label}/v1"
 
-    def start(self) -> RecordProxy:
+    def start(self) -> Self:
         self._thread = threading.Thread(target=self._server.serve_forever, name="record-proxy", daemon=True)
         self._thread.start()
         return self
@@ -174,7 +177,7 @@ class RecordProxy:
         if self._thread:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> RecordProxy:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -272,13 +275,13 @@ class RecordProxy:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 self._serve("POST")
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._serve("GET")
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by design
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         return Handler

@@ -29,7 +29,7 @@ class FakeUpstream:
         up = self
 
         class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with up.lock:
                     up.calls += 1
@@ -40,7 +40,7 @@ class FakeUpstream:
                 self._send(200, {"choices": [{"message": {"content": f"reply {n}"}, "finish_reason": "stop"}],
                                  "usage": {"prompt_tokens": 10, "completion_tokens": n}})
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._send(200, {"data": [{"id": "m", "owned_by": "vllm"}]})
 
             def _send(self, status: int, obj: Any) -> None:
