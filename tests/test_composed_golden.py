@@ -76,10 +76,16 @@ def _diff(a: object, b: object, path: str = "") -> list[str]:
 ADDED_FIELDS = {("atomizer", "ner_max_tokens"): 512, ("atomizer", "extraction_max_tokens"): 2048,
                 ("atomizer", "vocab_filter_max_tokens"): 4096, ("judge", "max_tokens"): 1024,
                 ("retriever", "query_ner_max_tokens"): 256, ("sieve", "max_tokens"): 512,
-                ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False}
+                ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False,
+                ("dataset", "index_prefix"): False}
 # deliberate changes of an experiment's values: the Table 8 models that run their own code
 CHANGED_VALUES = {("table8/nomic_embed", "embedder", "trust_remote_code"): True,
-                  ("table8/gte_qwen2_1_5b", "embedder", "trust_remote_code"): True}
+                  ("table8/gte_qwen2_1_5b", "embedder", "trust_remote_code"): True,
+                  # the corpus as the released runner indexed it: the authors' chunk file, "{idx}:" prefixes
+                  ("table1/2wiki_atomicrag", "dataset", "corpus_file"): "corpus_atomicrag_chunks.jsonl",
+                  ("table1/2wiki_atomicrag", "dataset", "chunk_tokens"): 512,
+                  ("table1/2wiki_atomicrag", "dataset", "index_prefix"): True,
+                  ("table1/medical_atomicrag", "dataset", "index_prefix"): True}
 
 
 def _with_added_fields(recorded: dict) -> dict:

@@ -269,11 +269,14 @@ class RecordProxy:
                     status, data = proxy.handle(method, self.path, raw)
                 except Exception as exc:  # noqa: BLE001 - a proxy bug must reach the client, not hang it
                     status, data = 500, _error(f"record proxy: {type(exc).__name__}: {exc}")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout); the reply is recorded all the same
 
             def do_POST(self) -> None:
                 self._serve("POST")
