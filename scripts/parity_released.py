@@ -233,16 +233,20 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [title, "", f"Command: `{m['command']}`  ", where,
              f"Data: `{m['data_files']}`  ", "",
              "## LLM requests by stage (bodies compared as canonical JSON)", "",
-             "| stage | ours | released | equal | only ours | only released | tokens ours (p/c) | tokens released (p/c) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| stage | ours | released | equal bodies | same messages | only ours | only released "
+             "| tokens ours (p/c) | tokens released (p/c) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for stage, s in report["requests"].items():
-        lines.append(f"| {stage} | {s['n_ours']} | {s['n_released']} | {s['equal']} | {s['only_ours']} | "
+        lines.append(f"| {stage} | {s['n_ours']} | {s['n_released']} | {s['equal']} | {s['messages_equal']} | "
+                     f"{s['only_ours']} | "
                      f"{s['only_released']} | {s['tokens_ours']['prompt']}/{s['tokens_ours']['completion']} | "
                      f"{s['tokens_released']['prompt']}/{s['tokens_released']['completion']} |")
     lines += ["", "First difference per stage:", ""]
     for stage, s in report["requests"].items():
         if s["first_difference"]:
             lines.append(f"- **{stage}**: `{s['first_difference'][:400]}`")
+        if s["first_parameter_difference"]:
+            lines.append(f"  - same messages, different parameters: `{s['first_parameter_difference'][:200]}`")
     a, t, gn, ge = c["atoms"], c["triples"], c["graph_nodes"], c["graph_edges"]
     lines += ["", "## Index and query stages (ours vs released; Jaccard)", "",
               "| what | ours | released | common | Jaccard | note |", "|---|---:|---:|---:|---:|---|",

@@ -354,12 +354,29 @@ def compare_labels(entries: list[dict[str, Any]], first: str, second: str) -> di
             diff = first_difference(only_a[0]["body"], only_b[0]["body"])
         elif only_a or only_b:
             diff = f"only {first if only_a else second} sent {len(only_a or only_b)} more request(s)"
+        # the messages alone (sampling parameters aside): is the prompt the same, only the settings not?
+        ma, mb = Counter(_messages_key(e) for e in a), Counter(_messages_key(e) for e in b)
+        messages_equal = sum((ma & mb).values())
+        param_diff = None
+        by_msg = {_messages_key(e): e for e in b}
+        for e in a:
+            other = by_msg.get(_messages_key(e))
+            if other is not None and other["key"] != e["key"]:
+                param_diff = first_difference(e["body"], other["body"])
+                break
         report[stage] = {
-            f"n_{first}": len(a), f"n_{second}": len(b), "equal": common,
+            f"n_{first}": len(a), f"n_{second}": len(b), "equal": common, "messages_equal": messages_equal,
+            "first_parameter_difference": param_diff,
             f"only_{first}": len(only_a), f"only_{second}": len(only_b), "first_difference": diff,
             f"tokens_{first}": _tokens(a), f"tokens_{second}": _tokens(b),
         }
     return report
+
+
+def _messages_key(entry: dict[str, Any]) -> str:
+    body = entry.get("body")
+    msgs = body.get("messages", body.get("prompt")) if isinstance(body, dict) else body
+    return canonical_json(msgs)
 
 
 def _take(mine: Counter, theirs: Counter, key: str) -> bool:

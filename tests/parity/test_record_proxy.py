@@ -156,6 +156,8 @@ def test_compare_labels_counts_equal_and_differing_bodies_per_stage(tmp_path: Pa
     ner = report["ner"]
     assert (ner["n_ours"], ner["n_released"], ner["equal"], ner["only_ours"], ner["only_released"]) == (2, 2, 1, 1, 1)
     assert ner["first_difference"] == "$.max_tokens: only in first"
+    # the prompts are the same, only a sampling parameter differs
+    assert ner["messages_equal"] == 2 and ner["first_parameter_difference"] == "$.max_tokens: only in first"
     assert ner["tokens_ours"]["prompt"] == 20
 
 
