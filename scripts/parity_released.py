@@ -233,8 +233,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [title, "", f"Command: `{m['command']}`  ", where,
              f"Data: `{m['data_files']}`  ", "",
              "## LLM requests by stage (bodies compared as canonical JSON)", "",
-             "| stage | ours | released | equal bodies | same messages | only ours | only released "
-             "| tokens ours (p/c) | tokens released (p/c) |",
+             ("| stage | ours | released | equal bodies | same messages | only ours | only released "
+              "| tokens ours (p/c) | tokens released (p/c) |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for stage, s in report["requests"].items():
         lines.append(f"| {stage} | {s['n_ours']} | {s['n_released']} | {s['equal']} | {s['messages_equal']} | "
