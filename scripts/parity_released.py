@@ -231,7 +231,9 @@ def markdown(report: dict[str, Any]) -> str:
     where = (f"Commit: `{m['commit']}` · released checkout: `{m['released_code']}` ({m['released_commit']}) "
              f"· LLM: `{m['llm']}` · embedder: `{m['embedder']}`  ")
     lines = [title, "", f"Command: `{m['command']}`  ", where,
-             f"Data: `{m['data_files']}`  ", "",
+             f"Data: `{m['data_files']}` · documents sha256 `{m['docs_sha256']}`  ",
+             f"Proxy: {report['proxy']} (a reply is the model's first one to that exact body; "
+             "`default_max_tokens`: the cap sent upstream for requests that set none)", "",
              "## LLM requests by stage (bodies compared as canonical JSON)", "",
              ("| stage | ours | released | equal bodies | same messages | only ours | only released "
               "| tokens ours (p/c) | tokens released (p/c) |"),
@@ -283,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top-k", type=int, default=25)
     ap.add_argument("--fresh", action="store_true", help="drop the recording: ask the model again")
     ap.add_argument("--set", action="append", default=[], help="extra override for our row (repeatable)")
+    ap.add_argument("--default-max-tokens", type=int, default=512,
+                    help="completion cap the proxy sends upstream for requests that set none (the released "
+                         "code sets none: an uncapped loop of a small CPU model runs for tens of minutes); "
+                         "0 = none. Recorded in the report")
+    ap.add_argument("--fixture", help="also write a CI replay fixture to this folder (tests/parity/fixtures/...)")
     args = ap.parse_args(argv)
 
     from atomicrag.core.schemas import Chunk
@@ -327,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         server = launch_vllm_for(cfg.llm, cfg.paths)
         upstream = server.base_url
     try:
-        with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=STAGE_RULES) as proxy:
+        with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=STAGE_RULES,
+                         default_max_tokens=args.default_max_tokens or None) as proxy:
             print(f"[parity] proxy {proxy.url} → {upstream}; recorded replies: {len(proxy.entries)}", flush=True)
             ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
             t0 = time.perf_counter()
@@ -354,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"parity_released: the released driver failed (exit {rc}); see {work / 'released.log'}")
             print(f"[parity] released done in {rel_wall} s", flush=True)
             stats = {"hits": proxy.stats.hits, "misses": proxy.stats.misses,
-                     "upstream_errors": proxy.stats.upstream_errors}
+                     "upstream_errors": proxy.stats.upstream_errors,
+                     "default_max_tokens": args.default_max_tokens or None, "capped_upstream": proxy.capped}
     finally:
         if server is not None:
             server.stop()
@@ -367,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         "meta": {"command": "python scripts/parity_released.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                  "commit": commit, "released_code": str(released_code), "released_commit": released_commit,
                  "dataset": args.dataset, "chunks": args.chunks, "questions": args.questions,
-                 "llm": cfg.llm.model, "embedder": args.embedder, "top_k": args.top_k,
+                 "llm": cfg.llm.model, "embedder": args.embedder, "top_k": args.top_k, "reader": reader_name,
                  "data_files": {str(f.name): sha256_file(f)[:16] for f in files if f.is_file()},
                  "docs_sha256": hashlib.sha256(json.dumps(docs).encode()).hexdigest()[:16]},
         "proxy": stats,
@@ -379,8 +388,37 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     (out_dir / "report.md").write_text(markdown(report), encoding="utf-8")
     (work / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.fixture:
+        export_fixture(Path(args.fixture), recording, req_log, work, ours, report, args)
     print(markdown(report))
     return 0
+
+
+def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours: dict[str, Any],
+                   report: dict[str, Any], args: argparse.Namespace) -> None:
+    """What tests/parity/test_replay_parity.py replays: the recorded replies, which label sent which
+    request in which stage (bodies stay in the recording, by key), the slice, our outputs, the row."""
+    dest.mkdir(parents=True, exist_ok=True)
+    entries = read_request_log(req_log)
+    used = {e["key"] for e in entries}
+    with recording.open(encoding="utf-8") as src, (dest / "recording.jsonl").open("w", encoding="utf-8") as out:
+        for line in src:  # only replies this run asked for (an older run's extra ones stay out)
+            if line.strip() and json.loads(line)["key"] in used:
+                out.write(line)
+    labels = [{k: e[k] for k in ("label", "stage", "key", "method", "path")} for e in entries]
+    (dest / "requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels), encoding="utf-8")
+    for name in ("docs.json", "questions.json"):
+        (dest / name).write_text((work / name).read_text(encoding="utf-8"), encoding="utf-8")
+    expected = {k: ours[k] for k in ("chunks", "entities", "fragments", "ppr", "sieve", "answers")}
+    (dest / "expected_ours.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1), encoding="utf-8")
+    meta = {"dataset": args.dataset, "llm": args.llm, "embedder": args.embedder, "set": args.set,
+            "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
+            "commit": report["meta"]["commit"],
+            "stages_same_messages": sorted(s for s, r in report["requests"].items()
+                                           if r["n_ours"] and r["messages_equal"] == r["n_ours"] == r["n_released"]),
+            "stages_equal_bodies": sorted(s for s, r in report["requests"].items()
+                                          if r["n_ours"] and r["equal"] == r["n_ours"] == r["n_released"])}
+    (dest / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

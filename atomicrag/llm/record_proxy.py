@@ -132,7 +132,7 @@ class RecordProxy:
     def __init__(self, recording: str | Path, *, upstream: str | None = None, mode: str = "record",
                  host: str = "127.0.0.1", port: int = 0, request_log: str | Path | None = None,
                  stage_rules: dict[str, str] | list[tuple[str, str]] | None = None,
-                 timeout_s: float = 1800.0) -> None:
+                 timeout_s: float = 1800.0, default_max_tokens: int | None = None) -> None:
         if mode not in ("record", "replay"):
             raise ValueError(f"RecordProxy: mode must be 'record' or 'replay', got {mode!r}")
         if mode == "record" and not upstream:
@@ -147,6 +147,11 @@ class RecordProxy:
             self.upstream = self.upstream[: -len("/v1")]  # paths are forwarded whole (/v1/...)
         self.mode = mode
         self.timeout_s = timeout_s
+        # a completion cap sent upstream for requests that carry none (the key stays that of the body
+        # the client sent): an uncapped greedy loop of a small model runs to the end of its context,
+        # which on a CPU server takes tens of minutes; None forwards bodies untouched
+        self.default_max_tokens = default_max_tokens
+        self.capped = 0
         self.rules = compile_rules(stage_rules)
         self.entries = load_recording(self.recording)
         self.stats = ProxyStats()
@@ -209,7 +214,7 @@ class RecordProxy:
                         self.stats.misses += 1
                     return 404, _error(f"record proxy (replay): no recorded reply for {method} {path} "
                                        f"key {key[:16]} in {self.recording}")
-                status, reply = self._forward(method, path, raw_body)
+                status, reply = self._forward(method, path, self._upstream_body(body, raw_body))
                 if status >= 500 or status == 429:  # transient: do not freeze an outage into the recording
                     with self._lock:
                         self.stats.upstream_errors += 1
@@ -229,6 +234,14 @@ class RecordProxy:
         usage = entry["reply"].get("usage") if isinstance(entry["reply"], dict) else None
         self._log(label, key, stage, method, path, body, "hit" if hit else "recorded", usage)
         return int(entry["status"]), json.dumps(entry["reply"], ensure_ascii=False).encode("utf-8")
+
+    def _upstream_body(self, body: Any, raw_body: bytes) -> bytes:
+        if (self.default_max_tokens is None or not isinstance(body, dict) or "messages" not in body
+                or body.get("max_tokens") is not None or body.get("max_completion_tokens") is not None):
+            return raw_body
+        with self._lock:
+            self.capped += 1
+        return json.dumps({**body, "max_tokens": self.default_max_tokens}).encode("utf-8")
 
     def _forward(self, method: str, path: str, raw_body: bytes) -> tuple[int, Any]:
         assert self.upstream is not None
@@ -406,10 +419,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--stage-rules", help="JSON object: stage name → regex searched in the first message")
+    ap.add_argument("--default-max-tokens", type=int, help="cap sent upstream when a request sets none")
     args = ap.parse_args(argv)
     rules = json.loads(args.stage_rules) if args.stage_rules else None
     proxy = RecordProxy(args.recording, upstream=args.upstream, mode=args.mode, host=args.host,
-                        port=args.port, request_log=args.request_log, stage_rules=rules).start()
+                        port=args.port, request_log=args.request_log, stage_rules=rules,
+                        default_max_tokens=args.default_max_tokens).start()
     print(f"record proxy on {proxy.url} ({args.mode}, {len(proxy.entries)} recorded)", flush=True)
     try:
         while True:
