@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -354,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
             if reader_name == "precise":
                 cmd += ["--qa-template", "precise"]  # the released 2Wiki runner's --qa_prompt_template
             env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
+            # a fresh workspace: the released LLM class caches replies in it (SQLite), and a cached
+            # call would never reach the proxy, so the request comparison would miss it
+            shutil.rmtree(work / "released_ws", ignore_errors=True)
             t0 = time.perf_counter()
             with (work / "released.log").open("w") as logf:
                 rc = subprocess.run(cmd, cwd=str(work), env=env, stdout=logf, stderr=subprocess.STDOUT, check=False).returncode
