@@ -341,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
             t0 = time.perf_counter()
             ours = run_ours(ours_cfg, chunks, questions, reader_name)
+            (work / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1), encoding="utf-8")
             ours_wall = round(time.perf_counter() - t0, 1)
             print(f"[parity] ours done in {ours_wall} s", flush=True)
             from atomicrag.core.offline_models import offline_minilm_path
@@ -391,7 +392,6 @@ def main(argv: list[str] | None = None) -> int:
     }
     (out_dir / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     (out_dir / "report.md").write_text(markdown(report), encoding="utf-8")
-    (work / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1), encoding="utf-8")
     if args.fixture:
         export_fixture(Path(args.fixture), recording, req_log, work, ours, report, args)
     print(markdown(report))
