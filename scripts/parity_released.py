@@ -418,8 +418,8 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
     meta = {"dataset": args.dataset, "llm": args.llm, "embedder": args.embedder, "set": args.set,
             "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
             "commit": report["meta"]["commit"],
-            "stages_same_messages": sorted(s for s, r in report["requests"].items()
-                                           if r["n_ours"] and r["messages_equal"] == r["n_ours"] == r["n_released"]),
+            # per stage: how many of our requests carried the released code's exact messages
+            "messages_equal": {s: r["messages_equal"] for s, r in report["requests"].items() if r["messages_equal"]},
             "stages_equal_bodies": sorted(s for s, r in report["requests"].items()
                                           if r["n_ours"] and r["equal"] == r["n_ours"] == r["n_released"])}
     (dest / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")

@@ -10,9 +10,8 @@ Asserted:
 - our pipeline sends exactly the recorded request bodies (a body not in the recording is a 404 and
   a miss) and reproduces the recorded outputs: atoms, triples, entity nodes, PPR top-k, sieve keeps,
   answers;
-- in every stage whose prompts (messages) matched the released code's when the fixture was recorded
-  (``meta.json: stages_same_messages``), our messages still equal the released code's, request for
-  request.
+- in every stage where some of our prompts (messages) equalled the released code's when the fixture
+  was recorded (``meta.json: messages_equal``, requests per stage), at least as many still do.
 
 Not asserted (they differed from the released code when recorded; the parity report in
 ``results/parity/`` shows by how much), until the released-stage work lands and the fixture is
@@ -80,5 +79,6 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path)
     for e in read_request_log(log):
         if e["label"] == "ours" and e["method"] == "POST":
             now[e["stage"]][canonical_json(e["body"].get("messages"))] += 1
-    for stage in meta["stages_same_messages"]:
-        assert now[stage] == released[stage], f"stage {stage}: our prompts no longer equal the released code's"
+    for stage, n_equal in meta["messages_equal"].items():
+        same = sum((now[stage] & released[stage]).values())
+        assert same >= n_equal, f"stage {stage}: {same} of our prompts equal the released code's, recorded {n_equal}"
