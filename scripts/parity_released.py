@@ -249,7 +249,8 @@ def markdown(report: dict[str, Any]) -> str:
         if s["first_difference"]:
             lines.append(f"- **{stage}**: `{s['first_difference'][:400]}`")
         if s["first_parameter_difference"]:
-            lines.append(f"  - same messages, different parameters: `{s['first_parameter_difference'][:200]}`")
+            lines.append(f"  - same messages, different parameters {s['differing_parameters']}: "
+                         f"`{s['first_parameter_difference'][:200]}`")
     a, t, gn, ge = c["atoms"], c["triples"], c["graph_nodes"], c["graph_edges"]
     lines += ["", "## Index and query stages (ours vs released; Jaccard)", "",
               "| what | ours | released | common | Jaccard | note |", "|---|---:|---:|---:|---:|---|",
@@ -290,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="completion cap the proxy sends upstream for requests that set none (the released "
                          "code sets none: an uncapped loop of a small CPU model runs for tens of minutes); "
                          "0 = none. Recorded in the report")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild report.json/report.md from the last run's work folder (no model, no pipelines)")
     ap.add_argument("--fixture", help="also write a CI replay fixture to this folder (tests/parity/fixtures/...)")
     args = ap.parse_args(argv)
 
@@ -312,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     recording, req_log = out_dir / "recording.jsonl", work / "requests.jsonl"
     if args.fresh and recording.exists():
         recording.unlink()
-    if req_log.exists():
+    if req_log.exists() and not args.report_only:
         req_log.unlink()
 
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
@@ -328,47 +331,51 @@ def main(argv: list[str] | None = None) -> int:
 
     server = None
     upstream = args.upstream
-    if not upstream:
+    if args.report_only:
+        ours = json.loads((work / "ours.json").read_text(encoding="utf-8"))
+        stats = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))["proxy"]
+    elif not upstream:
         from atomicrag.llm.backends import launch_vllm_for
 
         print("[parity] starting the LLM server", flush=True)
         server = launch_vllm_for(cfg.llm, cfg.paths)
         upstream = server.base_url
     try:
-        with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=STAGE_RULES,
-                         default_max_tokens=args.default_max_tokens or None) as proxy:
-            print(f"[parity] proxy {proxy.url} → {upstream}; recorded replies: {len(proxy.entries)}", flush=True)
-            ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
-            t0 = time.perf_counter()
-            ours = run_ours(ours_cfg, chunks, questions, reader_name)
-            (work / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1), encoding="utf-8")
-            ours_wall = round(time.perf_counter() - t0, 1)
-            print(f"[parity] ours done in {ours_wall} s", flush=True)
-            from atomicrag.core.offline_models import offline_minilm_path
+        if not args.report_only:
+            with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=STAGE_RULES,
+                             default_max_tokens=args.default_max_tokens or None) as proxy:
+                print(f"[parity] proxy {proxy.url} → {upstream}; recorded replies: {len(proxy.entries)}", flush=True)
+                ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
+                t0 = time.perf_counter()
+                ours = run_ours(ours_cfg, chunks, questions, reader_name)
+                (work / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1), encoding="utf-8")
+                ours_wall = round(time.perf_counter() - t0, 1)
+                print(f"[parity] ours done in {ours_wall} s", flush=True)
+                from atomicrag.core.offline_models import offline_minilm_path
 
-            embed = offline_minilm_path() if args.embedder == "minilm" else cfg.embedder.model
-            cmd = [args.released_python, str(ROOT / "scripts" / "released_driver.py"),
-                   "--checkout", str(released_code), "--docs", str(work / "docs.json"),
-                   "--questions", str(work / "questions.json"), "--llm-base-url", proxy.client_url("released"),
-                   "--model", cfg.llm.model, "--embed-model", embed, "--work-dir", str(work / "released_ws"),
-                   "--out", str(work / "released.json"), "--top-k", str(args.top_k),
-                   "--concurrency", str(cfg.llm.concurrency)]
-            if reader_name == "precise":
-                cmd += ["--qa-template", "precise"]  # the released 2Wiki runner's --qa_prompt_template
-            env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
-            # a fresh workspace: the released LLM class caches replies in it (SQLite), and a cached
-            # call would never reach the proxy, so the request comparison would miss it
-            shutil.rmtree(work / "released_ws", ignore_errors=True)
-            t0 = time.perf_counter()
-            with (work / "released.log").open("w") as logf:
-                rc = subprocess.run(cmd, cwd=str(work), env=env, stdout=logf, stderr=subprocess.STDOUT, check=False).returncode
-            rel_wall = round(time.perf_counter() - t0, 1)
-            if rc != 0:
-                raise SystemExit(f"parity_released: the released driver failed (exit {rc}); see {work / 'released.log'}")
-            print(f"[parity] released done in {rel_wall} s", flush=True)
-            stats = {"hits": proxy.stats.hits, "misses": proxy.stats.misses,
-                     "upstream_errors": proxy.stats.upstream_errors,
-                     "default_max_tokens": args.default_max_tokens or None, "capped_upstream": proxy.capped}
+                embed = offline_minilm_path() if args.embedder == "minilm" else cfg.embedder.model
+                cmd = [args.released_python, str(ROOT / "scripts" / "released_driver.py"),
+                       "--checkout", str(released_code), "--docs", str(work / "docs.json"),
+                       "--questions", str(work / "questions.json"), "--llm-base-url", proxy.client_url("released"),
+                       "--model", cfg.llm.model, "--embed-model", embed, "--work-dir", str(work / "released_ws"),
+                       "--out", str(work / "released.json"), "--top-k", str(args.top_k),
+                       "--concurrency", str(cfg.llm.concurrency)]
+                if reader_name == "precise":
+                    cmd += ["--qa-template", "precise"]  # the released 2Wiki runner's --qa_prompt_template
+                env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
+                # a fresh workspace: the released LLM class caches replies in it (SQLite), and a cached
+                # call would never reach the proxy, so the request comparison would miss it
+                shutil.rmtree(work / "released_ws", ignore_errors=True)
+                t0 = time.perf_counter()
+                with (work / "released.log").open("w") as logf:
+                    rc = subprocess.run(cmd, cwd=str(work), env=env, stdout=logf, stderr=subprocess.STDOUT, check=False).returncode
+                rel_wall = round(time.perf_counter() - t0, 1)
+                if rc != 0:
+                    raise SystemExit(f"parity_released: the released driver failed (exit {rc}); see {work / 'released.log'}")
+                print(f"[parity] released done in {rel_wall} s", flush=True)
+                stats = {"hits": proxy.stats.hits, "misses": proxy.stats.misses,
+                         "upstream_errors": proxy.stats.upstream_errors,
+                         "default_max_tokens": args.default_max_tokens or None, "capped_upstream": proxy.capped}
     finally:
         if server is not None:
             server.stop()
@@ -378,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
                                      text=True, check=False).stdout.strip() or "not a git checkout"
     files = [Path(f) for f in getattr(data, "files", [])]
     report = {
-        "meta": {"command": "python scripts/parity_released.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "meta": {"command": (json.loads((out_dir / "report.json").read_text())["meta"]["command"] if args.report_only
+                             else "python scripts/parity_released.py " + " ".join(argv if argv is not None else sys.argv[1:])),
                  "commit": commit, "released_code": str(released_code), "released_commit": released_commit,
                  "dataset": args.dataset, "chunks": args.chunks, "questions": args.questions,
                  "llm": cfg.llm.model, "embedder": args.embedder, "top_k": args.top_k, "reader": reader_name,

@@ -371,15 +371,17 @@ def compare_labels(entries: list[dict[str, Any]], first: str, second: str) -> di
         ma, mb = Counter(_messages_key(e) for e in a), Counter(_messages_key(e) for e in b)
         messages_equal = sum((ma & mb).values())
         param_diff = None
+        fields: set[str] = set()  # top-level body fields that differ where the messages are the same
         by_msg = {_messages_key(e): e for e in b}
         for e in a:
             other = by_msg.get(_messages_key(e))
             if other is not None and other["key"] != e["key"]:
-                param_diff = first_difference(e["body"], other["body"])
-                break
+                param_diff = param_diff or first_difference(e["body"], other["body"])
+                x, y = e["body"], other["body"]
+                fields |= {k for k in set(x) | set(y) if k != "messages" and x.get(k) != y.get(k)}
         report[stage] = {
             f"n_{first}": len(a), f"n_{second}": len(b), "equal": common, "messages_equal": messages_equal,
-            "first_parameter_difference": param_diff,
+            "first_parameter_difference": param_diff, "differing_parameters": sorted(fields),
             f"only_{first}": len(only_a), f"only_{second}": len(only_b), "first_difference": diff,
             f"tokens_{first}": _tokens(a), f"tokens_{second}": _tokens(b),
         }

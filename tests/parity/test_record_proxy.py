@@ -158,6 +158,7 @@ def test_compare_labels_counts_equal_and_differing_bodies_per_stage(tmp_path: Pa
     assert ner["first_difference"] == "$.max_tokens: only in first"
     # the prompts are the same, only a sampling parameter differs
     assert ner["messages_equal"] == 2 and ner["first_parameter_difference"] == "$.max_tokens: only in first"
+    assert ner["differing_parameters"] == ["max_tokens"]
     assert ner["tokens_ours"]["prompt"] == 20
 
 
