@@ -78,7 +78,7 @@ ADDED_FIELDS = {("atomizer", "ner_max_tokens"): 512, ("atomizer", "extraction_ma
                 ("retriever", "query_ner_max_tokens"): 256, ("sieve", "max_tokens"): 512,
                 ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False,
                 ("fidelity", "sieve_prompt"): "own", ("fidelity", "answer_extraction"): "own",
-                ("fidelity", "decompose_parse"): "own"}
+                ("fidelity", "decompose_parse"): "own", ("dataset", "index_prefix"): False}
 # fields added to FidelityConfig and set by a fidelity preset file: (field, preset) -> value there
 # (elsewhere the dataclass default, which keeps the old behaviour)
 ADDED_PRESET_FIELDS = {("sieve_prompt", "reference_code"): "released",
@@ -86,7 +86,12 @@ ADDED_PRESET_FIELDS = {("sieve_prompt", "reference_code"): "released",
                        ("decompose_parse", "reference_code"): "released"}
 # deliberate changes of an experiment's values: the Table 8 models that run their own code
 CHANGED_VALUES = {("table8/nomic_embed", "embedder", "trust_remote_code"): True,
-                  ("table8/gte_qwen2_1_5b", "embedder", "trust_remote_code"): True}
+                  ("table8/gte_qwen2_1_5b", "embedder", "trust_remote_code"): True,
+                  # the corpus as the released runner indexed it: the authors' chunk file, "{idx}:" prefixes
+                  ("table1/2wiki_atomicrag", "dataset", "corpus_file"): "corpus_atomicrag_chunks.jsonl",
+                  ("table1/2wiki_atomicrag", "dataset", "chunk_tokens"): 512,
+                  ("table1/2wiki_atomicrag", "dataset", "index_prefix"): True,
+                  ("table1/medical_atomicrag", "dataset", "index_prefix"): True}
 
 
 def _with_added_fields(recorded: dict) -> dict:

@@ -109,6 +109,9 @@ class DatasetConfig:
     chunk_overlap: int = 32  # overlap between windows
     chunk_tokenizer: str = "regex"  # regex (word/punct tokens, offline) | an HF tokenizer name or path
     reader: str = mode(Literal["precise", "abstract"], "precise")  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
+    # prepend "{position}:" (the passage's position in the corpus file) to each passage's text, as the
+    # released runner does with every chunk it indexes (corpus as released; positions of the whole file)
+    index_prefix: bool = False
 
     def __post_init__(self) -> None:
         check_modes(self)

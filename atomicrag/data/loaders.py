@@ -15,6 +15,7 @@ The last three live in ``atomicrag.data.formats`` and ``atomicrag.data.hf``. All
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,8 @@ def load_dataset(cfg: DatasetConfig, data_dir: str | Path, *, require_corpus: bo
         raise ValueError(f"unknown dataset format {cfg.format!r}; known: {', '.join(DATASETS.names())}")
     loader = DATASETS.get(cfg.format)  # third-party formats import optional dependencies only when used
     passages, questions, files = loader(cfg, Path(data_dir), require_corpus)
+    if cfg.index_prefix:  # the released runner indexes f"{idx}:{chunk}" for the idx-th chunk of its file
+        passages = [dataclasses.replace(p, text=f"{i}:{p.text}") for i, p in enumerate(passages)]
     if cfg.limit is not None:
         questions = questions[: cfg.limit]
     log.info("dataset %s (%s/%s): %d passages, %d questions", cfg.name, cfg.format, cfg.split,

@@ -1,0 +1,437 @@
+"""The parity run: the authors' released code and our ``fidelity=reference_code`` row on the same
+slice, with ONE LLM behind a recording proxy, compared stage by stage.
+
+    python scripts/parity_released.py --dataset 2wiki_smoke --chunks 20 --questions 10
+
+1. Compose our row (``+experiment=table1/<dataset>_atomicrag``, ``llm=vllm_cpu_qwen05b``,
+   ``embedder=minilm``, ``fidelity.released_code=<checkout>``, the LLM cache off) and take the
+   slice: the first ``--chunks`` chunks of the dataset as our chunker cuts them, each given to both
+   pipelines as the released runner gives a chunk (``f"{position}:{text}"``, no title), and the
+   first ``--questions`` questions.
+2. Start the LLM (a local vLLM CPU server, or ``--upstream URL``) and a :class:`RecordProxy` in
+   front of it: identical request bodies get identical replies, so any downstream difference is
+   pipeline logic. The recording is kept in the output folder: a rerun replays it.
+3. Run the released code in its own environment (``scripts/released_driver.py`` in
+   ``.venv-released``; scripts/setup_released_env.sh builds it) and our Engine on the slice.
+4. Compare: request bodies per stage (equal / differing, first difference), triples and atoms per
+   chunk, graph nodes and edges by type (Jaccard), PPR top-k per query (overlap, rank agreement),
+   sieve keep sets, reader prompts, answers (exact), tokens per stage. Writes ``report.json`` and
+   ``report.md`` under ``results/parity/<dataset>_c<chunks>_q<questions>/``.
+
+Not compared yet: judge scores (the released Evaluation/ judge needs its LangChain stack,
+RELEASED_EVAL=1 in the set-up script; not wired into this run).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from atomicrag.llm.record_proxy import RecordProxy, compare_labels, read_request_log
+
+# stage ← a regular expression found at the start of the first message (the released prompts,
+# which both pipelines send under fidelity.prompts=released); anything else is "other"
+STAGE_RULES = {
+    "ner": r"^Your task is to extract named entities from the given paragraph",
+    "extraction": r"^Your task is to extract both RDF triples and knowledge fragments",
+    "triples": r"^Your task is to construct an RDF",
+    "fragments": r"^---Goal---",
+    "query_ner": r"^You're a very effective entity extraction system",
+    "decompose": r"^You are an expert assistant for a knowledge-graph RAG system",
+    "sieve": r"^Your input fields are:",
+    "reader": r"^As an advanced reading comprehension assistant",
+}
+EXPERIMENTS = {"2wikimultihopqa": "table1/2wiki_atomicrag", "medical": "table1/medical_atomicrag",
+               "graphbench_medical": "table1/medical_atomicrag"}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def jaccard(a: set, b: set) -> dict[str, Any]:
+    inter, union = len(a & b), len(a | b)
+    return {"first": len(a), "second": len(b), "common": inter, "jaccard": round(inter / union, 4) if union else 1.0}
+
+
+def norm(text: str) -> str:
+    return " ".join(str(text).lower().split())
+
+
+def compose(args: argparse.Namespace, extra: list[str]) -> Any:
+    from atomicrag.core.compose import HARNESS_ROOT, load_config
+
+    overrides = [f"dataset={args.dataset}", f"llm={args.llm}", "llm.cache=false", "judge=none",
+                 f"embedder={args.embedder}", f"fidelity.released_code={args.released_code}", *args.set, *extra]
+    # the experiment file is chosen from the dataset's name once the dataset is known
+    base = load_config(None, root=HARNESS_ROOT, env_prefix=None, overrides=overrides)
+    exp = EXPERIMENTS.get(base.dataset.name)
+    if exp is None:
+        raise SystemExit(f"parity_released: no published row for dataset {base.dataset.name!r}; "
+                         f"known: {sorted(EXPERIMENTS)}")
+    return load_config(None, root=HARNESS_ROOT, env_prefix=None, overrides=[f"+experiment={exp}", *overrides])
+
+
+def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str) -> dict[str, Any]:
+    from atomicrag.engine import ConfigModels, Engine
+    from atomicrag.engine.corpus_index import SINGLE, CorpusIndex
+    from atomicrag.llm.accounting import Accountant
+
+    acc = Accountant()
+    models = ConfigModels(cfg, acc)
+    engine = Engine(cfg, models, acc, cache_dir=None, dataset_name=cfg.dataset.name)
+    t0 = time.perf_counter()
+    try:
+        parts = list(engine.atomize_slices(chunks))
+        res = parts[0][1]
+        indexed = engine.update(None, res.atoms, res.triples, {"corpus": SINGLE})
+        t_index = time.perf_counter() - t0
+        index = CorpusIndex(chunks={SINGLE: chunks}, graphs={SINGLE: indexed})
+        t1 = time.perf_counter()
+        batch = engine.retrieve(index, questions)
+        if reader_name != "none":
+            engine.answer(batch, reader_name)
+        t_query = time.perf_counter() - t1
+    finally:
+        models.close()
+    g = indexed.graph
+    pos = {c.id: i for i, c in enumerate(chunks)}
+    per_chunk: list[dict[str, Any]] = [{"position": i, "atoms": [], "triples": []} for i in range(len(chunks))]
+    for a in res.atoms:
+        per_chunk[pos[a.chunk_id]]["atoms"].append(a.text)
+    for t in res.triples:
+        if t.chunk_id in pos:
+            per_chunk[pos[t.chunk_id]]["triples"].append([t.subject, t.predicate, t.object])
+    E = g.num_entities
+    atom_text = {a.id: a.text for a in g.atoms}
+
+    def node_text(i: int) -> tuple[str, str]:
+        return ("entity", g.entity_keys[i]) if i < E else ("fragment", g.atoms[i - E].text)
+
+    edges = []
+    for etype, el in g.edges.items():
+        for s, d, w in zip(el.src.tolist(), el.dst.tolist(), el.weight.tolist()):
+            (ta, a), (tb, b) = node_text(s), node_text(d)
+            edges.append({"type": etype, "types": f"{ta}-{tb}", "a": a, "b": b, "weight": w})
+    ppr, sieve, answers = [], [], []
+    for t in batch.traces:
+        queries = [t.question, *t.sub_questions]
+        for qtext, cands in zip(queries, t.candidates):
+            ppr.append({"query": qtext, "top": [c["text"] for c in cands], "scores": [c["score"] for c in cands]})
+        for d in t.sieve:
+            sieve.append({"query": d["target"], "candidates": [atom_text.get(i, i) for i in d["candidate_ids"]],
+                          "kept": [atom_text.get(i, i) for i in d["kept_ids"]], "failed": d["failed"]})
+        answers.append({"id": t.question_id, "question": t.question, "answer": t.answer, "raw": t.raw_answer,
+                        "errors": t.errors})
+    return {"chunks": per_chunk, "entities": list(g.entity_keys), "entity_texts": list(g.entity_texts),
+            "fragments": [a.text for a in g.atoms], "edges": edges, "ppr": ppr, "sieve": sieve,
+            "answers": answers, "failures": [f.__dict__ for f in res.failures],
+            "seconds": {"index": round(t_index, 2), "query": round(t_query, 2)}}
+
+
+def undirected(edges: list[dict[str, Any]], kinds: str) -> set:
+    return {frozenset((e["a"], e["b"])) for e in edges if e["types"] in kinds and e["a"] != e["b"]}
+
+
+def compare(ours: dict[str, Any], rel: dict[str, Any], n_chunks: int, top_k: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    # atoms and triples per chunk
+    same_atoms = same_triples = 0
+    for i in range(n_chunks):
+        o, r = ours["chunks"][i], rel["chunks"][i]
+        same_atoms += sorted(o["atoms"]) == sorted(r["fragments"])
+        same_triples += sorted(map(tuple, o["triples"])) == sorted(tuple(t) for t in r["triples"] if len(t) == 3)
+    all_ours_atoms = {a for c in ours["chunks"] for a in c["atoms"]}
+    all_rel_atoms = {a for c in rel["chunks"] for a in c["fragments"]}
+    out["atoms"] = {"chunks_identical": same_atoms, "of": n_chunks, **jaccard(all_ours_atoms, all_rel_atoms)}
+    out["triples"] = {"chunks_identical": same_triples, "of": n_chunks,
+                      **jaccard({tuple(t) for c in ours["chunks"] for t in c["triples"]},
+                                {tuple(t) for c in rel["chunks"] for t in c["triples"] if len(t) == 3}),
+                      "normalized": jaccard({tuple(map(norm, t)) for c in ours["chunks"] for t in c["triples"]},
+                                            {tuple(map(norm, t)) for c in rel["chunks"] for t in c["triples"]
+                                             if len(t) == 3})}
+    rel_entities = {n["text"] for n in rel["nodes"] if n["type"] == "entity"}
+    rel_fragments = {n["text"] for n in rel["nodes"] if n["type"] == "fragment"}
+    out["ner_entities_released"] = sum(len(c["entities"]) for c in rel["chunks"])
+    out["graph_nodes"] = {
+        "entity": jaccard(set(ours["entities"]), rel_entities),
+        "entity_normalized": jaccard({norm(e) for e in ours["entities"]}, {norm(e) for e in rel_entities}),
+        "fragment": jaccard(set(ours["fragments"]), rel_fragments),
+    }
+    out["graph_edges"] = {
+        "entity-entity": jaccard(undirected(ours["edges"], ("entity-entity",)),
+                                 undirected(rel["edges"], ("entity-entity",))),
+        "fragment-entity": jaccard(undirected(ours["edges"], ("fragment-entity", "entity-fragment")),
+                                   undirected(rel["edges"], ("fragment-entity", "entity-fragment"))),
+        "ours_by_type": {t: sum(1 for e in ours["edges"] if e["type"] == t)
+                         for t in sorted({e["type"] for e in ours["edges"]})},
+    }
+    # PPR top-k per query, matched by query text
+    rel_ppr = {p["query"]: p["top"][:top_k] for p in rel["ppr"]}
+    rows = []
+    for p in ours["ppr"]:
+        r = rel_ppr.get(p["query"])
+        if r is None:
+            rows.append({"query": p["query"], "matched": False})
+            continue
+        o = p["top"][:top_k]
+        same_pos = sum(1 for x, y in zip(o, r) if x == y)
+        prefix = next((i for i, (x, y) in enumerate(zip(o, r)) if x != y), min(len(o), len(r)))
+        rows.append({"query": p["query"], "matched": True, "identical": o == r,
+                     "overlap": round(len(set(o) & set(r)) / max(len(set(o) | set(r)), 1), 4),
+                     "same_rank": same_pos, "identical_prefix": prefix, "n": [len(o), len(r)]})
+    matched = [r for r in rows if r["matched"]]
+    out["ppr"] = {"queries_ours": len(ours["ppr"]), "queries_released": len(rel["ppr"]), "matched": len(matched),
+                  "identical": sum(r["identical"] for r in matched),
+                  "mean_overlap": round(sum(r["overlap"] for r in matched) / len(matched), 4) if matched else None,
+                  "per_query": rows}
+    rel_sieve = {s["query"]: s for s in rel["sieve"]}
+    srows = []
+    for s in ours["sieve"]:
+        r = rel_sieve.get(s["query"])
+        if r is None:
+            srows.append({"query": s["query"], "matched": False})
+            continue
+        srows.append({"query": s["query"], "matched": True, "same_candidates": s["candidates"] == r["candidates"],
+                      "same_kept_set": set(s["kept"]) == set(r["kept"]), "same_kept_order": s["kept"] == r["kept"],
+                      "kept": [len(s["kept"]), len(r["kept"])]})
+    sm = [r for r in srows if r["matched"]]
+    out["sieve"] = {"prompts_ours": len(ours["sieve"]), "prompts_released": len(rel["sieve"]), "matched": len(sm),
+                    "same_candidates": sum(r["same_candidates"] for r in sm),
+                    "same_kept_set": sum(r["same_kept_set"] for r in sm), "per_prompt": srows}
+    rel_ans = {a["id"]: a for a in rel["answers"]}
+    arows = []
+    for a in ours["answers"]:
+        r = rel_ans.get(a["id"], {})
+        arows.append({"id": a["id"], "ours": a["answer"], "released": r.get("answer"),
+                      "equal": a["answer"] == r.get("answer"), "raw_equal": a["raw"] == r.get("raw")})
+    out["answers"] = {"n": len(arows), "equal": sum(r["equal"] for r in arows),
+                      "raw_equal": sum(r["raw_equal"] for r in arows), "per_question": arows}
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    m = report["meta"]
+    c = report["compare"]
+    title = (f"# Parity: released code vs `fidelity=reference_code` — {m['dataset']}, {m['chunks']} chunks, "
+             f"{m['questions']} questions")
+    where = (f"Commit: `{m['commit']}` · released checkout: `{m['released_code']}` ({m['released_commit']}) "
+             f"· LLM: `{m['llm']}` · embedder: `{m['embedder']}`  ")
+    lines = [title, "", f"Command: `{m['command']}`  ", where,
+             f"Data: `{m['data_files']}` · documents sha256 `{m['docs_sha256']}`  ",
+             (f"Proxy: {report['proxy']} (a reply is the model's first one to that exact body; "
+              "`default_max_tokens`: the cap sent upstream for requests that set none)"), "",
+             "## LLM requests by stage (bodies compared as canonical JSON)", "",
+             ("| stage | ours | released | equal bodies | same messages | only ours | only released "
+              "| tokens ours (p/c) | tokens released (p/c) |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for stage, s in report["requests"].items():
+        lines.append(f"| {stage} | {s['n_ours']} | {s['n_released']} | {s['equal']} | {s['messages_equal']} | "
+                     f"{s['only_ours']} | "
+                     f"{s['only_released']} | {s['tokens_ours']['prompt']}/{s['tokens_ours']['completion']} | "
+                     f"{s['tokens_released']['prompt']}/{s['tokens_released']['completion']} |")
+    lines += ["", "First difference per stage:", ""]
+    for stage, s in report["requests"].items():
+        if s["first_difference"]:
+            lines.append(f"- **{stage}**: `{s['first_difference'][:400]}`")
+        if s["first_parameter_difference"]:
+            lines.append(f"  - same messages, different parameters {s['differing_parameters']}: "
+                         f"`{s['first_parameter_difference'][:200]}`")
+    a, t, gn, ge = c["atoms"], c["triples"], c["graph_nodes"], c["graph_edges"]
+    lines += ["", "## Index and query stages (ours vs released; Jaccard)", "",
+              "| what | ours | released | common | Jaccard | note |", "|---|---:|---:|---:|---:|---|",
+              f"| atoms | {a['first']} | {a['second']} | {a['common']} | {a['jaccard']} | chunks identical {a['chunks_identical']}/{a['of']} |",
+              f"| triples | {t['first']} | {t['second']} | {t['common']} | {t['jaccard']} | chunks identical {t['chunks_identical']}/{t['of']}; lowercased Jaccard {t['normalized']['jaccard']} |",
+              f"| entity nodes | {gn['entity']['first']} | {gn['entity']['second']} | {gn['entity']['common']} | {gn['entity']['jaccard']} | lowercased Jaccard {gn['entity_normalized']['jaccard']} |",
+              f"| atom (fragment) nodes | {gn['fragment']['first']} | {gn['fragment']['second']} | {gn['fragment']['common']} | {gn['fragment']['jaccard']} | |"]
+    for k in ("entity-entity", "fragment-entity"):
+        e = ge[k]
+        lines.append(f"| {k} edges | {e['first']} | {e['second']} | {e['common']} | {e['jaccard']} | undirected |")
+    p, s, ans = c["ppr"], c["sieve"], c["answers"]
+    ppr_line = (f"- PPR top-{m['top_k']}: {p['matched']} queries matched by text (ours {p['queries_ours']}, "
+                f"released {p['queries_released']}); identical {p['identical']}; mean overlap {p['mean_overlap']}")
+    sieve_line = (f"- Sieve: {s['matched']} prompts matched (ours {s['prompts_ours']}, released "
+                  f"{s['prompts_released']}); same candidates {s['same_candidates']}; same keep set {s['same_kept_set']}")
+    lines += ["", ppr_line, sieve_line,
+              f"- Answers: equal {ans['equal']}/{ans['n']} (raw reader replies equal {ans['raw_equal']})",
+              f"- Wall seconds: ours {report['ours_seconds']}, released {report['released_seconds']}", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dataset", default="2wiki_smoke", help="a conf/dataset option")
+    ap.add_argument("--chunks", type=int, default=5)
+    ap.add_argument("--questions", type=int, default=3)
+    ap.add_argument("--llm", default="vllm_cpu_qwen05b", help="a conf/llm option (launched unless --upstream)")
+    ap.add_argument("--embedder", default="minilm")
+    ap.add_argument("--upstream", help="an OpenAI-compatible server already serving the model (http://host:port)")
+    ap.add_argument("--released-code", default=os.environ.get("ATOMICRAG_RELEASED_CODE",
+                                                                str(ROOT.parent / "shared" / "released_code" / "AtomicRAG")))
+    ap.add_argument("--released-python", default=str(ROOT / ".venv-released" / "bin" / "python"))
+    ap.add_argument("--out-dir", default=None)
+    ap.add_argument("--top-k", type=int, default=25)
+    ap.add_argument("--fresh", action="store_true", help="drop the recording: ask the model again")
+    ap.add_argument("--set", action="append", default=[], help="extra override for our row (repeatable)")
+    ap.add_argument("--default-max-tokens", type=int, default=512,
+                    help="completion cap the proxy sends upstream for requests that set none (the released "
+                         "code sets none: an uncapped loop of a small CPU model runs for tens of minutes); "
+                         "0 = none. Recorded in the report")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild report.json/report.md from the last run's work folder (no model, no pipelines)")
+    ap.add_argument("--fixture", help="also write a CI replay fixture to this folder (tests/parity/fixtures/...)")
+    args = ap.parse_args(argv)
+
+    from atomicrag.core.schemas import Chunk
+    from atomicrag.data.loaders import load_dataset
+    from atomicrag.data.token_windows import chunk_passages
+
+    if not Path(args.released_python).is_file():
+        raise SystemExit(f"parity_released: {args.released_python} missing; run scripts/setup_released_env.sh")
+    released_code = Path(args.released_code).resolve()
+    if not (released_code / "atomicrag" / "atomicrag.py").is_file():
+        raise SystemExit(f"parity_released: {released_code} is not a released AtomicRAG checkout")
+    args.released_code = str(released_code)
+    cfg = compose(args, [])
+    slug = f"{args.dataset}_c{args.chunks}_q{args.questions}"
+    out_dir = Path(args.out_dir or ROOT / "results" / "parity" / slug)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = out_dir / "work"
+    work.mkdir(exist_ok=True)
+    recording, req_log = out_dir / "recording.jsonl", work / "requests.jsonl"
+    if args.fresh and recording.exists():
+        recording.unlink()
+    if req_log.exists() and not args.report_only:
+        req_log.unlink()
+
+    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
+    base_chunks = chunk_passages(data.passages, cfg.dataset)[: args.chunks]
+    docs = [f"{i}:{c.text}" for i, c in enumerate(base_chunks)]  # the released runner's documents
+    chunks = [Chunk(id=f"parity-{i:04d}", passage_id=c.passage_id, text=doc, title="")
+              for i, (c, doc) in enumerate(zip(base_chunks, docs))]
+    questions = data.questions[: args.questions]
+    reader_name = data.reader if cfg.reader.name == "dataset" else cfg.reader.name
+    (work / "docs.json").write_text(json.dumps(docs, ensure_ascii=False), encoding="utf-8")
+    (work / "questions.json").write_text(json.dumps([{"id": q.id, "question": q.question} for q in questions],
+                                                    ensure_ascii=False), encoding="utf-8")
+
+    server = None
+    upstream = args.upstream
+    if args.report_only:
+        ours = json.loads((work / "ours.json").read_text(encoding="utf-8"))
+        stats = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))["proxy"]
+    elif not upstream:
+        from atomicrag.llm.backends import launch_vllm_for
+
+        print("[parity] starting the LLM server", flush=True)
+        server = launch_vllm_for(cfg.llm, cfg.paths)
+        upstream = server.base_url
+    try:
+        if not args.report_only:
+            with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=STAGE_RULES,
+                             default_max_tokens=args.default_max_tokens or None) as proxy:
+                print(f"[parity] proxy {proxy.url} → {upstream}; recorded replies: {len(proxy.entries)}", flush=True)
+                ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
+                t0 = time.perf_counter()
+                ours = run_ours(ours_cfg, chunks, questions, reader_name)
+                (work / "ours.json").write_text(json.dumps(ours, ensure_ascii=False, indent=1), encoding="utf-8")
+                ours_wall = round(time.perf_counter() - t0, 1)
+                print(f"[parity] ours done in {ours_wall} s", flush=True)
+                from atomicrag.core.offline_models import offline_minilm_path
+
+                embed = offline_minilm_path() if args.embedder == "minilm" else cfg.embedder.model
+                cmd = [args.released_python, str(ROOT / "scripts" / "released_driver.py"),
+                       "--checkout", str(released_code), "--docs", str(work / "docs.json"),
+                       "--questions", str(work / "questions.json"), "--llm-base-url", proxy.client_url("released"),
+                       "--model", cfg.llm.model, "--embed-model", embed, "--work-dir", str(work / "released_ws"),
+                       "--out", str(work / "released.json"), "--top-k", str(args.top_k),
+                       "--concurrency", str(cfg.llm.concurrency)]
+                if reader_name == "precise":
+                    cmd += ["--qa-template", "precise"]  # the released 2Wiki runner's --qa_prompt_template
+                env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
+                # a fresh workspace: the released LLM class caches replies in it (SQLite), and a cached
+                # call would never reach the proxy, so the request comparison would miss it
+                shutil.rmtree(work / "released_ws", ignore_errors=True)
+                t0 = time.perf_counter()
+                with (work / "released.log").open("w") as logf:
+                    rc = subprocess.run(cmd, cwd=str(work), env=env, stdout=logf, stderr=subprocess.STDOUT, check=False).returncode
+                rel_wall = round(time.perf_counter() - t0, 1)
+                if rc != 0:
+                    raise SystemExit(f"parity_released: the released driver failed (exit {rc}); see {work / 'released.log'}")
+                print(f"[parity] released done in {rel_wall} s", flush=True)
+                stats = {"hits": proxy.stats.hits, "misses": proxy.stats.misses,
+                         "upstream_errors": proxy.stats.upstream_errors,
+                         "default_max_tokens": args.default_max_tokens or None, "capped_upstream": proxy.capped}
+    finally:
+        if server is not None:
+            server.stop()
+    rel = json.loads((work / "released.json").read_text(encoding="utf-8"))
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+    released_commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=released_code, capture_output=True,
+                                     text=True, check=False).stdout.strip() or "not a git checkout"
+    files = [Path(f) for f in getattr(data, "files", [])]
+    report = {
+        "meta": {"command": (json.loads((out_dir / "report.json").read_text())["meta"]["command"] if args.report_only
+                             else "python scripts/parity_released.py " + " ".join(argv if argv is not None else sys.argv[1:])),
+                 "commit": commit, "released_code": str(released_code), "released_commit": released_commit,
+                 "dataset": args.dataset, "chunks": args.chunks, "questions": args.questions,
+                 "llm": cfg.llm.model, "embedder": args.embedder, "top_k": args.top_k, "reader": reader_name,
+                 "data_files": {str(f.name): sha256_file(f)[:16] for f in files if f.is_file()},
+                 "docs_sha256": hashlib.sha256(json.dumps(docs).encode()).hexdigest()[:16]},
+        "proxy": stats,
+        "requests": compare_labels(read_request_log(req_log), "ours", "released"),
+        "compare": compare(ours, rel, len(docs), args.top_k),
+        "ours_seconds": ours["seconds"], "released_seconds": rel["seconds"],
+        "ours_failures": ours["failures"], "released_statistics": rel.get("statistics"),
+    }
+    (out_dir / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    (out_dir / "report.md").write_text(markdown(report), encoding="utf-8")
+    if args.fixture:
+        export_fixture(Path(args.fixture), recording, req_log, work, ours, report, args)
+    print(markdown(report))
+    return 0
+
+
+def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours: dict[str, Any],
+                   report: dict[str, Any], args: argparse.Namespace) -> None:
+    """What tests/parity/test_replay_parity.py replays: the recorded replies, which label sent which
+    request in which stage (bodies stay in the recording, by key), the slice, our outputs, the row."""
+    dest.mkdir(parents=True, exist_ok=True)
+    entries = read_request_log(req_log)
+    used = {e["key"] for e in entries}
+    with recording.open(encoding="utf-8") as src, (dest / "recording.jsonl").open("w", encoding="utf-8") as out:
+        for line in src:  # only replies this run asked for (an older run's extra ones stay out)
+            if line.strip() and json.loads(line)["key"] in used:
+                out.write(line)
+    labels = [{k: e[k] for k in ("label", "stage", "key", "method", "path")} for e in entries]
+    (dest / "requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels), encoding="utf-8")
+    for name in ("docs.json", "questions.json"):
+        (dest / name).write_text((work / name).read_text(encoding="utf-8"), encoding="utf-8")
+    expected = {k: ours[k] for k in ("chunks", "entities", "fragments", "ppr", "sieve", "answers")}
+    (dest / "expected_ours.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1), encoding="utf-8")
+    meta = {"dataset": args.dataset, "llm": args.llm, "embedder": args.embedder, "set": args.set,
+            "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
+            "commit": report["meta"]["commit"],
+            # per stage: how many of our requests carried the released code's exact messages
+            "messages_equal": {s: r["messages_equal"] for s, r in report["requests"].items() if r["messages_equal"]},
+            "stages_equal_bodies": sorted(s for s, r in report["requests"].items()
+                                          if r["n_ours"] and r["equal"] == r["n_ours"] == r["n_released"])}
+    (dest / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
