@@ -9,6 +9,7 @@
     atomicrag export FILE.graphml|FILE.json --index INDEX_DIR
     atomicrag serve [--config FILE] [--set llm=...]   # keep the LLM server up for later queries
     atomicrag serve --status | --stop
+    atomicrag data get DATASET [--from DIR] [--out DATA_DIR]   (a benchmark in the normalised layout)
 
 Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
 ``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
@@ -312,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--stop", action="store_true", help="stop the server and forget it")
     group.add_argument("--status", action="store_true", help="say whether one is running (exit 1 if not)")
     s.set_defaults(func=cmd_serve)
+    from atomicrag.data.get import add_parser as add_data_parser
+
+    add_data_parser(sub)  # atomicrag data get DATASET [--from DIR]
     return p
 
 
