@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -48,7 +49,7 @@ def split_dev_heldout(questions: list[Row], stratum_of: Callable[[Row], Any]) ->
     dev_ids: set[str] = set()
     for qs in strata.values():
         qs = sorted(qs, key=lambda q: h(SEED, q["id"]))
-        dev_ids.update(q["id"] for q in qs[: int(math.floor(len(qs) * DEV_FRACTION + 0.5))])
+        dev_ids.update(q["id"] for q in qs[: math.floor(len(qs) * DEV_FRACTION + 0.5)])
     return [q for q in questions if q["id"] in dev_ids], [q for q in questions if q["id"] not in dev_ids]
 
 
@@ -201,10 +202,11 @@ def build_novel(files: dict[str, Path], out: Path) -> dict[str, Any]:
             "smoke": smoke}
 
 
-STOP = frozenset("""a an the of and or to in on at by for with from as is are was were be been being this that
+_STOP_WORDS = """a an the of and or to in on at by for with from as is are was were be been being this that
 these those it its into than then there their they he she his her him them who whom whose which what when
 where why how not no but also has have had do does did can could would should may might will shall about
-after before during over under between such other some any each all both more most very""".split())
+after before during over under between such other some any each all both more most very"""
+STOP = frozenset(_STOP_WORDS.split())
 
 
 def _stems(text: str) -> list[str]:
@@ -226,14 +228,14 @@ def _support(q: Row, rows: list[Row]) -> list[tuple[int, float, str]]:
     matching the whole evidence; chunks holding a short answer verbatim are added; at most 4.
     """
     toks = [_stems(r["text"]) for r in rows]
-    sets = [(set(t), set(zip(t, t[1:]))) for t in toks]
+    sets = [(set(t), set(itertools.pairwise(t))) for t in toks]
     df: collections.Counter[str] = collections.Counter()
     for s, _ in sets:
         df.update(s)
     idf = {t: math.log(1 + len(rows) / c) for t, c in df.items()}
 
     def score(words: list[str], i: int) -> float:
-        st, sb = set(words), set(zip(words, words[1:]))
+        st, sb = set(words), set(itertools.pairwise(words))
         denom = sum(idf.get(t, 1.0) for t in st) or 1.0
         uni = sum(idf.get(t, 1.0) for t in st & sets[i][0]) / denom
         bi = len(sb & sets[i][1]) / len(sb) if sb else uni
@@ -245,7 +247,7 @@ def _support(q: Row, rows: list[Row]) -> list[tuple[int, float, str]]:
     good = [b for b in per_sent if b[1] >= 0 and b[0] >= 0.5]
     if not good:
         words = _stems(" ".join(sents) or q["question"])
-        st, sb = set(words), set(zip(words, words[1:]))
+        st, sb = set(words), set(itertools.pairwise(words))
         denom = sum(idf.get(t, 1.0) for t in st) or 1.0
         whole = sorted(((0.6 * sum(idf.get(t, 1.0) for t in st & sets[i][0]) / denom
                          + 0.4 * (len(sb & sets[i][1]) / len(sb) if sb else 0.0), i) for i in range(len(rows))),

@@ -117,7 +117,7 @@ def derive_gold(corpus: list[dict[str, Any]], questions: list[dict[str, Any]]) -
         win = window(k)
         chosen: dict[str, tuple[int, str]] = {}
 
-        def taken() -> set[int]:
+        def taken(chosen: dict[str, tuple[int, str]] = chosen) -> set[int]:
             return {v[0] for v in chosen.values()}
 
         for s, _ in subs:  # 1 exact
