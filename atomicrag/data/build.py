@@ -397,6 +397,29 @@ def build_musique(files: dict[str, Path], out: Path) -> dict[str, Any]:
             "with_gold": sum(1 for q in questions if q["supporting_ids"])}
 
 
+# ----------------------------------------------------------------------------- HotpotQA
+def build_hotpotqa(files: dict[str, Path], out: Path) -> dict[str, Any]:
+    """HippoRAG's HotpotQA subset: ``hotpotqa_corpus.json`` and ``hotpotqa.json``, whose
+    ``supporting_facts`` titles give the gold passages (read by the project's HippoRAG loader)."""
+    from atomicrag.core.config import DatasetConfig
+    from atomicrag.data.formats import load_hipporag
+
+    qpath = files["hipporag:reproduce/dataset/hotpotqa.json"]
+    cpath = files["hipporag:reproduce/dataset/hotpotqa_corpus.json"]
+    if cpath != qpath.with_name("hotpotqa_corpus.json"):
+        raise FileNotFoundError(f"HotpotQA: {cpath.name} must sit beside {qpath} (found {cpath})")
+    passages, qs, _ = load_hipporag(DatasetConfig(name="hotpotqa", format="hipporag", path=str(qpath)),
+                                    qpath.parent, True)
+    corpus = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
+    write_jsonl_atomic(out / "corpus.jsonl", corpus)
+    questions = [{"id": q.id, "question": q.question, "answers": q.answers, "question_type": q.question_type,
+                  "supporting_ids": q.supporting_ids, "evidence": q.evidence, "corpus": "hotpotqa", "meta": q.meta}
+                 for q in qs]
+    dev, _ = _write_splits(out, questions, lambda q: q["question_type"])
+    return {"passages": len(corpus), "questions": len(questions), "dev": len(dev),
+            "with_gold": sum(1 for q in questions if q["supporting_ids"])}
+
+
 def write_sources(out: Path, used: dict[str, Path], mismatched: list[str], licence: str) -> None:
     """``sources.json``: what the folder was built from, so a result can name its inputs."""
     from atomicrag.data.sources import BY_PATH

@@ -63,6 +63,13 @@ SPECS: dict[str, DatasetSpec] = {
         builder=build.build_musique,
         licence="MuSiQue: CC BY 4.0 (per its authors); HippoRAG's files: MIT; AtomicRAG's questions: MIT",
         splits=("dev", "heldout", "all")),
+    "hotpotqa": DatasetSpec(
+        required=(source("hipporag", "reproduce/dataset/hotpotqa.json"),
+                  source("hipporag", "reproduce/dataset/hotpotqa_corpus.json")),
+        optional=(),
+        builder=build.build_hotpotqa,
+        licence="HotpotQA: CC BY-SA 4.0 (per its authors); HippoRAG's files: MIT",
+        splits=("dev", "heldout", "all")),
 }
 
 

@@ -142,6 +142,21 @@ def test_musique_gold_and_aliases_from_hipporag_files(tmp_path: Path) -> None:
     _check_layout(tmp_path, "musique", smoke=False)
 
 
+def test_hotpotqa_gold_from_supporting_fact_titles(tmp_path: Path) -> None:
+    get_dataset("hotpotqa", out_dir=tmp_path, source_dir=FIX, progress=False)
+    out = tmp_path / "hotpotqa"
+    src = _json(FIX / "HippoRAG/reproduce/dataset/hotpotqa.json")
+    hippo = _json(FIX / "HippoRAG/reproduce/dataset/hotpotqa_corpus.json")
+    corpus = _jsonl(out / "corpus.jsonl")
+    assert corpus == [{"id": f"hotpotqa-{i:05d}", "title": p["title"], "text": p["text"]} for i, p in enumerate(hippo)]
+    title_id = {c["title"]: c["id"] for c in corpus}
+    for q, s in zip(_jsonl(out / "questions.jsonl"), src):
+        assert q["id"] == s["_id"] and q["answers"] == [s["answer"]] and q["question_type"] == s["type"]
+        titles = list(dict.fromkeys(f[0] for f in s["supporting_facts"]))  # distinct, first-seen order
+        assert q["supporting_ids"] == [title_id[t] for t in titles]
+    _check_layout(tmp_path, "hotpotqa", smoke=False)
+
+
 def test_questions_only_musique_without_hipporag_files(tmp_path: Path) -> None:
     src = tmp_path / "src"
     shutil.copytree(ATOM / "dataset/musique", src / "dataset/musique")
