@@ -271,3 +271,24 @@ def test_every_pinned_file_names_its_commit() -> None:
 def test_git_blob_id_is_gits() -> None:
     # `printf 'hello\n' | git hash-object --stdin`
     assert git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+def test_compare_datasets_names_the_differing_field(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compare_datasets",
+                                                  Path(__file__).parents[2] / "scripts" / "compare_datasets.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for d in ("a", "b"):
+        get_dataset("musique", out_dir=tmp_path / d, source_dir=FIX, progress=False)
+    path = tmp_path / "b/musique/questions.dev.jsonl"
+    rows = _jsonl(path)
+    rows[1]["meta"]["hop_type"] = "changed"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert mod.main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "rec.json")]) == 0
+    files = _json(tmp_path / "rec.json")["datasets"]["musique"]
+    assert files["questions.jsonl"]["identical_bytes"] and files["questions.jsonl"]["rows_differing"] == 0
+    assert files["questions.dev.jsonl"]["rows_differing"] == 1
+    assert files["questions.dev.jsonl"]["fields_differing"] == ["meta.hop_type"]
