@@ -9,6 +9,7 @@ into ``<out>/<dataset>/`` (``atomicrag.data.build``) and checked by loading it b
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,9 +92,26 @@ def get_dataset(name: str, *, out_dir: Path, source_dir: Path | None = None, pro
     files = gather(required, optional=spec.optional, source_dir=source_dir, cache_dir=out_dir / ".sources",
                    progress=progress, strict=strict, mismatched=mismatched)
     out = out_dir / name
-    summary = spec.builder(files, out)
-    build.write_sources(out, files, mismatched, spec.licence)
-    _check_loads(name, out_dir, spec.splits)
+    if out.exists() and not (out / "sources.json").is_file():
+        raise FileExistsError(f"{out} exists and was not written by `atomicrag data get` (no sources.json); "
+                              "move it away or pass another --out")
+    # built beside the target and swapped in whole: an interrupted or failed build leaves the old
+    # folder as it was, and a rebuild leaves no stale file of an earlier one
+    partial = out_dir / f".{name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        summary = spec.builder(files, partial)
+        build.write_sources(partial, files, mismatched, spec.licence)
+        _check_loads(name, partial, spec.splits)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    old = out_dir / f".{name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if out.exists():
+        out.rename(old)
+    partial.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     summary["not_pinned"] = mismatched
     return summary
 
@@ -114,13 +132,13 @@ def _novels_present(source_dir: Path, files: tuple[SourceFile, ...]) -> tuple[So
     return tuple(f for f in files if f.path.split("/")[2] in have)
 
 
-def _check_loads(name: str, out_dir: Path, splits: tuple[str, ...]) -> None:
+def _check_loads(name: str, folder: Path, splits: tuple[str, ...]) -> None:
     """Load every split back with the project's strict loader: what was written is what a run reads."""
     from atomicrag.core.config import DatasetConfig
     from atomicrag.data.loaders import load_dataset
 
     for split in splits:
-        load_dataset(DatasetConfig(name=name, split=split), out_dir, require_corpus=False)
+        load_dataset(DatasetConfig(name=name, split=split, path=str(folder)), folder.parent, require_corpus=False)
 
 
 def add_parser(sub: Any) -> None:

@@ -166,6 +166,21 @@ def test_questions_only_musique_without_hipporag_files(tmp_path: Path) -> None:
     assert not (tmp_path / "out/musique/corpus.jsonl").exists()
 
 
+def test_a_rebuild_replaces_the_folder_and_a_foreign_folder_is_kept(tmp_path: Path) -> None:
+    get_dataset("musique", out_dir=tmp_path, source_dir=FIX, progress=False)
+    assert (tmp_path / "musique/corpus.jsonl").is_file()
+    src = tmp_path / "src"
+    shutil.copytree(ATOM / "dataset/musique", src / "dataset/musique")
+    get_dataset("musique", out_dir=tmp_path, source_dir=src, progress=False)  # now questions only
+    assert not (tmp_path / "musique/corpus.jsonl").exists()  # no stale corpus from the first build
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["musique", "src"]  # no partial/old folders left
+    (tmp_path / "mine" / "musique").mkdir(parents=True)
+    (tmp_path / "mine" / "musique" / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not written by `atomicrag data get`"):
+        get_dataset("musique", out_dir=tmp_path / "mine", source_dir=FIX, progress=False)
+    assert (tmp_path / "mine/musique/notes.txt").read_text() == "keep me"
+
+
 def test_cli_names_the_missing_file_and_its_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()
     rc = main(["data", "get", "2wikimultihopqa", "--from", str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
