@@ -15,6 +15,7 @@ from pathlib import Path
 from atomicrag.data.sources import SourceFile
 
 CHUNK = 1 << 16
+GENERIC_NAMES = frozenset({"chunks.json", "questions.json"})
 
 
 class SourceError(RuntimeError):
@@ -48,8 +49,11 @@ def candidates(root: Path, path: str) -> list[Path]:
     path, then each shorter tail (a copy of ``dataset/`` itself, or a flat folder of files); the same
     inside each sub-folder of ``root`` (several repositories checked out side by side)."""
     parts = path.split("/")
+    # a generic name (every AtomicRAG corpus has a questions.json) must keep its folder (Medical/),
+    # or one dataset's file would be taken for another's
+    shortest = 2 if parts[-1] in GENERIC_NAMES else 1
     bases = [root] + sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [root]
-    return [base.joinpath(*parts[i:]) for base in bases for i in range(len(parts))]
+    return [base.joinpath(*parts[i:]) for base in bases for i in range(len(parts) - shortest + 1)]
 
 
 def locate(root: Path, f: SourceFile) -> Path | None:

@@ -190,6 +190,18 @@ def test_cli_names_the_missing_file_and_its_url(tmp_path: Path, capsys: pytest.C
     assert "licence" in err  # printed before anything is fetched
 
 
+def test_a_generic_file_name_is_not_taken_from_another_dataset(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # another corpus folder with its own chunks.json and questions.json must not pass for Medical's
+    other = tmp_path / "Musique"
+    other.mkdir()
+    shutil.copy(ATOM / "dataset/medical/Medical/chunks.json", other / "chunks.json")
+    shutil.copy(ATOM / "dataset/musique/Musique/questions.json", other / "questions.json")
+    rc = main(["data", "get", "graphbench_medical", "--from", str(other), "--out", str(tmp_path / "out")])
+    assert rc == 2 and "dataset/medical/Medical/chunks.json" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "graphbench_medical").exists()
+
+
 def test_strict_refuses_files_that_are_not_the_pinned_revision(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="not dataset/musique/Musique/questions.json|pinned revision"):
         get_dataset("musique", out_dir=tmp_path, source_dir=FIX, progress=False, strict=True)
