@@ -84,6 +84,10 @@ def get_dataset(name: str, *, out_dir: Path, source_dir: Path | None = None, pro
     if name not in SPECS:
         raise ValueError(f"unknown dataset {name!r}; `atomicrag data get` knows: {', '.join(SPECS)}")
     spec = SPECS[name]
+    out = out_dir / name
+    if out.exists() and not (out / "sources.json").is_file():
+        raise FileExistsError(f"{out} exists and was not written by `atomicrag data get` (no sources.json); "
+                              "move it away or pass another --out")
     print(f"{name}: licence: {spec.licence}", file=sys.stderr)
     required = spec.required
     if name == "graphbench_novel" and source_dir is not None:
@@ -91,10 +95,6 @@ def get_dataset(name: str, *, out_dir: Path, source_dir: Path | None = None, pro
     mismatched: list[str] = []
     files = gather(required, optional=spec.optional, source_dir=source_dir, cache_dir=out_dir / ".sources",
                    progress=progress, strict=strict, mismatched=mismatched)
-    out = out_dir / name
-    if out.exists() and not (out / "sources.json").is_file():
-        raise FileExistsError(f"{out} exists and was not written by `atomicrag data get` (no sources.json); "
-                              "move it away or pass another --out")
     # built beside the target and swapped in whole: an interrupted or failed build leaves the old
     # folder as it was, and a rebuild leaves no stale file of an earlier one
     partial = out_dir / f".{name}.partial"
