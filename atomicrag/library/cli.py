@@ -9,12 +9,12 @@
     atomicrag export FILE.graphml|FILE.json --index INDEX_DIR
     atomicrag serve [--config FILE] [--set llm=...]   # keep the LLM server up for later queries
     atomicrag serve --status | --stop
-<<<<<<< HEAD
-    atomicrag serve --index INDEX_DIR [--port 8765] [--set ...]   # HTTP server holding the index; `query` uses it
-    atomicrag setup [--check] [--venv DIR]   # build/find the CPU vLLM server environment and SmolLM2
-=======
-    atomicrag data get DATASET [--from DIR] [--out DATA_DIR]   (a benchmark in the normalised layout)
->>>>>>> w-data
+
+    from atomicrag.data.get import add_parser as add_data_parser
+    from atomicrag.library.setup_cmd import add_parser as add_setup_parser
+
+    add_setup_parser(sub)  # atomicrag setup: the LLM server environment for an installed package
+    add_data_parser(sub)  # atomicrag data get DATASET [--from DIR]
 
 Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
 ``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
