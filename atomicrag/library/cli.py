@@ -9,12 +9,9 @@
     atomicrag export FILE.graphml|FILE.json --index INDEX_DIR
     atomicrag serve [--config FILE] [--set llm=...]   # keep the LLM server up for later queries
     atomicrag serve --status | --stop
-
-    from atomicrag.data.get import add_parser as add_data_parser
-    from atomicrag.library.setup_cmd import add_parser as add_setup_parser
-
-    add_setup_parser(sub)  # atomicrag setup: the LLM server environment for an installed package
-    add_data_parser(sub)  # atomicrag data get DATASET [--from DIR]
+    atomicrag serve --index INDEX_DIR [--port 8765] [--set ...]   # HTTP server holding the index; `query` uses it
+    atomicrag setup [--check] [--venv DIR]   # build/find the CPU vLLM server environment and SmolLM2
+    atomicrag data get DATASET [--from DIR] [--out DATA_DIR]   (a benchmark in the normalised layout)
 
 Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
 ``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.
@@ -376,16 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1", help="with --index: address to listen on")
     s.add_argument("--port", type=int, default=8765, help="with --index: port (0: any free port)")
     s.set_defaults(func=cmd_serve)
-<<<<<<< HEAD
 
+    from atomicrag.data.get import add_parser as add_data_parser
     from atomicrag.library.setup_cmd import add_parser as add_setup_parser
 
     add_setup_parser(sub)  # atomicrag setup: the LLM server environment for an installed package
-=======
-    from atomicrag.data.get import add_parser as add_data_parser
-
     add_data_parser(sub)  # atomicrag data get DATASET [--from DIR]
->>>>>>> w-data
     return p
 
 
