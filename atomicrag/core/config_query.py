@@ -78,6 +78,9 @@ class FidelityConfig:
     # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
     # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
     decompose_parse: str = mode(Literal["own", "released"], "own")
+    # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
+    # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
+    judge_replies: str = mode(Literal["structured", "released"], "structured")
 
     def __post_init__(self) -> None:
         check_modes(self)
