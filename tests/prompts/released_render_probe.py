@@ -120,4 +120,28 @@ system = types.SimpleNamespace(llm_model=llm, global_config=types.SimpleNamespac
 asyncio.run(FragmentFilter(system)._llm_call_async(INPUTS["question"], INPUTS["fragments"]))
 out["sieve"] = llm.calls[0]["messages"]
 out["sieve_max_tokens"] = llm.calls[0]["kwargs"].get("max_completion_tokens")
+# how the released code reads replies: the sieve's parser (real pydantic only) and the decomposer
+if "pydantic" in sys.modules and hasattr(sys.modules["pydantic"], "VERSION"):
+    ff = FragmentFilter(system)
+    out["sieve_parses"] = [ff._parse_response(r, INPUTS["sieve_n"]) for r in INPUTS["sieve_replies"]]
+
+stub("atomicrag.llm", BaseLLM=object)
+from atomicrag.query_decomposition import QueryDecomposer  # noqa: E402
+
+
+class DecomposeLLM:
+    reply = ""
+
+    async def ainfer(self, messages: list, **kwargs: object) -> tuple:
+        return self.reply, None, None
+
+
+dllm = DecomposeLLM()
+decomposer = QueryDecomposer(dllm, max_sub_questions=3, complexity_threshold=INPUTS["threshold"],
+                             prompt_template_manager=manager)
+out["decompositions"] = []
+for reply in INPUTS["decompose_replies"]:
+    dllm.reply = reply
+    needs, score, _, subs = asyncio.run(decomposer.analyze_question_async(INPUTS["question"]))
+    out["decompositions"].append([INPUTS["question"]] + ([s.question for s in subs] if needs and subs else []))
 json.dump(out, sys.stdout, ensure_ascii=False)

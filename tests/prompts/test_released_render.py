@@ -29,6 +29,30 @@ INPUTS = {
     "answer_statements": ["Zoë won.", "She won {twice}."],
     "reference_statements": ["Zoë won in 1999."],
     "fragments": ["Zoë won.", "The price was $5 {x}.", "Line\nbreak"],
+    # replies read by both sides' parsers
+    "sieve_n": 4,
+    "sieve_replies": [
+        '[[ ## kept_fragment_ids ## ]]\n{"keep_indices": [3, 1, 3, 9, -1]}\n\n[[ ## completed ## ]]',
+        "[[ ## kept_fragment_ids ## ]]\n{'keep_indices': ['2', 1.0, True]}",
+        '[[ ## kept_fragment_ids ## ]] {"keep_indices": [1]}',
+        '[[ ## kept_fragment_ids ## ]]\n{"keep_indices": [1.5]}',
+        '[[ ## kept_fragment_ids ## ]]\n[1, 2]',
+        '[[ ## kept_fragment_ids ## ]]\n{"keep_indices": []}',
+        "  [[ ## kept_fragment_ids ## ]]  \n{\"keep_indices\": [0], \"extra\": 1}\n[[ ## kept_fragment_ids ## ]]\n[2]",
+        "I would keep 0 and 2.",
+        "",
+    ],
+    "threshold": 6.5,
+    "decompose_replies": [
+        '{"needs_decomposition": true, "complexity_score": 8, "sub_questions": ['
+        '{"question": ""}, "skip", {"id": 7, "question": " Who? "}, {"question": "Who?"}]}',
+        'Sure.\n```json\n{"needs_decomposition": true, "complexity_score": 7.5, "sub_questions": '
+        '[{"question": "A?"}, {"question": "A?"}]}\n```',
+        'Answer: {"needs_decomposition": true, "complexity_score": 5, "sub_questions": [{"question": "B?"}]}',
+        '{"needs_decomposition": "yes", "complexity_score": "9", "sub_questions": [{"question": "C?"}]}',
+        '{"needs_decomposition": true, "complexity_score": 9, "sub_questions": []}',
+        "no json here",
+    ],
 }
 PROBE = Path(__file__).with_name("released_render_probe.py")
 
@@ -80,3 +104,30 @@ def test_the_probe_really_rendered_the_checkout(rendered: tuple[dict, Path]) -> 
     assert theirs["ner"][-1]["content"] == INPUTS["passage"]
     assert INPUTS["question"] in theirs["decomposition"] and theirs["sieve_max_tokens"] == 1024
     assert len(theirs["sieve"]) == 6 and INPUTS["answer"] in theirs["judge_statements"]
+
+
+def test_sieve_replies_are_read_as_the_released_parser_reads_them(rendered: tuple[dict, Path]) -> None:
+    theirs, _ = rendered
+    if "sieve_parses" not in theirs:
+        pytest.skip("the probe's interpreter has no pydantic (the released validator)")
+    mine = [released_sieve.parse_reply(r, INPUTS["sieve_n"]).keep for r in INPUTS["sieve_replies"]]
+    assert mine == theirs["sieve_parses"]
+
+
+def test_decomposition_replies_give_the_released_queries(rendered: tuple[dict, Path]) -> None:
+    from atomicrag.core.config import DecomposeConfig, FidelityConfig
+    from atomicrag.llm.protocol import ChatResult
+    from atomicrag.retrieve.decompose import LLMDecomposer
+
+    theirs, _ = rendered
+
+    class Replies:
+        model = "scripted"
+
+        def chat(self, requests):
+            return [ChatResult(text=r) for r in INPUTS["decompose_replies"]]
+
+    cfg = DecomposeConfig(name="llm", complexity_threshold=INPUTS["threshold"], max_sub_questions=3)
+    fid = FidelityConfig(decompose_trigger="score_and_flag", decompose_parse="released")
+    outs = LLMDecomposer(Replies(), cfg, fid).decompose([INPUTS["question"]] * len(INPUTS["decompose_replies"]))
+    assert [o.queries for o in outs] == theirs["decompositions"]
