@@ -27,14 +27,17 @@ def test_a_reference_code_run_lists_only_what_is_left():
     t = _topics(cfg)
     assert not any(k.startswith("fidelity.") for k in t)  # every switch at its released value
     assert t["prompts"]["ours"].startswith("this project's own wording")
-    # the released run script passes max_new_tokens=None: no call but the sieve is capped
-    assert t["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256,
-                                              "released": "none (no cap sent)"}
+    # the released run script passes max_new_tokens=None: no call but the sieve is capped; the
+    # reference_code preset sends none either (fidelity.budgets=released), its own budgets list it
+    assert "budget: reader max_tokens" not in t
+    own = _topics(dataclasses.replace(cfg, fidelity=dataclasses.replace(ref, budgets="own")))
+    assert own["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256,
+                                                "released": "none (no cap sent)"}
     assert "corpus chunks" in t and "questions" in t and "generator" in t
     released = HarnessConfig(fidelity=dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released"),
                       reader=ReaderConfig(max_tokens=2048))
     t2 = _topics(released)
-    assert "prompts" not in t2 and t2["budget: reader max_tokens"]["ours"] == 2048
+    assert "prompts" not in t2 and "budget: reader max_tokens" not in t2
 
 
 def test_paper_fidelity_names_every_switch():

@@ -84,7 +84,7 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
         ("budget: reader max_tokens", cfg.reader.max_tokens, RELEASED_BUDGET),
         ("budget: decomposition max_tokens", cfg.decompose.max_tokens or cfg.llm.max_tokens, RELEASED_BUDGET),
     ):
-        if ours != theirs:
+        if cfg.fidelity.budgets != "released":  # released: no cap sent (fidelity.budgets)
             out.append(_item(topic, ours, theirs))
 
     released_sieve = cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
