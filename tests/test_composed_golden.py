@@ -78,12 +78,15 @@ ADDED_FIELDS = {("atomizer", "ner_max_tokens"): 512, ("atomizer", "extraction_ma
                 ("retriever", "query_ner_max_tokens"): 256, ("sieve", "max_tokens"): 512,
                 ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False,
                 ("fidelity", "sieve_prompt"): "own", ("fidelity", "answer_extraction"): "own",
-                ("fidelity", "decompose_parse"): "own", ("dataset", "index_prefix"): False}
+                ("fidelity", "decompose_parse"): "own", ("fidelity", "judge_replies"): "structured",
+                ("fidelity", "budgets"): "own", ("dataset", "index_prefix"): False}
 # fields added to FidelityConfig and set by a fidelity preset file: (field, preset) -> value there
 # (elsewhere the dataclass default, which keeps the old behaviour)
 ADDED_PRESET_FIELDS = {("sieve_prompt", "reference_code"): "released",
                        ("answer_extraction", "reference_code"): "released",
-                       ("decompose_parse", "reference_code"): "released"}
+                       ("decompose_parse", "reference_code"): "released",
+                       ("judge_replies", "reference_code"): "released",
+                       ("budgets", "reference_code"): "released"}
 # deliberate changes of an experiment's values: the Table 8 models that run their own code
 CHANGED_VALUES = {("table8/nomic_embed", "embedder", "trust_remote_code"): True,
                   ("table8/gte_qwen2_1_5b", "embedder", "trust_remote_code"): True,

@@ -27,14 +27,17 @@ def test_a_reference_code_run_lists_only_what_is_left():
     t = _topics(cfg)
     assert not any(k.startswith("fidelity.") for k in t)  # every switch at its released value
     assert t["prompts"]["ours"].startswith("this project's own wording")
-    # the released run script sends no completion cap (max_new_tokens=None) except the sieve's
-    assert t["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256,
-                                              "released": "none (no cap sent)"}
+    # the released run script passes max_new_tokens=None: no call but the sieve is capped; the
+    # reference_code preset sends none either (fidelity.budgets=released), its own budgets list it
+    assert "budget: reader max_tokens" not in t
+    own = _topics(dataclasses.replace(cfg, fidelity=dataclasses.replace(ref, budgets="own")))
+    assert own["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256,
+                                                "released": "none (no cap sent)"}
     assert "corpus chunks" in t and "questions" in t and "generator" in t
     released = HarnessConfig(fidelity=dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released"),
                       reader=ReaderConfig(max_tokens=2048))
     t2 = _topics(released)
-    assert "prompts" not in t2 and t2["budget: reader max_tokens"]["ours"] == 2048  # any cap differs
+    assert "prompts" not in t2 and "budget: reader max_tokens" not in t2  # budgets=released: no cap sent
 
 
 def test_paper_fidelity_names_every_switch():
@@ -79,3 +82,19 @@ def test_ner_budgets_below_the_released_ones_are_listed() -> None:
     cfg.atomizer.name, cfg.retriever.query_entities = "sentence", "spacy_cased"
     topics = {d["topic"] for d in differences(cfg)}
     assert not {"budget: passage NER max_tokens", "budget: query NER max_tokens"} & topics
+
+
+def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
+    """Under reference_code with the released prompts the sieve is the released one (no 'sieve
+    prompt' item, its timeout named); seed, structured output, entity keys, synonym rules and the
+    fragment-entity alignment are named with what the released code does."""
+    from atomicrag.core.config import SieveConfig
+
+    fid = dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released")
+    t = _topics(HarnessConfig(fidelity=fid, sieve=SieveConfig(name="llm", max_tokens=512)))
+    assert "sieve prompt" not in t and "budget: sieve max_tokens" not in t and "sieve timeout" in t
+    assert {"seed", "structured output and retries", "entity keys", "synonym edges",
+            "fragment-entity alignment"} <= set(t)
+    assert "sieve" not in t["structured output and retries"]["ours"]
+    own = _topics(HarnessConfig(fidelity=dataclasses.replace(fid, sieve_prompt="own"), sieve=SieveConfig(name="llm")))
+    assert own["sieve prompt"]["released"].startswith("released filter prompt") and "fidelity.sieve_prompt" in own

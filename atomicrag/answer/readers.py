@@ -57,7 +57,7 @@ class LLMReader:
     def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int | None = None,
                  context_style: str = "numbered", released: ReleasedPrompts | None = None,
-                 answer_extraction: str = "own") -> None:
+                 answer_extraction: str = "own", uncapped: bool = False) -> None:
         if kind not in prompt.KINDS:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
@@ -79,6 +79,7 @@ class LLMReader:
         # released: the text between the first and second "Answer:" as it stands (no span
         # cleaning, no follow-up call); own: after the last "Answer:", cleaned to the span
         self.answer_extraction = answer_extraction
+        self.uncapped = uncapped  # fidelity.budgets=released: no max_tokens sent
         mode = cfg.answer_followup
         if kind != "precise" or context_style != "numbered" or released is not None or answer_extraction == "released":
             mode = "none"
@@ -98,7 +99,8 @@ class LLMReader:
                                       window, self.max_tokens)
             self.dropped.append(dropped)
             reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style, self.released), schema=None,
-                                    temperature=self.temperature, max_tokens=self.max_tokens,
+                                    temperature=self.temperature,
+                                    max_tokens=None if self.uncapped else self.max_tokens,
                                     seed=self.seed, module=MODULE))
         return reqs
 

@@ -78,6 +78,13 @@ class FidelityConfig:
     # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
     # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
     decompose_parse: str = mode(Literal["own", "released"], "own")
+    # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
+    # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
+    judge_replies: str = mode(Literal["structured", "released"], "structured")
+    # completion budgets of the reader and the decomposition: own (reader.max_tokens,
+    # decompose.max_tokens) | released (no cap sent, as the released run script's max_new_tokens=None;
+    # the reader still keeps reader.max_tokens free in the window when it trims the context)
+    budgets: str = mode(Literal["own", "released"], "own")
 
     def __post_init__(self) -> None:
         check_modes(self)

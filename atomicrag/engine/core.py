@@ -241,6 +241,7 @@ class Engine:
         reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
                               released=released_prompts.for_fidelity(self.cfg.fidelity),
                               answer_extraction=self.cfg.fidelity.answer_extraction,
+                              uncapped=self.cfg.fidelity.budgets == "released",
                               **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
         questions = [q.question for q in batch.questions]
         t0 = time.perf_counter()

@@ -27,10 +27,12 @@ import torch
 
 from atomicrag.core.config import FidelityConfig, JudgeConfig
 from atomicrag.llm.protocol import ChatRequest
+from atomicrag.evaluate import judge_released
 from atomicrag.prompts import judge as prompt
 from atomicrag.prompts.released import for_fidelity
 
 MODULE = "judge"
+RELEASED_TRIES = 3  # the released classification is asked up to three times
 STATUSES = ("scored", "empty_answer", "skipped_both_empty", "skipped_empty_reference", "failed")
 
 
@@ -52,10 +54,10 @@ def answer_accuracy(fc: float, ss: float, weight: float) -> float:
     return weight * fc + (1.0 - weight) * ss
 
 
-def cosine_pairs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def cosine_pairs(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Row-wise cosine of two [n, d] tensors; normalises again in case an embedder does not."""
-    a = torch.nn.functional.normalize(a.float(), dim=-1)
-    b = torch.nn.functional.normalize(b.float(), dim=-1)
+    a = torch.nn.functional.normalize(a.to(dtype), dim=-1)
+    b = torch.nn.functional.normalize(b.to(dtype), dim=-1)
     return (a * b).sum(-1)  # [n]
 
 
@@ -92,9 +94,16 @@ class AnswerAccuracyJudge:
         self.similarity = fidelity.acc_similarity
         self.max_tokens = max_tokens
         self.seed = seed
+        # released: free text with no cap, read as released (judge_released), the classification
+        # asked up to 3 times, "\n" -> " " before embedding (LangChain's embed_query), the cosine
+        # of fp32 embeddings in float64 (numpy); structured: JSON schemas and judge.max_tokens
+        self.replies = fidelity.judge_replies
 
     def _request(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> ChatRequest:
         # Temperature 0: a judge must give the same verdict on a re-run (and hit the cache).
+        if self.replies == "released":  # no schema, no cap (the backend's own limit applies)
+            return ChatRequest(messages=messages, schema=None, temperature=0.0,
+                               max_tokens=None, seed=self.seed, module=MODULE)  # type: ignore[arg-type]
         return ChatRequest(messages=messages, schema=schema, temperature=0.0,
                            max_tokens=self.max_tokens, seed=self.seed, module=MODULE)
 
@@ -124,7 +133,8 @@ class AnswerAccuracyJudge:
             try:
                 if reply.error is not None:
                     raise ValueError(str(reply.error))
-                stmts[(i, role)] = prompt.parse_statements(reply.parsed)
+                stmts[(i, role)] = (judge_released.parse_statements_released(reply.text)
+                                    if self.replies == "released" else prompt.parse_statements(reply.parsed))
             except (TypeError, ValueError) as exc:
                 errors[i].append(f"{role} statements: {exc}")
 
@@ -145,28 +155,45 @@ class AnswerAccuracyJudge:
         fc: dict[int, float] = {}
         counts: dict[int, tuple[int, int, int]] = {}
         if self.weight > 0:
-            replies = self._chat([self._request(
+            requests = {i: self._request(
                 prompt.build_classify_messages(questions[i], stmts[(i, "answer")], stmts[(i, "reference")],
                                               self.released),
-                prompt.SCHEMA["classify"]) for i in classify])
-            for i, reply in zip(classify, replies, strict=True):
-                _add_tokens(tokens[i], reply)
-                try:
-                    if reply.error is not None:
-                        raise ValueError(str(reply.error))
-                    counts[i] = prompt.parse_classification(reply.parsed)
-                    fc[i] = factual_correctness(*counts[i])
-                except (TypeError, ValueError) as exc:
-                    errors[i].append(f"classification: {exc}")
-                    if self.failures != "released":  # released: FC 0, similarity still counts
-                        verdicts[i] = AccuracyVerdict(acc=self.failed_acc, status="failed")
+                prompt.SCHEMA["classify"]) for i in classify}
+            last_error: dict[int, Exception] = {}
+            todo = list(classify)
+            for _ in range(RELEASED_TRIES if self.replies == "released" else 1):
+                replies = self._chat([requests[i] for i in todo])
+                for i, reply in zip(todo, replies, strict=True):
+                    _add_tokens(tokens[i], reply)
+                    try:
+                        if reply.error is not None:
+                            raise ValueError(str(reply.error))
+                        counts[i] = (judge_released.parse_classification_released(reply.text)
+                                     if self.replies == "released" else prompt.parse_classification(reply.parsed))
+                        fc[i] = factual_correctness(*counts[i])
+                        last_error.pop(i, None)
+                    except (TypeError, ValueError) as exc:
+                        last_error[i] = exc
+                todo = [i for i in todo if i in last_error]
+                if not todo:
+                    break
+            for i, exc in last_error.items():
+                errors[i].append(f"classification: {exc}")
+                if self.failures != "released":  # released: FC 0, similarity still counts
+                    verdicts[i] = AccuracyVerdict(acc=self.failed_acc, status="failed")
         scored = [i for i in classify if verdicts[i] is None]
 
         # 3. Semantic similarity of the full texts, one encode call for all scored samples.
         cos: dict[int, float] = {}
         if self.weight < 1 and scored:
-            emb = self.embedder.encode([answers[i] for i in scored] + [references[i] for i in scored])
-            sims = cosine_pairs(emb[: len(scored)], emb[len(scored):])
+            texts = [answers[i] for i in scored] + [references[i] for i in scored]
+            if self.replies == "released":
+                texts = [t.replace("\n", " ") for t in texts]
+            emb = self.embedder.encode(texts)
+            dtype = torch.float32
+            if self.replies == "released":  # fp32 embeddings, the cosine in float64 as numpy does
+                emb, dtype = torch.as_tensor(emb).float(), torch.float64
+            sims = cosine_pairs(emb[: len(scored)], emb[len(scored):], dtype)
             cos = {i: float(s) for i, s in zip(scored, sims.tolist(), strict=True)}
         for i in scored:
             f = fc.get(i, 0.0)

@@ -64,6 +64,7 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.sieve.name != "none" and cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released":
         out.append(_item("sieve timeout", f"the LLM client's timeout (llm.timeout_s={cfg.llm.timeout_s}), "
                          "then keep-all, counted", "60 s per question, then keep-all"))
+    out.extend(_stage_differences(cfg))
     ref = group_config("fidelity", "reference_code")
     for f in dataclasses.fields(cfg.fidelity):
         if f.name in ("preset", "prompts", "released_code"):
@@ -79,7 +80,7 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
         ("budget: reader max_tokens", cfg.reader.max_tokens, RELEASED_BUDGET),
         ("budget: decomposition max_tokens", cfg.decompose.max_tokens or cfg.llm.max_tokens, RELEASED_BUDGET),
     ):
-        if ours != theirs:
+        if cfg.fidelity.budgets != "released":  # released: no cap sent (fidelity.budgets)
             out.append(_item(topic, ours, theirs))
 
     released_sieve = cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
@@ -104,6 +105,40 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
         judge_emb = cfg.embedder if cfg.judge.embedder_source == "run" else cfg.judge.embedder
         if judge_emb.model != RELEASED_MODELS["embedder"]:
             out.append(_item("judge embedder", judge_emb.model, "bge-large through LangChain (CLS pooling)"))
+    return out
+
+
+def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
+    """How LLM stages and graph keys still differ from the released code where no switch covers
+    them (each with what the released code does)."""
+    out: list[dict[str, Any]] = []
+    fid = cfg.fidelity
+    if cfg.llm.seed is not None:
+        out.append(_item("seed", f"seed {cfg.llm.seed} sent with every request (llm.seed; llm.seed=null "
+                         "sends none)", "no seed sent"))
+    if cfg.llm.structured_output:
+        stages = ["passage NER", "extraction"] + (["query NER"] if cfg.retriever.query_entities == "llm" else [])
+        stages += [] if fid.decompose_parse == "released" else ["decomposition"]
+        stages += [] if fid.sieve_prompt == "released" and fid.prompts == "released" else ["sieve"]
+        stages += [] if fid.judge_replies == "released" else ["judge"]
+        out.append(_item("structured output and retries",
+                         f"JSON schemas (guided decoding) at {', '.join(stages)}; an unreadable reply retried "
+                         "at temperature 0.3 with a new seed (the atomizer re-asks at 0.7), failures counted",
+                         "free text read by the released parsers, an empty result on a parse failure, no retries"))
+    if fid.judge_replies == "released" and cfg.judge.name != "none":
+        out.append(_item("judge statement repair", "json, then this project's JSON repair",
+                         "json, json5, json_repair"))
+    out.append(_item("entity keys", "Unicode-aware (non-alphanumerics -> space, spaces collapsed); a name "
+                     "with no letter or digit gets no node",
+                     "ASCII-only ([^A-Za-z0-9 ] -> space, stripped, inner spaces kept); every name with no "
+                     "ASCII letter or digit falls on one empty-key node"))
+    out.append(_item("synonym edges", f"both ends need at least graph.synonym_min_alnum="
+                     f"{cfg.graph.synonym_min_alnum} (Unicode) alphanumerics; a pair's relevance edge handled "
+                     "as a whole by fidelity.synonym_overwrites_relevance",
+                     "only the searching entity needs more than 3 ASCII alphanumerics, its neighbours may be "
+                     "short; each direction is written on its own, so the reverse relevance entry is kept"))
+    out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts",
+                     "positional: the entity lists truncated or padded to the fragments"))
     return out
 
 

@@ -21,7 +21,9 @@ class ChatRequest:
     messages: list[dict[str, str]]  # OpenAI chat format: [{"role": ..., "content": ...}]
     schema: dict[str, Any] | None = None  # JSON schema of the expected reply (None = free text)
     temperature: float = 0.0
-    max_tokens: int = LLMConfig.max_tokens  # the default budget (llm.max_tokens); stages pass their own
+    # the default budget (llm.max_tokens); stages pass their own; None = no cap sent (the released
+    # code's calls: the server's own limit applies)
+    max_tokens: int | None = LLMConfig.max_tokens
     seed: int | None = 0
     module: str = "default"  # pipeline module, for token/time accounting (e.g. "sieve")
     # The last message is the assistant's reply so far and the model continues it (vLLM's

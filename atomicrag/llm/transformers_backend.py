@@ -78,8 +78,13 @@ class TransformersBackend(SyncBackend):
         inputs = {k: enc[k].to(self.device) for k in ("input_ids", "attention_mask") if k in enc}
         n_prompt = int(inputs["input_ids"].shape[1])
         sample = request.temperature > 0
+        # max_tokens None = no cap (what the released code sends): the rest of the model's window
+        limit = request.max_tokens
+        if limit is None:
+            window = int(getattr(self.lm.config, "max_position_embeddings", 0) or tok.model_max_length)
+            limit = max(1, window - n_prompt)
         gen_kwargs: dict[str, Any] = {
-            "max_new_tokens": request.max_tokens,
+            "max_new_tokens": limit,
             "do_sample": sample,
             "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
         }
@@ -97,7 +102,7 @@ class TransformersBackend(SyncBackend):
             text=text,
             prompt_tokens=n_prompt,
             completion_tokens=int(new.shape[0]),
-            finish_reason="length" if int(new.shape[0]) >= request.max_tokens else "stop",
+            finish_reason="length" if int(new.shape[0]) >= limit else "stop",
             model=self.model,
         )
 

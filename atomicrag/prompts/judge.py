@@ -115,3 +115,4 @@ def parse_classification(obj: Any) -> tuple[int, int, int]:
             raise TypeError(f"classification reply's {key!r} is not a list")
         counts.append(len(value))
     return counts[0], counts[1], counts[2]
+

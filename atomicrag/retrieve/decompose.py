@@ -88,7 +88,9 @@ class LLMDecomposer:
         # empty and repeated ones kept; own: a JSON schema, empty/repeated ones dropped, then capped
         self.parse_mode = fidelity.decompose_parse
         self.temperature = temperature
-        self.max_tokens = max_tokens
+        self.max_tokens: int | None = max_tokens
+        if fidelity.budgets == "released":  # no cap sent, as released
+            self.max_tokens = None
         self.seed = seed
         trigger_fires(0.0, False, 0, threshold=cfg.complexity_threshold, rule=self.rule)  # validate
 

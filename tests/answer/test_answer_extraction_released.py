@@ -41,3 +41,11 @@ def test_released_takes_the_whole_reply_without_a_marker_and_asks_nothing_more()
 def test_released_reads_a_cut_reply_the_same_way() -> None:
     assert answer("Thought: long", "released", "length") == ("Thought: long", 1)
     assert answer("Thought: long", "own", "length") == ("", 1)
+
+
+def test_released_budgets_send_no_cap() -> None:
+    """fidelity.budgets=released: the reader sends max_tokens=None; own: reader.max_tokens."""
+    for uncapped, expected in ((True, None), (False, ReaderConfig().max_tokens)):
+        reader = LLMReader(Reply("Answer: x"), "precise", ReaderConfig(), uncapped=uncapped)
+        [req] = reader.requests(["Q?"], [["ctx"]])
+        assert req.max_tokens == expected

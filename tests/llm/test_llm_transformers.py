@@ -55,3 +55,23 @@ def test_generation_tokens_and_failures(tiny_model: Path) -> None:
     # The schema was appended to the prompt (no grammar in-process), so the prompt is longer.
     assert structured.prompt_tokens > 2 * free.prompt_tokens
     backend.close()
+
+
+
+def test_no_cap_asks_for_the_rest_of_the_window(tiny_model: Path) -> None:
+    """max_tokens=None (what the released code sends): no budget of ours, the rest of the model's
+    512-token window is the limit (not transformers' 20-token default)."""
+    from atomicrag.llm.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(str(tiny_model), device="cpu", max_retries=1, model_name="tiny")
+    seen = {}
+    real = backend.lm.generate
+
+    def generate(**kw):
+        seen.update(kw)
+        return real(**{**kw, "max_new_tokens": 2})
+
+    backend.lm.generate = generate
+    [r] = backend.chat([ChatRequest(messages=[{"role": "user", "content": "hello"}], max_tokens=None)])
+    assert r.prompt_tokens and seen["max_new_tokens"] == 512 - r.prompt_tokens
+    backend.close()

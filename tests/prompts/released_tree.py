@@ -99,6 +99,43 @@ def get_query_instruction(linking_method):
 '''
 
 
+# the sieve: its prompt pieces live inside a class (attributes set in __init__, locals of the
+# method that assembles the messages, the budget set in the calling method)
+FRAGMENT_FILTER = '''
+import json
+
+
+class FragmentFilter:
+    def __init__(self, rag_system):
+        self.default_gen_kwargs = {}
+        self.input_template = (
+            "SYN-Q {question}\\n"
+            "SYN-F {fragments_before_filter}"
+        )
+        self.output_template = "[[ ## kept_fragment_ids ## ]]\\n{kept_fragment_ids}"
+        self.message_template = self._make_template()
+
+    def _make_template(self):
+        system_prompt = """SYN-SIEVE-SYSTEM keeps {question} fragments."""
+        message_template = [{"role": "system", "content": system_prompt}]
+        examples = [
+            {
+                "question": "SYN where?",
+                "fragments_before_filter": json.dumps({"fragments": [{"id": 0, "text": "SYN a"}]}),
+                "kept_fragment_ids": json.dumps({"keep_indices": [0]}),
+            },
+        ]
+        for example in examples:
+            message_template.append({"role": "user", "content": self.input_template.format(**example)})
+        return message_template
+
+    async def _llm_call_async(self, question, fragments):
+        gen_kwargs = dict(self.default_gen_kwargs)
+        gen_kwargs['max_completion_tokens'] = 77
+        return ""
+'''
+
+
 def make_tree(root: Path) -> Path:
     tdir = root / "atomicrag" / "prompts" / "templates"
     tdir.mkdir(parents=True)
@@ -109,4 +146,5 @@ def make_tree(root: Path) -> Path:
     jdir.mkdir(parents=True)
     (jdir / "answer_accuracy.py").write_text(JUDGE)
     (root / "atomicrag" / "prompts" / "linking.py").write_text(LINKING)
+    (root / "atomicrag" / "fragment_filter.py").write_text(FRAGMENT_FILTER)
     return root

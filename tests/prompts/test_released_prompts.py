@@ -1,8 +1,9 @@
 """fidelity.prompts=released: the released templates are parsed from a checkout, never imported.
 
-Every test but the last uses the synthetic tree of ``released_tree`` (invented texts). The last
-runs only when ``ATOMICRAG_RELEASED_CODE`` names a real checkout; it prints counts, hashes and
-placeholder names, never a text.
+Every test but ``test_real_checkout_parses`` uses the synthetic tree of ``released_tree``
+(invented texts). That one reads the real checkout at ``../shared/released_code/AtomicRAG`` (or
+``ATOMICRAG_RELEASED_CODE``), skipping only where neither exists; it prints counts, hashes and
+placeholder names, never a text. ``test_released_render.py`` compares renderings byte for byte.
 """
 from __future__ import annotations
 
@@ -136,10 +137,19 @@ def test_replies_keep_their_schemas(tree: Path) -> None:
     assert set(out) <= set(extraction.SCHEMA["properties"])
 
 
-@pytest.mark.skipif(not os.environ.get(released.ENV_VAR), reason=f"set {released.ENV_VAR} to a real checkout")
 def test_real_checkout_parses() -> None:
+    """The real checkout (../shared/released_code/AtomicRAG, else $ATOMICRAG_RELEASED_CODE): every
+    template, judge prompt, instruction and the sieve prompt parse from it."""
+    from atomicrag.prompts import released_sieve
+    from tests.prompts.released_checkout import require_checkout
+
+    root = require_checkout()
     released.load.cache_clear()
-    p = released.require(os.environ[released.ENV_VAR])
+    p = released.require(str(root))
+    sieve = released_sieve.load(str(root))
+    assert sieve.max_tokens == 1024 and len(sieve.examples) == 2
+    assert all("{" + f + "}" in sieve.input_frame for f in released_sieve.INPUT_FIELDS)
+    assert set(p.instructions) == set(released.LINKING_KEYS) and all(p.instructions.values())
     summary = {name: {"messages": len(msgs), "roles": "".join(m["role"][0] for m in msgs),
                       "placeholders": sorted(set().union(*(released.placeholders(m["content"]) for m in msgs)))}
                for name, msgs in p.chats.items()}

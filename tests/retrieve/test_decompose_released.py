@@ -48,3 +48,11 @@ def test_own_drops_empty_and_repeated_then_caps() -> None:
 def test_released_unreadable_reply_stays_undecomposed_and_is_counted() -> None:
     _, out = decompose("released", ChatResult(text="I think it needs two steps."))
     assert out.queries == ["Q?"] and out.failed and "unreadable" in out.error
+
+
+def test_released_budgets_send_no_cap() -> None:
+    for budgets, expected in (("released", None), ("own", 77)):
+        llm = Reply(ChatResult(text="{}"))
+        fid = FidelityConfig(decompose_trigger="score_and_flag", budgets=budgets)
+        LLMDecomposer(llm, CFG, fid, max_tokens=77).decompose(["Q?"])
+        assert llm.requests[0].max_tokens == expected
