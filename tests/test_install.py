@@ -11,6 +11,7 @@ configured with a local CPU torch wheel, pip's own configuration supplies it).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,9 +35,13 @@ def run(cmd: list[str], cwd: Path, **env: str) -> str:
 
 
 def test_cpu_extra_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
+    # built from a copy: a build in place would rewrite the checkout's build/ folder
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "cache", "runs", "results",
+                                                             "outputs", "*.egg-info", "__pycache__"))
     wheels = tmp_path / "wheels"
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels),
-         str(ROOT)], cwd=tmp_path)
+         str(src)], cwd=tmp_path)
     wheel = next(wheels.glob("atomicrag-*.whl"))
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)

@@ -146,12 +146,13 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from atomicrag.library.api import AtomicRAG
     from atomicrag.library.types import check_questions
 
     check_questions(list(args.questions))  # exit status 2 before the index loads
     results = _query_server(args)
     if results is None:  # no server holds this index (or the command changes its settings): load it
+        from atomicrag.library.api import AtomicRAG  # torch and the engine: only when loading here
+
         with AtomicRAG.load(args.index, overrides=args.set or (), progress=_progress(args)) as rag:
             results = rag.query(list(args.questions), answer=False if args.no_answer else None)
     for r in results:
