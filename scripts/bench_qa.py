@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """QA benchmark: do retrieval gains reach the answers?
 
-2Wiki DEV odd half (the questions no retrieval setting was tuned on; n = 333), full corpus
+2Wiki DEV odd half (``--half odd``, the default: the questions no retrieval setting was tuned on;
+n = 333; ``--half even`` for a follow-up pilot on the tuning half), full corpus
 (6,119 passages), one reader for every system: the ``precise`` reader, its prompt, and the same
 context budget (``--context-tokens`` regex tokens), on Qwen2.5-Coder-0.5B-Instruct served by the
 CPU vLLM server. Systems:
@@ -37,7 +38,11 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
+from bench_stats import HALF_CHOICES, half_name, select_half
 from bench_stats import bootstrap as _bootstrap
+
+from atomicrag.core.artifacts import write_json_atomic
+from atomicrag.harness.provenance import Provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5")
@@ -56,7 +61,7 @@ def base_config(args: argparse.Namespace) -> Any:
         "reader": {"name": "precise", "max_tokens": args.max_tokens, "context": "documents",
                    "context_tokens": args.context_tokens, "answer_followup": args.answer_followup},
         "sieve": {"name": "none", "max_context": args.atoms_context},
-        "llm": {"preset": args.llm, "concurrency": args.concurrency,
+        "llm": {"option": args.llm, "concurrency": args.concurrency,
                 **({"n_threads": args.llm_threads} if args.llm_threads else {})},
         "fidelity": {"preset": "custom"},
     })
@@ -160,7 +165,7 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    print(f"n = {summary['n']} questions answered by every system (2Wiki DEV odd half)")
+    print(f"n = {summary['n']} questions answered by every system (2Wiki DEV {summary.get('half') or 'odd'} half)")
     print(f"{'system':18s} {'EM [95% CI]':>20s} {'F1 [95% CI]':>20s} {'F1 - vanilla [95% CI]':>26s} "
           f"{'gold in reply':>14s} {'failed':>7s} {'ctx tok':>8s} {'R@5':>6s}")
     for s, m in summary["systems"].items():
@@ -175,7 +180,9 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=333, help="first n questions of the odd half")
+    ap.add_argument("--n", type=int, default=333, help="first n questions of the half")
+    ap.add_argument("--half", default="odd", choices=HALF_CHOICES,
+                    help="DEV questions: odd (1, never tuned on), even (0, where settings were chosen) or all")
     ap.add_argument("--systems", default="atomicrag,vanilla,gold", help=f"comma list of {SYSTEMS}")
     ap.add_argument("--llm", default="vllm_cpu_qwen05b", help="conf/llm/<name>.yaml")
     ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
@@ -196,6 +203,7 @@ def main() -> None:
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--wait-for", help="answer AtomicRAG's rows once this file exists (its index build is done)")
     args = ap.parse_args()
+    args.half = half_name(args.half)
     args.systems = [s for s in args.systems.split(",") if s]
     if unknown := set(args.systems) - set(SYSTEMS):
         sys.exit(f"unknown systems {sorted(unknown)}")
@@ -206,12 +214,33 @@ def main() -> None:
         run(args, rows_file)
     rows = [json.loads(line) for line in rows_file.read_text().splitlines() if line.strip()]
     summary = summarize(rows, args.systems)
-    summary.update({"command": " ".join(sys.argv), "llm": args.llm, "context_tokens": args.context_tokens,
-                    "merge_window_repeats": args.merge_window_repeats,
-                    "max_tokens": args.max_tokens, "n_requested": args.n,
-                    "answer_followup": args.answer_followup})
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    summary.update(run_flags(out / RUNS_FILE, args))
+    summary["command"] = " ".join(sys.argv)  # this (summary) call; the answering runs are in "runs"
+    write_json_atomic(out / "summary.json", summary, indent=1)
     print_summary(summary)
+
+
+RUNS_FILE = "runs.json"  # one entry per answering run of the folder (a resumed run adds one)
+ANSWER_FLAGS = ("llm", "context_tokens", "merge_window_repeats", "max_tokens", "answer_followup", "half")
+
+
+def run_flags(runs_file: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that made the answers: the answering runs' (``runs.json``), not this call's.
+
+    A folder answered before ``runs.json`` existed has only the summary call's flags, and says so."""
+    if not runs_file.is_file():
+        return {**{k: getattr(args, k) for k in ANSWER_FLAGS}, "n_requested": args.n,
+                "flags_from": "the summary call (this folder has no runs.json)"}
+    runs = json.loads(runs_file.read_text())
+    last = runs[-1]["flags"]
+    out: dict[str, Any] = {k: last.get(k) for k in ANSWER_FLAGS}
+    out["n_requested"] = last.get("n")
+    differing = sorted(k for k in ANSWER_FLAGS if len({json.dumps(r["flags"].get(k)) for r in runs}) > 1)
+    if differing:  # rows answered under different flags: the summary mixes them, and says which
+        out["flags_differ_between_runs"] = differing
+    out["flags_from"] = RUNS_FILE
+    out["runs"] = runs
+    return out
 
 
 def run(args: argparse.Namespace, rows_file: Path) -> None:
@@ -221,9 +250,10 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
     from atomicrag.engine.core import ConfigModels
     from atomicrag.llm.accounting import Accountant
 
+    prov = Provenance.start()
     cfg = base_config(args)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
-    questions = data.questions[1::2][: args.n]  # the odd half: never tuned on
+    questions = select_half(data.questions, args.half)[: args.n]  # the odd half (default): never tuned on
     embedder = build_embedder(cfg.embedder, cfg.fidelity)
     t0 = time.perf_counter()
     ctx, ranked = passage_contexts(args, cfg, data, questions, embedder)
@@ -262,13 +292,28 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
             outs = reader.answer([questions[i].question for i in todo], [ctx[system][i] for i in todo])
             with rows_file.open("a") as f:
                 for i, o in zip(todo, outs):
-                    f.write(json.dumps(answer_row(questions[i], system, o, ctx[system][i],
-                                                  ranked.get(system, [None] * len(questions))[i])) + "\n")
+                    row = answer_row(questions[i], system, o, ctx[system][i],
+                                     ranked.get(system, [None] * len(questions))[i])
+                    # which model answered, under which budgets: rows of a resumed run stay attributable
+                    row.update(model=cfg.llm.model, max_tokens=args.max_tokens,
+                               context_budget=args.context_tokens)
+                    f.write(json.dumps(row) + "\n")
                     done.add((questions[i].id, system))
             print(f"[{time.strftime('%H:%M:%S')}] {system:16s} q {todo[0]}-{todo[-1]}: "
                   f"{time.perf_counter() - t1:5.1f} s, failed {sum(o.failed for o in outs)}", flush=True)
+        record_run(rows_file.parent / RUNS_FILE, args, prov.finish(
+            cfg, data_files=data.files, uses_llm=models.llm_built,
+            extra={"questions": len(questions), "systems": args.systems}))
     finally:
         models.close()
+
+
+def record_run(runs_file: Path, args: argparse.Namespace, provenance: dict[str, Any]) -> None:
+    """Append this answering run (its flags and provenance) to ``runs.json``, atomically."""
+    runs = json.loads(runs_file.read_text()) if runs_file.is_file() else []
+    flags = {k: v for k, v in vars(args).items() if k != "summary_only"}
+    runs.append({"flags": flags, "provenance": provenance})
+    write_json_atomic(runs_file, runs, indent=1)
 
 
 def answer_row(q: Any, system: str, o: Any, context: list[Any], rank: list[str] | None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from atomicrag.core.schemas import QueryTrace
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
 from atomicrag.harness.metrics_file import build_run_metrics
+from atomicrag.harness.provenance import Provenance
 from atomicrag.harness.tracking import WandbSink, is_finished, read_metrics, run_dir, write_run
 
 log = logging.getLogger("atomicrag")
@@ -78,6 +79,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         log.info("run %s is finished; reusing it (overwrite=true to redo)", out_dir)
         return read_metrics(out_dir)
     t_start = time.perf_counter()
+    prov = Provenance.start()
     seed_everything(cfg.seed)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
     questions = data.questions
@@ -93,6 +95,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
             engine.answer(batch, reader_name)
         traces = batch.traces
         query_wall = time.perf_counter() - t_query
+        llm_used = models.llm_built  # read before close() drops the model
         from atomicrag.evaluate.judge_config import judge_from_config  # its own LLM/embedder (cfg.judge)
 
         run_llm = models.llm if cfg.judge.name != "none" and cfg.judge.llm_source == "run" else None
@@ -124,6 +127,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         "prompts": prompts,
         "differences": differences(cfg),
         "judge_settings": metrics_judge,
+        "provenance": prov.finish(cfg, data_files=data.files, uses_llm=llm_used),
     }
     passages = data.passage_index()
     predictions = [
