@@ -111,12 +111,14 @@ def summarize(label: str, questions: list[Any], contexts: list[list[str]]) -> di
 
 def paired_differences(rows: list[dict[str, Any]], baseline: str) -> None:
     """Each row's coverage minus ``baseline``'s on the same questions, with a paired 95% bootstrap
-    interval (``vs_baseline@N``: [difference, [low, high]]); drops the per-question values."""
+    interval (``vs_baseline@N``: [difference, [low, high]]); the per-question values stay in the
+    record (``per_question@N``, None: a question without evidence) so its summary re-derives."""
     base = next((r for r in rows if r["system"] == baseline), None)
     base_vals = {n: base[f"_values@{n}"] for n in WORDS} if base is not None else {}
     for r in rows:
         for n in WORDS:
             vals = r.pop(f"_values@{n}")
+            r[f"per_question@{n}"] = vals
             if base is None or r is base:
                 continue
             diff = [a - b for a, b in zip(vals, base_vals[n]) if a is not None and b is not None]
@@ -208,6 +210,7 @@ def main() -> None:
         raw = data_dir / args.dataset / "corpus_raw.jsonl"
         write_record(args.json, {"dataset": args.dataset, "half": half_name(args.half),
                                  "context_tokens": args.context_tokens, "rows": rows,
+                                 "question_ids": [q.id for q in questions],
                                  "load_1min": os.getloadavg()[0]},
                      prov.finish(base, data_files=[*data.files, raw], uses_llm=False,
                                  extra={"questions": len(questions), "corpora": sorted(index.graphs)}))

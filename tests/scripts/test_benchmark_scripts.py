@@ -84,6 +84,8 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
     diff, (lo, hi) = rows["hybrid"]["vs_baseline@600"]  # paired with BM25 windows, question by question
     assert diff == round(rows["hybrid"]["cov@600"] - 100.0, 1) and lo <= diff <= hi
     assert not any(k.startswith("_") for r in rows.values() for k in r)
+    # the per-question values stay, so the record's summary re-derives from them
+    assert len(rows["hybrid"]["per_question@600"]) == len(json.loads(out.read_text())["question_ids"])
     # the record says how it was made: the command, the composed config, the data files read
     prov = json.loads(out.read_text())["provenance"]
     assert "bench_graphbench.py" in prov["command"] and "--dataset graphbench_novel" in prov["command"]
