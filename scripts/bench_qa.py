@@ -27,7 +27,6 @@ to ``<out>/summary.json`` from whatever rows are there; ``--summary-only`` re-re
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -48,10 +47,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5")
 
 
-def base_config(args: argparse.Namespace) -> Any:
+# each system is the base config plus Hydra overrides (the one composer, core/compose.py); its
+# contexts come from Engine.retrieve over the one index (gold reads the gold passages, no retriever)
+SYSTEM_OVERRIDES: dict[str, list[str]] = {
+    "atomicrag": [],
+    "atomicrag_atoms": ["reader.context=atoms"],
+    "atomicrag_top5": ["reader.max_documents=5"],
+    "vanilla": ["retriever=dense_passage", "retriever.passage_top_k=5"],
+}
+
+
+def base_config(args: argparse.Namespace, overrides: list[str] | tuple[str, ...] = ()) -> Any:
     from atomicrag.core.compose import load_config
 
-    return load_config({
+    return load_config(overrides=[*args.set, *overrides], source={
         "dataset": {"name": "2wikimultihopqa", "split": args.split, "format": "normalized", "reader": "precise"},
         # the same embedder settings as scripts/tune_retrieval.py: its cached index is reused
         "embedder": args.embedder if args.embedder != "minilm" else {"name": "onnx", "model": "minilm", "batch_size": 32},
@@ -74,46 +83,36 @@ def gold_context(q: Any, passages: dict[str, Any]) -> list[Any]:
             for p in q.supporting_ids if p in passages]
 
 
-def passage_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+def passage_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], models: Any
                      ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
     """Contexts (and passage rankings) of the systems that need no atom index: vanilla, gold."""
-    from atomicrag.data.token_windows import chunk_passages
-    from atomicrag.retrieve.dense_passage import retrieve_passages
+    from atomicrag.engine import Engine
     from atomicrag.retrieve.reader_context import fit_budget
 
     passages = data.passage_index()
-    vcfg = dataclasses.replace(cfg, retriever=dataclasses.replace(cfg.retriever, passage_top_k=5))
-    vtraces, vctx = retrieve_passages(questions, chunk_passages(data.passages, cfg.dataset), embedder, vcfg)
-    ctx = {"vanilla": [fit_budget(c, args.context_tokens) for c in vctx],
+    vcfg = base_config(args, SYSTEM_OVERRIDES["vanilla"])
+    batch = Engine(vcfg, models).retrieve(Engine(vcfg, models).index_passages(data.passages), questions)
+    ctx = {"vanilla": [fit_budget(c, args.context_tokens) for c in batch.contexts],
            "gold": [fit_budget(gold_context(q, passages), args.context_tokens) for q in questions]}
-    return ctx, {"vanilla": [t.retrieved_passages for t in vtraces]}
+    return ctx, {"vanilla": [t.retrieved_passages for t in batch.traces]}
 
 
-def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], models: Any
                     ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
-    """AtomicRAG's contexts on the cached 2Wiki index (built here when the cache has none)."""
-    from atomicrag.data.token_windows import chunk_passages
-    from atomicrag.graph.cached_build import index_corpus
-    from atomicrag.retrieve.query_batch import BatchRetriever
+    """AtomicRAG's contexts on the cached 2Wiki index (built here when the cache has none): one
+    index, each system's retrieval through ``Engine.retrieve`` with its overrides."""
+    from atomicrag.engine import Engine
     from atomicrag.retrieve.reader_context import fit_budget
 
-    graph = index_corpus(chunk_passages(data.passages, cfg.dataset), cfg, None, embedder, args.cache_dir, data.name,
-                         progress=False)
+    index = Engine(cfg, models, cache_dir=args.cache_dir, dataset_name=data.name).index_passages(data.passages)
     out: dict[str, list[list[Any]]] = {}
-    res = BatchRetriever(cfg, graph, embedder).run(questions)
-    traces, out["atomicrag"] = res.traces, res.contexts
-    ranked = {"atomicrag": [t.retrieved_passages for t in traces]}
-    if "atomicrag_atoms" in args.systems:
-        acfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, context="atoms"))
-        res = BatchRetriever(acfg, graph, embedder).run(questions)
-        # the atom list is by count (--atoms-context); the same token budget as every system
-        traces, out["atomicrag_atoms"] = res.traces, [fit_budget(c, args.context_tokens) for c in res.contexts]
-        ranked["atomicrag_atoms"] = [t.retrieved_passages for t in traces]
-    if "atomicrag_top5" in args.systems:
-        tcfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, max_documents=5))
-        res = BatchRetriever(tcfg, graph, embedder).run(questions)
-        out["atomicrag_top5"] = res.contexts
-        ranked["atomicrag_top5"] = [t.retrieved_passages for t in res.traces]
+    ranked: dict[str, list[list[str]]] = {}
+    for system in (s for s in args.systems if s.startswith("atomicrag")):
+        batch = Engine(base_config(args, SYSTEM_OVERRIDES[system]), models).retrieve(index, questions)
+        # the atom list is by count (--atoms-context); every system has the same token budget
+        out[system] = ([fit_budget(c, args.context_tokens) for c in batch.contexts] if system == "atomicrag_atoms"
+                       else batch.contexts)
+        ranked[system] = [t.retrieved_passages for t in batch.traces]
     return out, ranked
 
 
@@ -195,6 +194,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=384, help="reader completion budget")
     ap.add_argument("--answer-followup", default="auto", choices=["auto", "continue", "ask", "none"],
                     help="reader.answer_followup: a reply without 'Answer:' gets a short call for the span")
+    ap.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
+                    help="a Hydra override applied to every system, e.g. --set retriever.top_k=10 (repeatable)")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-threads", type=int, default=0, help="cores the vLLM server computes on (0: the config's)")
     ap.add_argument("--block", type=int, default=32, help="questions per block (every system answers it)")
@@ -246,7 +247,6 @@ def run_flags(runs_file: Path, args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace, rows_file: Path) -> None:
     from atomicrag.answer.readers import LLMReader
     from atomicrag.data.loaders import load_dataset
-    from atomicrag.embed.factory import build_embedder
     from atomicrag.engine.core import ConfigModels
     from atomicrag.llm.accounting import Accountant
 
@@ -254,9 +254,9 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
     cfg = base_config(args)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
     questions = select_half(data.questions, args.half)[: args.n]  # the odd half (default): never tuned on
-    embedder = build_embedder(cfg.embedder, cfg.fidelity)
+    models = ConfigModels(cfg, Accountant())  # one embedder and one LLM for every system
     t0 = time.perf_counter()
-    ctx, ranked = passage_contexts(args, cfg, data, questions, embedder)
+    ctx, ranked = passage_contexts(args, cfg, data, questions, models)
     print(f"passage contexts for {len(questions)} questions in {time.perf_counter() - t0:.0f} s; load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     pending = [s for s in args.systems if s.startswith("atomicrag")]
@@ -264,7 +264,6 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
     if rows_file.exists():  # resume: a stopped run keeps its answers
         done = {(r["id"], r["system"]) for r in map(json.loads, rows_file.read_text().splitlines()) if r}
     units = [(start, system) for start in range(0, len(questions), args.block) for system in args.systems]
-    models = ConfigModels(cfg, Accountant())
     try:
         reader = LLMReader(models.llm, "precise", cfg.reader, temperature=0.0, seed=0, max_tokens=args.max_tokens)
         print(f"reader follow-up for replies without 'Answer:': {reader.followup}", flush=True)
@@ -273,7 +272,7 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
             # e.g. scripts/tune_retrieval.py's --json); the other systems answer meanwhile.
             if pending and (not args.wait_for or Path(args.wait_for).exists()):
                 t0 = time.perf_counter()
-                more, more_ranked = atomic_contexts(args, cfg, data, questions, embedder)
+                more, more_ranked = atomic_contexts(args, cfg, data, questions, models)
                 ctx.update(more)
                 ranked.update(more_ranked)
                 pending = []

@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from graph_stats import conf_group, load_chunks  # noqa: E402  (same folder)
+from graph_stats import DATA_FILES, conf_group, load_chunks
 
-from atomicrag.core.config import (  # noqa: E402
+from atomicrag.core.config import (
     AtomizerConfig,
     Config,
     DatasetConfig,
@@ -39,10 +39,11 @@ from atomicrag.core.config import (  # noqa: E402
     GraphConfig,
     PathsConfig,
 )
-from atomicrag.embed.memo import MemoEmbedder  # noqa: E402
-from atomicrag.graph.build import build_graph  # noqa: E402
-from atomicrag.graph.cached_build import atomize_cached, index_corpus  # noqa: E402
-from atomicrag.graph.stats import TABLE3_COLUMNS, TABLE6_COLUMNS, graph_stats  # noqa: E402
+from atomicrag.embed.memo import MemoEmbedder
+from atomicrag.graph.build import build_graph
+from atomicrag.graph.cached_build import atomize_cached, index_corpus
+from atomicrag.graph.stats import TABLE3_COLUMNS, TABLE6_COLUMNS, graph_stats
+from atomicrag.harness.provenance import Provenance
 
 COLUMNS = list(dict.fromkeys(TABLE6_COLUMNS + TABLE3_COLUMNS + (
     "containment_per_atom", "atoms_without_entities", "isolated_entities", "unique_pairs")))
@@ -82,6 +83,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    prov = Provenance.start()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # reference_code keeps only triple subjects/objects as entities: a triple-less atomizer (sentence)
     # then has no entity node at all, so its containment-key drop shows with entity_nodes=all
@@ -120,7 +122,8 @@ def main() -> None:
     stem = f"fidelity_{args.atomizer}_{args.embedder}"
     report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
               "atomizer": args.atomizer, "embedder": embedder.name, "variants": rows, "seconds": seconds,
-              "strings_embedded_anew": cached.encoded}
+              "strings_embedded_anew": cached.encoded,
+              "provenance": prov.finish(base, data_files=DATA_FILES, uses_llm=False)}
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     md = markdown(rows)
     (out / f"{stem}.md").write_text(md)

@@ -12,12 +12,12 @@ import time
 from typing import Any
 
 from atomicrag.core.config import Config
-from atomicrag.harness.rows import COMPONENTS, ablated
 from atomicrag.core.schemas import QueryTrace
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
 from atomicrag.harness.metrics_file import build_run_metrics
 from atomicrag.harness.provenance import Provenance
+from atomicrag.harness.rows import COMPONENTS, ablated
 from atomicrag.harness.tracking import WandbSink, is_finished, read_metrics, run_dir, write_run
 
 log = logging.getLogger("atomicrag")
@@ -238,4 +238,4 @@ def summary_fields(cfg: Config) -> dict[str, Any]:
     }
 
 
-__all__ = ["run_one", "run_with_baselines", "with_overrides", "BASELINES", "QueryTrace"]
+__all__ = ["BASELINES", "QueryTrace", "run_one", "run_with_baselines", "with_overrides"]

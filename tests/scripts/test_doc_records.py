@@ -42,7 +42,7 @@ def leaves(obj: Any) -> Iterator[float]:
         yield float(obj)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def record_values(path: Path) -> frozenset[float]:
     return frozenset(round(v, 1) for v in leaves(json.loads(path.read_text())))
 
@@ -63,7 +63,7 @@ def cited_records(block: str) -> list[Path]:
 def blocks(text: str) -> Iterator[tuple[str, list[Path]]]:
     """(block, records it is checked against): paragraphs, and each table row, outside code fences.
     A table row is checked against the records it names, else those of the paragraph above the table."""
-    text = re.sub(r"```.*?```", "", text, flags=re.S)  # commands name records they write, not figures
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)  # commands name records they write, not figures
     previous: list[Path] = []
     for block in re.split(r"\n\s*\n", text):
         if block.lstrip().startswith("|"):
@@ -102,5 +102,5 @@ def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
 def test_the_checker_catches_a_figure_its_record_does_not_hold(tmp_path: Path) -> None:
     record = next(iter(RECORDS.values()))
     text = f"The run (`{record.relative_to(ROOT)}`) scored **123.4** on everything."
-    (block, records), = list(blocks(text))
+    (_, records), = list(blocks(text))
     assert records == [record] and 123.4 not in set().union(record_values(record))

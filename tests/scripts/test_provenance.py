@@ -29,7 +29,8 @@ def test_provenance_names_command_config_commit_data_and_machine(tmp_path: Path)
     assert rec["command"] == "python scripts/bench_x.py --half odd --note 'two words'"  # re-runnable as shown
     assert rec["config"]["retriever"]["name"] == cfg.retriever.name  # the whole composed config
     assert rec["config"]["llm"]["name"] == "fake" and "reader" in rec["config"]
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
     assert rec["git"]["commit"] == head and isinstance(rec["git"]["dirty"], bool)
     assert rec["data_files"] == {str(data): {"sha256": hashlib.sha256(data.read_bytes()).hexdigest(), "bytes": 13}}
     assert rec["models"]["llm"]["name"] == "fake" and rec["models"]["embedder"]["name"] == "fake"
