@@ -25,7 +25,6 @@ from typing import Any, ClassVar
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
-import yaml
 from bench_stats import HALF_CHOICES, bootstrap, half_name, select_half, write_record
 
 from atomicrag.core.compose import load_config
@@ -40,7 +39,17 @@ from atomicrag.harness.provenance import Provenance
 from atomicrag.retrieve.query_batch import BatchRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
-PPR_MINILM = yaml.safe_load((ROOT / "conf/retriever/ppr_minilm.yaml").read_text())
+DEFAULTS = dataclasses.asdict(RetrieverConfig())  # the paper's values
+
+
+def option_fields(option: str) -> dict[str, Any]:
+    """The fields a ``conf/retriever`` option sets away from the dataclass defaults, composed by
+    ``load_config`` (so an option extending another through ``defaults:`` has both's fields)."""
+    full = dataclasses.asdict(load_config({"retriever": option}, env_prefix=None).retriever)
+    return {k: v for k, v in full.items() if v != DEFAULTS[k]}
+
+
+PPR_MINILM = option_fields("ppr_minilm")
 
 
 def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
@@ -48,29 +57,27 @@ def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
     and the preset plus each lever the even half rejected."""
     rows: list[tuple[str, dict[str, Any]]] = [("dense atoms (w/o ERGR)", {"name": "dense"}),
                                                ("ppr_minilm", dict(PPR_MINILM))]
-    hybrid_file = ROOT / "conf/retriever/hybrid.yaml"
-    if hybrid_file.exists():
-        best = yaml.safe_load(hybrid_file.read_text())
-        # one lever at a time off the chosen preset, then the preset itself
-        for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy"),
-                           ("passage_ranking", "best_atom")):
-            if field in best and best[field] != off:
-                cfg = dict(best, **{field: off})
-                if field == "passage_nodes":
-                    cfg.update(passage_seed_weight=0.0, passage_ranking="atom_sum"
-                               if best.get("passage_ranking") == "node" else best.get("passage_ranking"))
-                rows.append((f"hybrid without {field}", cfg))
-        rows.append(("hybrid (retriever=hybrid)", best))
-        if best.get("passage_ranking") == "bridge":  # the bridge ranking alone over ppr_minilm
-            rows.append(("ppr_minilm + bridge ranking", dict(PPR_MINILM, passage_ranking="bridge",
-                                                              bridge_weight=best.get("bridge_weight", 1.0))))
-        if best.get("query_entities") == "spacy_cased":  # the case filter alone
-            rows.append(("hybrid with spacy_idf query entities", dict(best, query_entities="spacy_idf")))
-        # levers rejected on the even half, shown on the odd half too (added to the preset)
-        rows.append(("hybrid + passage nodes (node ranking, seed 0.5)",
-                     dict(best, passage_nodes=True, passage_ranking="node", passage_seed_weight=0.5)))
-        rows.append(("hybrid + fusion ranking (dense 0.5, bm25 0.5)",
-                     dict(best, passage_ranking="fusion", fusion_dense_weight=0.5, fusion_lexical_weight=0.5)))
+    best = option_fields("hybrid")
+    # one lever at a time off the chosen preset, then the preset itself
+    for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy"),
+                       ("passage_ranking", "best_atom")):
+        if best.get(field, DEFAULTS[field]) != off:
+            cfg = dict(best, **{field: off})
+            if field == "passage_nodes":
+                cfg.update(passage_seed_weight=0.0, passage_ranking="atom_sum"
+                           if best.get("passage_ranking") == "node" else best.get("passage_ranking"))
+            rows.append((f"hybrid without {field}", cfg))
+    rows.append(("hybrid (retriever=hybrid)", best))
+    if best.get("passage_ranking") == "bridge":  # the bridge ranking alone over ppr_minilm
+        rows.append(("ppr_minilm + bridge ranking", dict(PPR_MINILM, passage_ranking="bridge",
+                                                          bridge_weight=best.get("bridge_weight", 1.0))))
+    if best.get("query_entities") == "spacy_cased":  # the case filter alone
+        rows.append(("hybrid with spacy_idf query entities", dict(best, query_entities="spacy_idf")))
+    # levers rejected on the even half, shown on the odd half too (added to the preset)
+    rows.append(("hybrid + passage nodes (node ranking, seed 0.5)",
+                 dict(best, passage_nodes=True, passage_ranking="node", passage_seed_weight=0.5)))
+    rows.append(("hybrid + fusion ranking (dense 0.5, bm25 0.5)",
+                 dict(best, passage_ranking="fusion", fusion_dense_weight=0.5, fusion_lexical_weight=0.5)))
     return rows
 
 
