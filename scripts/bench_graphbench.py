@@ -52,13 +52,14 @@ def retriever_rows() -> list[tuple[str, dict[str, Any], str]]:
 READER: dict[str, Any] = {}  # --reader: extra reader fields (e.g. {"atoms_first": false})
 
 
-SETUP: dict[str, Any] = {"embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "paths": {}}
+SETUP: dict[str, Any] = {"embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "paths": {},
+                         "set": []}  # --set: Hydra overrides applied to every system's config
 
 
 def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens: int) -> Any:
     from atomicrag.core.compose import load_config
 
-    return load_config({
+    return load_config(overrides=SETUP["set"], source={
         "dataset": {"name": dataset, "split": "dev", "format": "normalized", "reader": "abstract"},
         "embedder": SETUP["embedder"],
         "paths": SETUP["paths"],
@@ -138,9 +139,12 @@ def main() -> None:
     ap.add_argument("--reader", default="{}", help="JSON reader fields for the documents context")
     ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
     ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ../shared/data or ./data)")
+    ap.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
+                    help="a Hydra override applied to every system, e.g. --set reader.atoms_first=false (repeatable)")
     ap.add_argument("--json")
     args = ap.parse_args()
     prov = Provenance.start()
+    SETUP["set"] = list(args.set)
     READER.update(json.loads(args.reader))
     if args.embedder != "minilm":
         SETUP["embedder"] = args.embedder  # a conf/embedder option

@@ -70,7 +70,8 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
     data = graphbench_tree(tmp_path / "data")
     out = tmp_path / "novel.json"
     run_script([str(ROOT / "scripts/bench_graphbench.py"), "--dataset", "graphbench_novel", "--embedder", "fake",
-                "--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"), "--json", str(out)], cwd=tmp_path)
+                "--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"), "--json", str(out),
+                "--set", "reader.atoms_first=false"], cwd=tmp_path)
     rows = {r["system"]: r for r in json.loads(out.read_text())["rows"]}
     assert set(rows) == {"hybrid", "ppr_minilm", "dense atoms", "ppr (paper values)",
                          "hybrid, atom-list context (25 atoms)", "BM25 200-word windows",
@@ -89,6 +90,7 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
     # the record says how it was made: the command, the composed config, the data files read
     prov = json.loads(out.read_text())["provenance"]
     assert "bench_graphbench.py" in prov["command"] and "--dataset graphbench_novel" in prov["command"]
+    assert prov["config"]["reader"]["atoms_first"] is False  # --set reached the composed config
     assert prov["config"]["embedder"]["name"] == "fake" and prov["config"]["dataset"]["name"] == "graphbench_novel"
     hashed = {Path(p).name for p in prov["data_files"]}
     assert {"corpus_raw.jsonl", "questions.dev.jsonl"} <= hashed
