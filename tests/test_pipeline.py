@@ -59,6 +59,7 @@ def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, shared_d
     assert prov["config"]["dataset"]["limit"] == 6 and prov["config"]["sieve"]["name"] == "llm"
     assert any(Path(f).name == "questions.jsonl" for f in prov["data_files"])
     assert prov["models"]["llm"]["name"] == "fake" and prov["git"]["commit"]
+    assert metrics["models"]["llm"] == cfg.llm.model  # the run used its LLM (read before the model closed)
 
 
 def test_finished_run_is_reused_not_overwritten(tmp_path, shared_data) -> None:

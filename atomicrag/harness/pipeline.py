@@ -122,7 +122,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         "indexes": indexes,  # one per corpus (Graph-Bench Novel: one per novel)
         "stages": stage_summaries(cfg, batch),
         "cost": cost_summary(accountant, len(questions), query_wall, wall),
-        "models": {"llm": cfg.llm.model if models.llm_built else None, "embedder": models.embedder.name},
+        "models": {"llm": cfg.llm.model if llm_used else None, "embedder": models.embedder.name},
         "config": summary_fields(cfg),
         "prompts": prompts,
         "differences": differences(cfg),
