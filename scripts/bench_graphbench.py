@@ -13,7 +13,7 @@ routed to its novel). Every system returns a context in rank order; evidence cov
   (``reader.context=atoms``, 25 atoms, what the library returned before the documents context);
 - window baselines: BM25 and dense MiniLM over 200-word windows of the same documents.
 
-Odd half of DEV (``--half 1``, never tuned on) by default; 95% bootstrap intervals over questions
+Odd half of DEV (``--half odd``, never tuned on) by default; 95% bootstrap intervals over questions
 and per question type. ``--json`` writes the rows.
 
     python scripts/bench_graphbench.py --dataset graphbench_medical --json results/graphbench/medical_half1.json
@@ -33,7 +33,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
 import torch
-from bench_stats import bootstrap
+from bench_stats import HALF_CHOICES, bootstrap, half_name, select_half, write_record
+
+from atomicrag.harness.provenance import Provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = (300, 600)
@@ -50,13 +52,14 @@ def retriever_rows() -> list[tuple[str, dict[str, Any], str]]:
 READER: dict[str, Any] = {}  # --reader: extra reader fields (e.g. {"atoms_first": false})
 
 
-SETUP: dict[str, Any] = {"embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "paths": {}}
+SETUP: dict[str, Any] = {"embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "paths": {},
+                         "set": []}  # --set: Hydra overrides applied to every system's config
 
 
 def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens: int) -> Any:
     from atomicrag.core.compose import load_config
 
-    return load_config({
+    return load_config(overrides=SETUP["set"], source={
         "dataset": {"name": dataset, "split": "dev", "format": "normalized", "reader": "abstract"},
         "embedder": SETUP["embedder"],
         "paths": SETUP["paths"],
@@ -109,12 +112,14 @@ def summarize(label: str, questions: list[Any], contexts: list[list[str]]) -> di
 
 def paired_differences(rows: list[dict[str, Any]], baseline: str) -> None:
     """Each row's coverage minus ``baseline``'s on the same questions, with a paired 95% bootstrap
-    interval (``vs_baseline@N``: [difference, [low, high]]); drops the per-question values."""
+    interval (``vs_baseline@N``: [difference, [low, high]]); the per-question values stay in the
+    record (``per_question@N``, None: a question without evidence) so its summary re-derives."""
     base = next((r for r in rows if r["system"] == baseline), None)
     base_vals = {n: base[f"_values@{n}"] for n in WORDS} if base is not None else {}
     for r in rows:
         for n in WORDS:
             vals = r.pop(f"_values@{n}")
+            r[f"per_question@{n}"] = vals
             if base is None or r is base:
                 continue
             diff = [a - b for a, b in zip(vals, base_vals[n]) if a is not None and b is not None]
@@ -125,7 +130,7 @@ def paired_differences(rows: list[dict[str, Any]], baseline: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True, choices=["graphbench_medical", "graphbench_novel"])
-    ap.add_argument("--half", type=int, default=1, choices=[0, 1])
+    ap.add_argument("--half", default="odd", choices=HALF_CHOICES, help="DEV questions: odd (1), even (0) or all")
     ap.add_argument("--context-tokens", type=int, default=1000, help="budget of the documents context")
     ap.add_argument("--only", default="", help="comma list of system labels (prefix match)")
     ap.add_argument("--corpora", type=int, default=0,
@@ -134,8 +139,12 @@ def main() -> None:
     ap.add_argument("--reader", default="{}", help="JSON reader fields for the documents context")
     ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
     ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ./data, ../shared/data, then the shipped smoke sets)")
+    ap.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
+                    help="a Hydra override applied to every system, e.g. --set reader.atoms_first=false (repeatable)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    prov = Provenance.start()
+    SETUP["set"] = list(args.set)
     READER.update(json.loads(args.reader))
     if args.embedder != "minilm":
         SETUP["embedder"] = args.embedder  # a conf/embedder option
@@ -143,34 +152,26 @@ def main() -> None:
     from atomicrag.core.schemas import Question
     from atomicrag.data.loaders import load_dataset
     from atomicrag.data.token_windows import chunk_passages
-    from atomicrag.embed.factory import build_embedder
-    from atomicrag.graph.cached_build import index_corpus
+    from atomicrag.engine import ConfigModels, Engine
     from atomicrag.retrieve.lexical import BM25Matrix
-    from atomicrag.retrieve.query_batch import BatchRetriever
 
     base = config(args.dataset, {}, "documents", args.context_tokens)
     data_dir = base.paths.resolved_data_dir(dataset=base.dataset)
     data = load_dataset(base.dataset, data_dir)
-    questions: list[Question] = data.questions[args.half::2]
+    questions: list[Question] = select_half(data.questions, args.half)
     if args.corpora:  # a run that must fit a time budget: whole corpora with all their questions
         keep = sorted({q.corpus for q in questions if q.corpus})[: args.corpora]
         questions = [q for q in questions if q.corpus in keep]
         print(f"corpora {keep}: {len(questions)} questions", flush=True)
     passages = raw_passages(args.dataset, data_dir)
-    embedder = build_embedder(base.embedder, base.fidelity)
-    chunks = chunk_passages(passages, base.dataset)
-    by_corpus: dict[str, list[Any]] = defaultdict(list)
-    for c in chunks:
-        by_corpus[next(p.corpus for p in passages if p.id == c.passage_id)].append(c)
-    asked = defaultdict(list)
-    for i, q in enumerate(questions):
-        asked[q.corpus or passages[0].corpus].append(i)
+    models = ConfigModels(base)  # one embedder for the index, every retriever row and the window baselines
+    embedder = models.embedder
     t0 = time.perf_counter()
-    graphs = {}
-    for name in sorted(asked):
-        graphs[name] = index_corpus(by_corpus[name], base, None, embedder, args.cache_dir, f"{args.dataset}_raw",
-                                    progress=False)
-        print(f"indexed {name}: {len(by_corpus[name])} chunks, {len(graphs[name].atoms):,} atoms "
+    # one graph per corpus, only the corpora the questions ask about, through the stage cache
+    engine = Engine(base, models, cache_dir=args.cache_dir, dataset_name=f"{args.dataset}_raw")
+    index = engine.index_passages(passages, chunks=chunk_passages(passages, base.dataset), questions=questions)
+    for name, g in index.graphs.items():
+        print(f"indexed {name}: {len(index.chunks[name])} chunks, {len(g.graph.atoms):,} atoms "
               f"({time.perf_counter() - t0:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
     rows = []
     wanted = [s for s in args.only.split(",") if s]
@@ -178,21 +179,20 @@ def main() -> None:
         if wanted and not any(label.startswith(w) for w in wanted):
             continue
         cfg = config(args.dataset, fields, context, args.context_tokens)
-        ctx: list[list[str]] = [[] for _ in questions]
         t1 = time.perf_counter()
-        for name, pos in asked.items():
-            result = BatchRetriever(cfg, graphs[name], embedder).run([questions[i] for i in pos])
-            for i, c in zip(pos, result.contexts):
-                ctx[i] = [it.text for it in c]
-        rows.append(summarize(label, questions, ctx) | {"s": round(time.perf_counter() - t1, 1)})
+        batch = Engine(cfg, models).retrieve(index, questions)  # the same graphs, this row's retriever
+        ctx = [[it.text for it in c] for c in batch.contexts]
+        rows.append(summarize(label, questions, ctx) | {"s": round(time.perf_counter() - t1, 1)}
+                    | {"retriever": fields, "reader_context": context})
         print(json.dumps({k: v for k, v in rows[-1].items() if not k.startswith("_")}), flush=True)
     wins = windows(passages)
+    asked = index.route(questions)
     for label in ("BM25 200-word windows", "dense MiniLM 200-word windows"):
         if wanted and not any(label.startswith(w) for w in wanted):
             continue
         ctx = [[] for _ in questions]
         for name, pos in asked.items():
-            texts = wins[name]
+            texts = wins[name if name in wins else passages[0].corpus]
             qs = [questions[i].question for i in pos]
             if label.startswith("BM25"):
                 scores = BM25Matrix(texts).scores(qs)  # [q, W]
@@ -204,17 +204,20 @@ def main() -> None:
         rows.append(summarize(label, questions, ctx))
         print(json.dumps({k: v for k, v in rows[-1].items() if not k.startswith("_")}), flush=True)
     paired_differences(rows, "BM25 200-word windows")
-    print(f"\n{args.dataset} DEV half {args.half}: evidence coverage, 95% bootstrap CI")
+    print(f"\n{args.dataset} DEV {half_name(args.half)} half: evidence coverage, 95% bootstrap CI")
     for r in rows:
         vs = (f"  vs BM25 windows @300 {r['vs_baseline@300'][0]:+.1f} {r['vs_baseline@300'][1]} "
               f"@600 {r['vs_baseline@600'][0]:+.1f} {r['vs_baseline@600'][1]}" if "vs_baseline@300" in r else "")
         print(f"{r['system']:40s} n={r['n']}  @300 {r['cov@300']:5.1f} {r['cov@300_ci95']}  "
               f"@600 {r['cov@600']:5.1f} {r['cov@600_ci95']}  words {r['words_mean']}{vs}")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"dataset": args.dataset, "half": args.half,
-                                               "context_tokens": args.context_tokens, "rows": rows,
-                                               "load_1min": os.getloadavg()[0]}, indent=1))
+        raw = data_dir / args.dataset / "corpus_raw.jsonl"
+        write_record(args.json, {"dataset": args.dataset, "half": half_name(args.half),
+                                 "context_tokens": args.context_tokens, "rows": rows,
+                                 "question_ids": [q.id for q in questions],
+                                 "load_1min": os.getloadavg()[0]},
+                     prov.finish(base, data_files=[*data.files, raw], uses_llm=False,
+                                 extra={"questions": len(questions), "corpora": sorted(index.graphs)}))
 
 
 if __name__ == "__main__":

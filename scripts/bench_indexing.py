@@ -85,6 +85,9 @@ def main() -> None:
     ap.add_argument("--nlp-processes", type=int, default=0, help="spaCy worker processes (0 = auto)")
     ap.add_argument("--json", default=None, help="write the report here")
     args = ap.parse_args()
+    from atomicrag.harness.provenance import Provenance
+
+    prov = Provenance.start()
 
     t_start, c_start = time.perf_counter(), time.process_time()
     passages = read_passages(Path(args.corpus))[: args.limit]
@@ -147,6 +150,7 @@ def main() -> None:
           f"native bf16: {cpu_has_native_bf16()}), embedder {embedder.name}, peak {peak_rss_gb():.2f} GB -> {verdict} "
           f"(target < 150 s, < 4 GB on 2 idle cores)")
     if args.json:
+        report["provenance"] = prov.finish(cfg, data_files=[args.corpus], uses_llm=False)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
 
 

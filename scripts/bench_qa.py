@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """QA benchmark: do retrieval gains reach the answers?
 
-2Wiki DEV odd half (the questions no retrieval setting was tuned on; n = 333), full corpus
+2Wiki DEV odd half (``--half odd``, the default: the questions no retrieval setting was tuned on;
+n = 333; ``--half even`` for a follow-up pilot on the tuning half), full corpus
 (6,119 passages), one reader for every system: the ``precise`` reader, its prompt, and the same
 context budget (``--context-tokens`` regex tokens), on Qwen2.5-Coder-0.5B-Instruct served by the
 CPU vLLM server. Systems:
@@ -26,7 +27,6 @@ to ``<out>/summary.json`` from whatever rows are there; ``--summary-only`` re-re
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -37,16 +37,30 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
+from bench_stats import HALF_CHOICES, half_name, select_half
 from bench_stats import bootstrap as _bootstrap
+
+from atomicrag.core.artifacts import write_json_atomic
+from atomicrag.harness.provenance import Provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5")
 
 
-def base_config(args: argparse.Namespace) -> Any:
+# each system is the base config plus Hydra overrides (the one composer, core/compose.py); its
+# contexts come from Engine.retrieve over the one index (gold reads the gold passages, no retriever)
+SYSTEM_OVERRIDES: dict[str, list[str]] = {
+    "atomicrag": [],
+    "atomicrag_atoms": ["reader.context=atoms"],
+    "atomicrag_top5": ["reader.max_documents=5"],
+    "vanilla": ["retriever=dense_passage", "retriever.passage_top_k=5"],
+}
+
+
+def base_config(args: argparse.Namespace, overrides: list[str] | tuple[str, ...] = ()) -> Any:
     from atomicrag.core.compose import load_config
 
-    return load_config({
+    return load_config(overrides=[*args.set, *overrides], source={
         "dataset": {"name": "2wikimultihopqa", "split": args.split, "format": "normalized", "reader": "precise"},
         # the same embedder settings as scripts/tune_retrieval.py: its cached index is reused
         "embedder": args.embedder if args.embedder != "minilm" else {"name": "onnx", "model": "minilm", "batch_size": 32},
@@ -69,46 +83,36 @@ def gold_context(q: Any, passages: dict[str, Any]) -> list[Any]:
             for p in q.supporting_ids if p in passages]
 
 
-def passage_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+def passage_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], models: Any
                      ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
     """Contexts (and passage rankings) of the systems that need no atom index: vanilla, gold."""
-    from atomicrag.data.token_windows import chunk_passages
-    from atomicrag.retrieve.dense_passage import retrieve_passages
+    from atomicrag.engine import Engine
     from atomicrag.retrieve.reader_context import fit_budget
 
     passages = data.passage_index()
-    vcfg = dataclasses.replace(cfg, retriever=dataclasses.replace(cfg.retriever, passage_top_k=5))
-    vtraces, vctx = retrieve_passages(questions, chunk_passages(data.passages, cfg.dataset), embedder, vcfg)
-    ctx = {"vanilla": [fit_budget(c, args.context_tokens) for c in vctx],
+    vcfg = base_config(args, SYSTEM_OVERRIDES["vanilla"])
+    batch = Engine(vcfg, models).retrieve(Engine(vcfg, models).index_passages(data.passages), questions)
+    ctx = {"vanilla": [fit_budget(c, args.context_tokens) for c in batch.contexts],
            "gold": [fit_budget(gold_context(q, passages), args.context_tokens) for q in questions]}
-    return ctx, {"vanilla": [t.retrieved_passages for t in vtraces]}
+    return ctx, {"vanilla": [t.retrieved_passages for t in batch.traces]}
 
 
-def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], embedder: Any
+def atomic_contexts(args: argparse.Namespace, cfg: Any, data: Any, questions: list[Any], models: Any
                     ) -> tuple[dict[str, list[list[Any]]], dict[str, list[list[str]]]]:
-    """AtomicRAG's contexts on the cached 2Wiki index (built here when the cache has none)."""
-    from atomicrag.data.token_windows import chunk_passages
-    from atomicrag.graph.cached_build import index_corpus
-    from atomicrag.retrieve.query_batch import BatchRetriever
+    """AtomicRAG's contexts on the cached 2Wiki index (built here when the cache has none): one
+    index, each system's retrieval through ``Engine.retrieve`` with its overrides."""
+    from atomicrag.engine import Engine
     from atomicrag.retrieve.reader_context import fit_budget
 
-    graph = index_corpus(chunk_passages(data.passages, cfg.dataset), cfg, None, embedder, args.cache_dir, data.name,
-                         progress=False)
+    index = Engine(cfg, models, cache_dir=args.cache_dir, dataset_name=data.name).index_passages(data.passages)
     out: dict[str, list[list[Any]]] = {}
-    res = BatchRetriever(cfg, graph, embedder).run(questions)
-    traces, out["atomicrag"] = res.traces, res.contexts
-    ranked = {"atomicrag": [t.retrieved_passages for t in traces]}
-    if "atomicrag_atoms" in args.systems:
-        acfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, context="atoms"))
-        res = BatchRetriever(acfg, graph, embedder).run(questions)
-        # the atom list is by count (--atoms-context); the same token budget as every system
-        traces, out["atomicrag_atoms"] = res.traces, [fit_budget(c, args.context_tokens) for c in res.contexts]
-        ranked["atomicrag_atoms"] = [t.retrieved_passages for t in traces]
-    if "atomicrag_top5" in args.systems:
-        tcfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, max_documents=5))
-        res = BatchRetriever(tcfg, graph, embedder).run(questions)
-        out["atomicrag_top5"] = res.contexts
-        ranked["atomicrag_top5"] = [t.retrieved_passages for t in res.traces]
+    ranked: dict[str, list[list[str]]] = {}
+    for system in (s for s in args.systems if s.startswith("atomicrag")):
+        batch = Engine(base_config(args, SYSTEM_OVERRIDES[system]), models).retrieve(index, questions)
+        # the atom list is by count (--atoms-context); every system has the same token budget
+        out[system] = ([fit_budget(c, args.context_tokens) for c in batch.contexts] if system == "atomicrag_atoms"
+                       else batch.contexts)
+        ranked[system] = [t.retrieved_passages for t in batch.traces]
     return out, ranked
 
 
@@ -160,7 +164,7 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    print(f"n = {summary['n']} questions answered by every system (2Wiki DEV odd half)")
+    print(f"n = {summary['n']} questions answered by every system (2Wiki DEV {summary.get('half') or 'odd'} half)")
     print(f"{'system':18s} {'EM [95% CI]':>20s} {'F1 [95% CI]':>20s} {'F1 - vanilla [95% CI]':>26s} "
           f"{'gold in reply':>14s} {'failed':>7s} {'ctx tok':>8s} {'R@5':>6s}")
     for s, m in summary["systems"].items():
@@ -175,7 +179,9 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=333, help="first n questions of the odd half")
+    ap.add_argument("--n", type=int, default=333, help="first n questions of the half")
+    ap.add_argument("--half", default="odd", choices=HALF_CHOICES,
+                    help="DEV questions: odd (1, never tuned on), even (0, where settings were chosen) or all")
     ap.add_argument("--systems", default="atomicrag,vanilla,gold", help=f"comma list of {SYSTEMS}")
     ap.add_argument("--llm", default="vllm_cpu_qwen05b", help="conf/llm/<name>.yaml")
     ap.add_argument("--embedder", default="minilm", help="minilm (ONNX, the default) or conf/embedder/<name>.yaml")
@@ -188,6 +194,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=384, help="reader completion budget")
     ap.add_argument("--answer-followup", default="auto", choices=["auto", "continue", "ask", "none"],
                     help="reader.answer_followup: a reply without 'Answer:' gets a short call for the span")
+    ap.add_argument("--set", action="append", default=[], metavar="OVERRIDE",
+                    help="a Hydra override applied to every system, e.g. --set retriever.top_k=10 (repeatable)")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--llm-threads", type=int, default=0, help="cores the vLLM server computes on (0: the config's)")
     ap.add_argument("--block", type=int, default=32, help="questions per block (every system answers it)")
@@ -196,6 +204,7 @@ def main() -> None:
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--wait-for", help="answer AtomicRAG's rows once this file exists (its index build is done)")
     args = ap.parse_args()
+    args.half = half_name(args.half)
     args.systems = [s for s in args.systems.split(",") if s]
     if unknown := set(args.systems) - set(SYSTEMS):
         sys.exit(f"unknown systems {sorted(unknown)}")
@@ -206,27 +215,48 @@ def main() -> None:
         run(args, rows_file)
     rows = [json.loads(line) for line in rows_file.read_text().splitlines() if line.strip()]
     summary = summarize(rows, args.systems)
-    summary.update({"command": " ".join(sys.argv), "llm": args.llm, "context_tokens": args.context_tokens,
-                    "merge_window_repeats": args.merge_window_repeats,
-                    "max_tokens": args.max_tokens, "n_requested": args.n,
-                    "answer_followup": args.answer_followup})
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    summary.update(run_flags(out / RUNS_FILE, args))
+    summary["command"] = " ".join(sys.argv)  # this (summary) call; the answering runs are in "runs"
+    write_json_atomic(out / "summary.json", summary, indent=1)
     print_summary(summary)
+
+
+RUNS_FILE = "runs.json"  # one entry per answering run of the folder (a resumed run adds one)
+ANSWER_FLAGS = ("llm", "context_tokens", "merge_window_repeats", "max_tokens", "answer_followup", "half")
+
+
+def run_flags(runs_file: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that made the answers: the answering runs' (``runs.json``), not this call's.
+
+    A folder answered before ``runs.json`` existed has only the summary call's flags, and says so."""
+    if not runs_file.is_file():
+        return {**{k: getattr(args, k) for k in ANSWER_FLAGS}, "n_requested": args.n,
+                "flags_from": "the summary call (this folder has no runs.json)"}
+    runs = json.loads(runs_file.read_text())
+    last = runs[-1]["flags"]
+    out: dict[str, Any] = {k: last.get(k) for k in ANSWER_FLAGS}
+    out["n_requested"] = last.get("n")
+    differing = sorted(k for k in ANSWER_FLAGS if len({json.dumps(r["flags"].get(k)) for r in runs}) > 1)
+    if differing:  # rows answered under different flags: the summary mixes them, and says which
+        out["flags_differ_between_runs"] = differing
+    out["flags_from"] = RUNS_FILE
+    out["runs"] = runs
+    return out
 
 
 def run(args: argparse.Namespace, rows_file: Path) -> None:
     from atomicrag.answer.readers import LLMReader
     from atomicrag.data.loaders import load_dataset
-    from atomicrag.embed.factory import build_embedder
     from atomicrag.engine.core import ConfigModels
     from atomicrag.llm.accounting import Accountant
 
+    prov = Provenance.start()
     cfg = base_config(args)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
-    questions = data.questions[1::2][: args.n]  # the odd half: never tuned on
-    embedder = build_embedder(cfg.embedder, cfg.fidelity)
+    questions = select_half(data.questions, args.half)[: args.n]  # the odd half (default): never tuned on
+    models = ConfigModels(cfg, Accountant())  # one embedder and one LLM for every system
     t0 = time.perf_counter()
-    ctx, ranked = passage_contexts(args, cfg, data, questions, embedder)
+    ctx, ranked = passage_contexts(args, cfg, data, questions, models)
     print(f"passage contexts for {len(questions)} questions in {time.perf_counter() - t0:.0f} s; load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     pending = [s for s in args.systems if s.startswith("atomicrag")]
@@ -234,7 +264,6 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
     if rows_file.exists():  # resume: a stopped run keeps its answers
         done = {(r["id"], r["system"]) for r in map(json.loads, rows_file.read_text().splitlines()) if r}
     units = [(start, system) for start in range(0, len(questions), args.block) for system in args.systems]
-    models = ConfigModels(cfg, Accountant())
     try:
         reader = LLMReader(models.llm, "precise", cfg.reader, temperature=0.0, seed=0, max_tokens=args.max_tokens)
         print(f"reader follow-up for replies without 'Answer:': {reader.followup}", flush=True)
@@ -243,7 +272,7 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
             # e.g. scripts/tune_retrieval.py's --json); the other systems answer meanwhile.
             if pending and (not args.wait_for or Path(args.wait_for).exists()):
                 t0 = time.perf_counter()
-                more, more_ranked = atomic_contexts(args, cfg, data, questions, embedder)
+                more, more_ranked = atomic_contexts(args, cfg, data, questions, models)
                 ctx.update(more)
                 ranked.update(more_ranked)
                 pending = []
@@ -262,13 +291,28 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
             outs = reader.answer([questions[i].question for i in todo], [ctx[system][i] for i in todo])
             with rows_file.open("a") as f:
                 for i, o in zip(todo, outs):
-                    f.write(json.dumps(answer_row(questions[i], system, o, ctx[system][i],
-                                                  ranked.get(system, [None] * len(questions))[i])) + "\n")
+                    row = answer_row(questions[i], system, o, ctx[system][i],
+                                     ranked.get(system, [None] * len(questions))[i])
+                    # which model answered, under which budgets: rows of a resumed run stay attributable
+                    row.update(model=cfg.llm.model, max_tokens=args.max_tokens,
+                               context_budget=args.context_tokens)
+                    f.write(json.dumps(row) + "\n")
                     done.add((questions[i].id, system))
             print(f"[{time.strftime('%H:%M:%S')}] {system:16s} q {todo[0]}-{todo[-1]}: "
                   f"{time.perf_counter() - t1:5.1f} s, failed {sum(o.failed for o in outs)}", flush=True)
+        record_run(rows_file.parent / RUNS_FILE, args, prov.finish(
+            cfg, data_files=data.files, uses_llm=models.llm_built,
+            extra={"questions": len(questions), "systems": args.systems}))
     finally:
         models.close()
+
+
+def record_run(runs_file: Path, args: argparse.Namespace, provenance: dict[str, Any]) -> None:
+    """Append this answering run (its flags and provenance) to ``runs.json``, atomically."""
+    runs = json.loads(runs_file.read_text()) if runs_file.is_file() else []
+    flags = {k: v for k, v in vars(args).items() if k != "summary_only"}
+    runs.append({"flags": flags, "provenance": provenance})
+    write_json_atomic(runs_file, runs, indent=1)
 
 
 def answer_row(q: Any, system: str, o: Any, context: list[Any], rank: list[str] | None) -> dict[str, Any]:

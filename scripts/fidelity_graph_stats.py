@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from graph_stats import conf_group, load_chunks  # noqa: E402  (same folder)
+from graph_stats import DATA_FILES, conf_group, load_chunks
 
-from atomicrag.core.config import (  # noqa: E402
+from atomicrag.core.config import (
     AtomizerConfig,
     Config,
     DatasetConfig,
@@ -39,33 +39,14 @@ from atomicrag.core.config import (  # noqa: E402
     GraphConfig,
     PathsConfig,
 )
-from atomicrag.graph.build import build_graph  # noqa: E402
-from atomicrag.graph.cached_build import atomize_cached, index_corpus  # noqa: E402
-from atomicrag.graph.stats import TABLE3_COLUMNS, TABLE6_COLUMNS, graph_stats  # noqa: E402
+from atomicrag.embed.memo import MemoEmbedder
+from atomicrag.graph.build import build_graph
+from atomicrag.graph.cached_build import atomize_cached, index_corpus
+from atomicrag.graph.stats import TABLE3_COLUMNS, TABLE6_COLUMNS, graph_stats
+from atomicrag.harness.provenance import Provenance
 
 COLUMNS = list(dict.fromkeys(TABLE6_COLUMNS + TABLE3_COLUMNS + (
     "containment_per_atom", "atoms_without_entities", "isolated_entities", "unique_pairs")))
-
-
-class TextCacheEmbedder:
-    """An embedder that answers known strings from a table and encodes only the others."""
-
-    def __init__(self, inner: Any, table: dict[str, torch.Tensor]) -> None:
-        self.inner, self.table = inner, table
-        self.name, self.dim = inner.name, inner.dim
-        self.encoded = 0  # strings that missed the table
-
-    def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
-        if is_query:
-            return self.inner.encode(texts, is_query=True)
-        missing = list(dict.fromkeys(t for t in texts if t not in self.table))
-        if missing:
-            self.encoded += len(missing)
-            for t, v in zip(missing, torch.as_tensor(self.inner.encode(missing))):
-                self.table[t] = v.float()
-        if not texts:
-            return torch.zeros(0, self.dim)
-        return torch.stack([self.table[t] for t in texts])
 
 
 def variant_fidelity(spec: str) -> FidelityConfig:
@@ -102,6 +83,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    prov = Provenance.start()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # reference_code keeps only triple subjects/objects as entities: a triple-less atomizer (sentence)
     # then has no entity node at all, so its containment-key drop shows with entity_nodes=all
@@ -119,12 +101,12 @@ def main() -> None:
     embedder = build_embedder(base.embedder, base.fidelity)
     t0 = time.perf_counter()
     first = index_corpus(chunks, base, None, embedder, base.paths.cache_dir, dcfg.name)  # cached after the first run
-    table: dict[str, torch.Tensor] = {}
+    # the variants' vectors: the first graph's, as float32 (as stored); new strings are encoded once
+    cached = MemoEmbedder(embedder, dtype=torch.float32)
     if first.atom_embeddings is not None:
-        table.update({a.text: v for a, v in zip(first.atoms, first.atom_embeddings)})
+        cached.seed_passages((a.text, v) for a, v in zip(first.atoms, first.atom_embeddings))
     if first.entity_embeddings is not None:
-        table.update(dict(zip(first.entity_texts, first.entity_embeddings)))
-    cached = TextCacheEmbedder(embedder, table)
+        cached.seed_passages((t, v) for t, v in zip(first.entity_texts, first.entity_embeddings))
     result, _ = atomize_cached(chunks, base, None, base.paths.cache_dir, dcfg.name)
     rows: dict[str, dict[str, Any]] = {variants[0]: graph_stats(first)}
     seconds = {variants[0]: round(time.perf_counter() - t0, 1)}
@@ -140,7 +122,8 @@ def main() -> None:
     stem = f"fidelity_{args.atomizer}_{args.embedder}"
     report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
               "atomizer": args.atomizer, "embedder": embedder.name, "variants": rows, "seconds": seconds,
-              "strings_embedded_anew": cached.encoded}
+              "strings_embedded_anew": cached.encoded,
+              "provenance": prov.finish(base, data_files=DATA_FILES, uses_llm=False)}
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     md = markdown(rows)
     (out / f"{stem}.md").write_text(md)

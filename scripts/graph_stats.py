@@ -63,11 +63,15 @@ def passages_as_chunks(passages: list[Passage]) -> list[Chunk]:
     return [Chunk(id=p.id, passage_id=p.id, text=p.text, title=p.title, end_char=len(p.text)) for p in passages]
 
 
+DATA_FILES: list[str] = []  # the files load_chunks read (for the record's provenance)
+
+
 def load_chunks(dataset_cfg: Any, data_dir: Path, rechunk: bool) -> tuple[list[Chunk], int]:
     """(chunks, number of passages) of a dataset config."""
     from atomicrag.data.loaders import load_dataset
 
     ds = load_dataset(dataset_cfg, data_dir)
+    DATA_FILES[:] = ds.files
     if rechunk:
         from atomicrag.data.token_windows import chunk_passages
 
@@ -98,6 +102,9 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--out", default=None, help="output folder (default results/graph_stats/<dataset>)")
     args = ap.parse_args()
+    from atomicrag.harness.provenance import Provenance
+
+    prov = Provenance.start()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     dcfg: DatasetConfig = conf_group("dataset", args.dataset, DatasetConfig)
@@ -150,7 +157,8 @@ def main() -> None:
               "atomizer": args.atomizer, "embedder": embedder.name, "fidelity": args.fidelity + tag,
               "stats": st, "index_seconds": round(seconds, 2), "peak_rss_gb": round(peak_rss_gb(), 2),
               "graph_key": graph.meta.get("graph_key"), "timings": graph.meta.get("timings"),
-              "failed_chunks": graph.meta.get("failed_chunks", 0)}
+              "failed_chunks": graph.meta.get("failed_chunks", 0),
+              "provenance": prov.finish(cfg, data_files=DATA_FILES, uses_llm=llm is not None)}
     out = Path(args.out or ROOT / "results" / "graph_stats" / dcfg.name)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{args.atomizer}{'_nc' if cfg.atomizer.noun_chunks else ''}_{args.embedder}_{args.fidelity}"

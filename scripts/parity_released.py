@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     if req_log.exists() and not args.report_only:
         req_log.unlink()
 
-    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
+    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
     base_chunks = chunk_passages(data.passages, cfg.dataset)[: args.chunks]
     docs = [f"{i}:{c.text}" for i, c in enumerate(base_chunks)]  # the released runner's documents
     chunks = [Chunk(id=f"parity-{i:04d}", passage_id=c.passage_id, text=doc, title="")

@@ -3,13 +3,13 @@
 
 Loads (or builds) the cached sentence-atom graph once and runs the batched BatchRetriever per
 retriever variant (seconds each), printing passage Recall@2/@5 with 95% bootstrap intervals and
-ms per question. Choose on the even half (``--half 0``); report the odd half (``--half 1``),
+ms per question. Choose on the even half (``--half even``); report the odd half (``--half odd``),
 which the search never saw (experiments/retrieval_2wiki/README.md).
 
-    python scripts/tune_retrieval.py --half 0 --rows                # the ablation rows
-    python scripts/tune_retrieval.py --half 0 --base '{"passage_nodes": true}' \\
+    python scripts/tune_retrieval.py --half even --rows             # the ablation rows
+    python scripts/tune_retrieval.py --half even --base '{"passage_nodes": true}' \\
         --grid passage_seed_weight=0.1,0.5,1 passage_edge_weight=0.5,1
-    python scripts/tune_retrieval.py --half 1 --rows --json results/retrieval_2wiki/ablation_half1.json
+    python scripts/tune_retrieval.py --half odd --rows --json results/retrieval_2wiki/ablation_half1.json
 """
 from __future__ import annotations
 
@@ -25,20 +25,31 @@ from typing import Any, ClassVar
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
 
-import yaml
-from bench_stats import bootstrap
+from bench_stats import HALF_CHOICES, bootstrap, half_name, select_half, write_record
 
 from atomicrag.core.compose import load_config
 from atomicrag.core.config import Config, RetrieverConfig
 from atomicrag.data.loaders import load_dataset
 from atomicrag.data.token_windows import chunk_passages
 from atomicrag.embed.factory import build_embedder
+from atomicrag.embed.memo import MemoEmbedder
 from atomicrag.evaluate.metrics import recall_at_k
 from atomicrag.graph.cached_build import index_corpus
+from atomicrag.harness.provenance import Provenance
 from atomicrag.retrieve.query_batch import BatchRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
-PPR_MINILM = yaml.safe_load((ROOT / "conf/retriever/ppr_minilm.yaml").read_text())
+DEFAULTS = dataclasses.asdict(RetrieverConfig())  # the paper's values
+
+
+def option_fields(option: str) -> dict[str, Any]:
+    """The fields a ``conf/retriever`` option sets away from the dataclass defaults, composed by
+    ``load_config`` (so an option extending another through ``defaults:`` has both's fields)."""
+    full = dataclasses.asdict(load_config({"retriever": option}, env_prefix=None).retriever)
+    return {k: v for k, v in full.items() if v != DEFAULTS[k]}
+
+
+PPR_MINILM = option_fields("ppr_minilm")
 
 
 def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
@@ -46,47 +57,28 @@ def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
     and the preset plus each lever the even half rejected."""
     rows: list[tuple[str, dict[str, Any]]] = [("dense atoms (w/o ERGR)", {"name": "dense"}),
                                                ("ppr_minilm", dict(PPR_MINILM))]
-    hybrid_file = ROOT / "conf/retriever/hybrid.yaml"
-    if hybrid_file.exists():
-        best = yaml.safe_load(hybrid_file.read_text())
-        # one lever at a time off the chosen preset, then the preset itself
-        for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy"),
-                           ("passage_ranking", "best_atom")):
-            if field in best and best[field] != off:
-                cfg = dict(best, **{field: off})
-                if field == "passage_nodes":
-                    cfg.update(passage_seed_weight=0.0, passage_ranking="atom_sum"
-                               if best.get("passage_ranking") == "node" else best.get("passage_ranking"))
-                rows.append((f"hybrid without {field}", cfg))
-        rows.append(("hybrid (retriever=hybrid)", best))
-        if best.get("passage_ranking") == "bridge":  # the bridge ranking alone over ppr_minilm
-            rows.append(("ppr_minilm + bridge ranking", dict(PPR_MINILM, passage_ranking="bridge",
-                                                              bridge_weight=best.get("bridge_weight", 1.0))))
-        if best.get("query_entities") == "spacy_cased":  # the case filter alone
-            rows.append(("hybrid with spacy_idf query entities", dict(best, query_entities="spacy_idf")))
-        # levers rejected on the even half, shown on the odd half too (added to the preset)
-        rows.append(("hybrid + passage nodes (node ranking, seed 0.5)",
-                     dict(best, passage_nodes=True, passage_ranking="node", passage_seed_weight=0.5)))
-        rows.append(("hybrid + fusion ranking (dense 0.5, bm25 0.5)",
-                     dict(best, passage_ranking="fusion", fusion_dense_weight=0.5, fusion_lexical_weight=0.5)))
+    best = option_fields("hybrid")
+    # one lever at a time off the chosen preset, then the preset itself
+    for field, off in (("lexical_weight", 0.0), ("passage_nodes", False), ("query_entities", "spacy"),
+                       ("passage_ranking", "best_atom")):
+        if best.get(field, DEFAULTS[field]) != off:
+            cfg = dict(best, **{field: off})
+            if field == "passage_nodes":
+                cfg.update(passage_seed_weight=0.0, passage_ranking="atom_sum"
+                           if best.get("passage_ranking") == "node" else best.get("passage_ranking"))
+            rows.append((f"hybrid without {field}", cfg))
+    rows.append(("hybrid (retriever=hybrid)", best))
+    if best.get("passage_ranking") == "bridge":  # the bridge ranking alone over ppr_minilm
+        rows.append(("ppr_minilm + bridge ranking", dict(PPR_MINILM, passage_ranking="bridge",
+                                                          bridge_weight=best.get("bridge_weight", 1.0))))
+    if best.get("query_entities") == "spacy_cased":  # the case filter alone
+        rows.append(("hybrid with spacy_idf query entities", dict(best, query_entities="spacy_idf")))
+    # levers rejected on the even half, shown on the odd half too (added to the preset)
+    rows.append(("hybrid + passage nodes (node ranking, seed 0.5)",
+                 dict(best, passage_nodes=True, passage_ranking="node", passage_seed_weight=0.5)))
+    rows.append(("hybrid + fusion ranking (dense 0.5, bm25 0.5)",
+                 dict(best, passage_ranking="fusion", fusion_dense_weight=0.5, fusion_lexical_weight=0.5)))
     return rows
-
-
-class MemoEmbedder:
-    """The embedder with a per-text memo: every variant embeds the same questions and entities."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.name, self.dim = inner, inner.name, inner.dim
-        self.memo: dict[tuple[str, bool], Any] = {}
-
-    def encode(self, texts: list[str], *, is_query: bool = False) -> Any:
-        import torch
-
-        todo = [t for t in dict.fromkeys(texts) if (t, is_query) not in self.memo]
-        if todo:
-            for t, row in zip(todo, self.inner.encode(todo, is_query=is_query)):
-                self.memo[(t, is_query)] = row
-        return torch.stack([self.memo[(t, is_query)] for t in texts]) if texts else self.inner.encode([])
 
 
 class MemoEngine(BatchRetriever):
@@ -115,7 +107,7 @@ def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict
     if timing:  # warm-up and no memo: the ms/question a user sees (spaCy, embedding, BM25, PPR)
         engine.run(questions[:8])
         MemoEngine.memo.clear()
-        engine.embedder.memo.clear()
+        engine.embedder.clear()
     t0, c0 = time.perf_counter(), time.process_time()
     traces = engine.run(questions).traces
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -130,7 +122,8 @@ def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--half", type=int, choices=[0, 1], default=0, help="DEV questions [half::2]")
+    ap.add_argument("--half", default="even", choices=HALF_CHOICES,
+                    help="DEV questions: even (0, where settings are chosen), odd (1, reported) or all")
     ap.add_argument("--rows", action="store_true", help="run the README's ablation rows")
     ap.add_argument("--base", default="{}", help="JSON retriever fields over ppr_minilm for --grid")
     ap.add_argument("--grid", nargs="*", default=[], help="field=v1,v2 ... (JSON values), product over fields")
@@ -143,6 +136,7 @@ def main() -> None:
                     "stop-word mentions; indexes the corpus once more, embeddings of unchanged texts reused)")
     ap.add_argument("--cache-dir", default="cache")
     args = ap.parse_args()
+    prov = Provenance.start()
     base = load_config({
         "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},
         "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "atomizer": {"name": "sentence", "resolve_subject": args.resolve,
@@ -150,11 +144,11 @@ def main() -> None:
         "reader": {"name": "none"}, "retriever": {"name": "ppr"},
     })
     data = load_dataset(base.dataset, base.paths.resolved_data_dir(dataset=base.dataset))
-    questions = data.questions[args.half::2]
+    questions = select_half(data.questions, args.half)
     embedder = MemoEmbedder(build_embedder(base.embedder, base.fidelity))
     graph = index_corpus(chunk_passages(data.passages, base.dataset), base, None, embedder, args.cache_dir,
                          data.name, progress=False)
-    print(f"{len(questions)} questions (half {args.half}), graph of {graph.num_nodes:,} nodes; "
+    print(f"{len(questions)} questions ({half_name(args.half)} half), graph of {graph.num_nodes:,} nodes; "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     points: list[tuple[str, dict[str, Any]]] = ablation_rows() if args.rows else []
     points += [(p, {**PPR_MINILM, **json.loads(p)}) for p in args.point]
@@ -172,10 +166,8 @@ def main() -> None:
         print(f"{label:60s} R@2 {res['R@2']:5.1f} {res['R@2_ci95']}  R@5 {res['R@5']:5.1f} {res['R@5_ci95']}  "
               f"{res['ms_per_q']:6.1f} ms/q", flush=True)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(args.json + ".tmp")
-        tmp.write_text(json.dumps({"half": args.half, "load_1min": os.getloadavg()[0], "results": results}, indent=1))
-        tmp.replace(args.json)
+        write_record(args.json, {"half": half_name(args.half), "load_1min": os.getloadavg()[0], "results": results},
+                     prov.finish(base, data_files=data.files, uses_llm=False))
 
 
 if __name__ == "__main__":

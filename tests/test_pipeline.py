@@ -54,6 +54,12 @@ def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, smoke_da
     assert all(item["atom_ids"] for q in preds for item in q["context"])  # provenance kept
     assert p["answer"] and p["seeds"][0]["query"] == p["question"]
     assert (out / "config.yaml").read_text().count("retriever:") == 1
+    # how the run was made: its full config, the data files it read (hashed), the models it used
+    prov = metrics["provenance"]
+    assert prov["config"]["dataset"]["limit"] == 6 and prov["config"]["sieve"]["name"] == "llm"
+    assert any(Path(f).name == "questions.jsonl" for f in prov["data_files"])
+    assert prov["models"]["llm"]["name"] == "fake" and prov["git"]["commit"]
+    assert metrics["models"]["llm"] == cfg.llm.model  # the run used its LLM (read before the model closed)
 
 
 def test_finished_run_is_reused_not_overwritten(tmp_path, smoke_data) -> None:

@@ -122,6 +122,9 @@ class RunMetrics:
     git_commit: str | None  # None: not a git checkout
     environment: dict[str, Any]
     finished_at: str
+    # how the run was made (harness/provenance.py): command, full config, commit and dirty flag, model
+    # and data file hashes, machine, start/end; runs written before it have none
+    provenance: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)
@@ -137,17 +140,21 @@ def build_run_metrics(scores: dict[str, Any], run: dict[str, Any], outcome: dict
                       folder: Path, experiment: str) -> RunMetrics:
     """The one place a run's metrics are assembled: ``scores`` from ``score_run``, ``run`` the
     pipeline's facts (dataset, split, n_questions, row_label, graph_stats, indexes, stages, cost,
-    models, config, and ``judge_settings`` when a judge graded the run), ``outcome`` from
+    models, config, ``judge_settings`` when a judge graded the run, ``provenance`` from
+    ``harness.provenance``), ``outcome`` from
     ``summarize_run``; the run folder's name, commit and environment are added here."""
     data = {**scores}
     judge_settings = run.get("judge_settings")
-    run = {k: v for k, v in run.items() if k != "judge_settings"}
+    provenance = run.get("provenance")
+    run = {k: v for k, v in run.items() if k not in ("judge_settings", "provenance")}
     data.update(run)
     if judge_settings is not None:  # the judge's summary (score_run) gains what graded it
         data["judge"] = {**(data.get("judge") or {}), "settings": judge_settings}
     data.update(outcome)
     data.update({"run_name": folder.name, "experiment": experiment, "git_commit": git_commit(),
                  "environment": environment(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    if provenance is not None:  # last key: the files written before it keep their key order
+        data["provenance"] = provenance
     return RunMetrics.from_dict(data, f"metrics of {folder}")
 
 

@@ -12,12 +12,13 @@ import time
 from typing import Any
 
 from atomicrag.core.config import Config
-from atomicrag.harness.rows import COMPONENTS, ablated
 from atomicrag.core.schemas import QueryTrace
 from atomicrag.engine.answer_checkpoint import CHECKPOINT_NAME
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
 from atomicrag.harness.metrics_file import build_run_metrics
+from atomicrag.harness.provenance import Provenance
+from atomicrag.harness.rows import COMPONENTS, ablated
 from atomicrag.harness.tracking import WandbSink, is_finished, read_metrics, run_dir, write_run
 
 log = logging.getLogger("atomicrag")
@@ -79,6 +80,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         log.info("run %s is finished; reusing it (overwrite=true to redo)", out_dir)
         return read_metrics(out_dir)
     t_start = time.perf_counter()
+    prov = Provenance.start()
     seed_everything(cfg.seed)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
     questions = data.questions
@@ -97,6 +99,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
                          batch.resumed_answers, len(questions), out_dir)
         traces = batch.traces
         query_wall = time.perf_counter() - t_query
+        llm_used = models.llm_built  # read before close() drops the model
         from atomicrag.evaluate.judge_config import judge_from_config  # its own LLM/embedder (cfg.judge)
 
         run_llm = models.llm if cfg.judge.name != "none" and cfg.judge.llm_source == "run" else None
@@ -123,11 +126,12 @@ def run_one(cfg: Config) -> dict[str, Any]:
         "indexes": indexes,  # one per corpus (Graph-Bench Novel: one per novel)
         "stages": stage_summaries(cfg, batch),
         "cost": cost_summary(accountant, len(questions), query_wall, wall),
-        "models": {"llm": cfg.llm.model if models.llm_built else None, "embedder": models.embedder.name},
+        "models": {"llm": cfg.llm.model if llm_used else None, "embedder": models.embedder.name},
         "config": summary_fields(cfg),
         "prompts": prompts,
         "differences": differences(cfg),
         "judge_settings": metrics_judge,
+        "provenance": prov.finish(cfg, data_files=data.files, uses_llm=llm_used),
     }
     if reader_name != "none":  # answers taken from the checkpoint of an earlier, killed run
         run["resumed_answers"] = batch.resumed_answers
@@ -242,4 +246,4 @@ def summary_fields(cfg: Config) -> dict[str, Any]:
     }
 
 
-__all__ = ["run_one", "run_with_baselines", "with_overrides", "BASELINES", "QueryTrace"]
+__all__ = ["BASELINES", "QueryTrace", "run_one", "run_with_baselines", "with_overrides"]

@@ -70,7 +70,8 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
     data = graphbench_tree(tmp_path / "data")
     out = tmp_path / "novel.json"
     run_script([str(ROOT / "scripts/bench_graphbench.py"), "--dataset", "graphbench_novel", "--embedder", "fake",
-                "--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"), "--json", str(out)], cwd=tmp_path)
+                "--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"), "--json", str(out),
+                "--set", "reader.atoms_first=false"], cwd=tmp_path)
     rows = {r["system"]: r for r in json.loads(out.read_text())["rows"]}
     assert set(rows) == {"hybrid", "ppr_minilm", "dense atoms", "ppr (paper values)",
                          "hybrid, atom-list context (25 atoms)", "BM25 200-word windows",
@@ -84,6 +85,16 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
     diff, (lo, hi) = rows["hybrid"]["vs_baseline@600"]  # paired with BM25 windows, question by question
     assert diff == round(rows["hybrid"]["cov@600"] - 100.0, 1) and lo <= diff <= hi
     assert not any(k.startswith("_") for r in rows.values() for k in r)
+    # the per-question values stay, so the record's summary re-derives from them
+    assert len(rows["hybrid"]["per_question@600"]) == len(json.loads(out.read_text())["question_ids"])
+    # the record says how it was made: the command, the composed config, the data files read
+    prov = json.loads(out.read_text())["provenance"]
+    assert "bench_graphbench.py" in prov["command"] and "--dataset graphbench_novel" in prov["command"]
+    assert prov["config"]["reader"]["atoms_first"] is False  # --set reached the composed config
+    assert prov["config"]["embedder"]["name"] == "fake" and prov["config"]["dataset"]["name"] == "graphbench_novel"
+    hashed = {Path(p).name for p in prov["data_files"]}
+    assert {"corpus_raw.jsonl", "questions.dev.jsonl"} <= hashed
+    assert prov["started_at"] <= prov["finished_at"] and prov["machine"]["cores"] >= 1
 
 
 @pytest.mark.slow
@@ -106,6 +117,30 @@ def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, smoke_data: P
     assert "F1_minus_vanilla" in summary["systems"]["atomicrag"]
     assert summary["systems"]["gold"]["R@5"] is None and summary["systems"]["vanilla"]["R@5"] is not None
     assert "vanilla" in proc.stdout and "atomicrag" in proc.stdout
+    # every answer row names the model and the budgets it was answered under
+    assert {(r["model"], r["max_tokens"], r["context_budget"]) for r in rows} == {(rows[0]["model"], 384, 600)}
+    # the summary's flags are the answering run's, with its provenance
+    assert summary["flags_from"] == "runs.json" and summary["llm"] == "fake" and summary["half"] == "odd"
+    assert len(summary["runs"]) == 1 and summary["runs"][0]["provenance"]["models"]["llm"]["name"] == "fake"
     # a second run finds every row done: nothing is answered twice
     run_script(args, cwd=tmp_path)
     assert len((out / "answers.jsonl").read_text().splitlines()) == 6 * 5
+    # a summary call with other flags reports the flags the answers were made with, not its own
+    run_script([*args, "--summary-only", "--max-tokens", "7", "--context-tokens", "9"], cwd=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["max_tokens"], summary["context_tokens"]) == (384, 600)
+    assert "--summary-only" in summary["command"] and len(summary["runs"]) == 2
+
+
+@pytest.mark.slow
+def test_bench_qa_even_half_answers_other_questions(tmp_path: Path, shared_data: Path) -> None:
+    """``--half even`` answers the tuning half: none of its questions is one of the odd half's."""
+    common = [str(ROOT / "scripts/bench_qa.py"), "--split", "smoke", "--n", "3", "--llm", "fake",
+              "--embedder", "fake", "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "cache"),
+              "--systems", "vanilla,gold"]
+    ids = {}
+    for half in ("odd", "even"):
+        run_script([*common, "--half", half, "--out", str(tmp_path / half)], cwd=tmp_path)
+        ids[half] = {json.loads(x)["id"] for x in (tmp_path / half / "answers.jsonl").read_text().splitlines()}
+        assert json.loads((tmp_path / half / "summary.json").read_text())["half"] == half
+    assert len(ids["odd"]) == len(ids["even"]) == 3 and not ids["odd"] & ids["even"]

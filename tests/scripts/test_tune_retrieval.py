@@ -1,0 +1,27 @@
+"""The retrieval ablation's rows are composed by ``load_config`` (an option extending another with
+``defaults:`` included), and they are the configurations the committed record was measured with."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ablation_rows_compose_to_the_committed_records_configurations() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import tune_retrieval as t
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    rows = dict(t.ablation_rows())
+    base = t.load_config({}, env_prefix=None)
+    # the preset row is the library's hybrid retriever, ppr_minilm fields (its defaults list) included
+    assert t.with_retriever(base, rows["hybrid (retriever=hybrid)"]).retriever == \
+        t.load_config({"retriever": "hybrid"}, env_prefix=None).retriever
+    record = json.loads((ROOT / "results/retrieval_2wiki/ablation_half1.json").read_text())
+    measured = {r["label"]: r["retriever"] for r in record["results"]}
+    assert list(rows) == list(measured)
+    for label, fields in rows.items():
+        assert t.with_retriever(base, fields).retriever == t.with_retriever(base, measured[label]).retriever, label
