@@ -22,7 +22,7 @@ def texts(contexts: list[list]) -> list[list[tuple[str, str]]]:
     return [[(c.passage_id, c.text) for c in ctx] for ctx in contexts]
 
 
-def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, shared_data: Path) -> None:
+def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, smoke_data: Path) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import bench_qa
@@ -36,7 +36,7 @@ def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, 
     from atomicrag.retrieve.query_batch import BatchRetriever
     from atomicrag.retrieve.reader_context import fit_budget
 
-    args = args_for(tmp_path, shared_data, ["atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5"])
+    args = args_for(tmp_path, smoke_data, ["atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5"])
     cfg = bench_qa.base_config(args)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
     questions = data.questions[1::2][:5]

@@ -133,10 +133,10 @@ def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, smoke_data: P
 
 
 @pytest.mark.slow
-def test_bench_qa_even_half_answers_other_questions(tmp_path: Path, shared_data: Path) -> None:
+def test_bench_qa_even_half_answers_other_questions(tmp_path: Path, smoke_data: Path) -> None:
     """``--half even`` answers the tuning half: none of its questions is one of the odd half's."""
     common = [str(ROOT / "scripts/bench_qa.py"), "--split", "smoke", "--n", "3", "--llm", "fake",
-              "--embedder", "fake", "--data-dir", str(shared_data), "--cache-dir", str(tmp_path / "cache"),
+              "--embedder", "fake", "--data-dir", str(smoke_data), "--cache-dir", str(tmp_path / "cache"),
               "--systems", "vanilla,gold"]
     ids = {}
     for half in ("odd", "even"):
