@@ -122,6 +122,8 @@ class RunMetrics:
     git_commit: str | None  # None: not a git checkout
     environment: dict[str, Any]
     finished_at: str
+    # the run plan printed before the run, per stage next to what was measured (harness/plan.py)
+    plan: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)

@@ -78,6 +78,9 @@ def run_one(cfg: Config) -> dict[str, Any]:
     if is_finished(out_dir) and not cfg.overwrite:
         log.info("run %s is finished; reusing it (overwrite=true to redo)", out_dir)
         return read_metrics(out_dir)
+    from atomicrag.harness.plan import planned
+
+    run_plan = planned(cfg)  # printed before any spending; recorded next to the measured numbers
     t_start = time.perf_counter()
     seed_everything(cfg.seed)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
@@ -131,6 +134,10 @@ def run_one(cfg: Config) -> dict[str, Any]:
         # answers taken from the checkpoint of an earlier, killed run (None: no reader ran)
         "resumed_answers": batch.resumed_answers if reader_name != "none" else None,
     }
+    if run_plan is not None:
+        from atomicrag.harness.plan import actual_vs_plan
+
+        run["plan"] = {"estimate": run_plan, "vs_actual": actual_vs_plan(run_plan, run["cost"]["modules"])}
     passages = data.passage_index()
     predictions = [
         {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)
