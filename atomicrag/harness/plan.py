@@ -140,9 +140,10 @@ class RunPlan:
         return out
 
     def format(self) -> str:
-        lines = [f"plan: {self.label} on {self.dataset}/{self.split}: {self.n_passages} passages, "
-                 f"{self.n_questions} questions, llm={self.llm} "
-                 f"(${self.price_in:g} in / ${self.price_out:g} out per Mtok)",
+        head = (f"plan: {self.label} on {self.dataset}/{self.split}: {self.n_passages} passages, "
+                f"{self.n_questions} questions, llm={self.llm} "
+                f"(${self.price_in:g} in / ${self.price_out:g} out per Mtok)")
+        lines = [head,
                  f"  {'stage':<11}{'calls':>8}{'cached':>8}{'in tok':>12}{'out tok':>12}"]
         lines[-1] += f"{'max out':>12}"
         for s in self.stages:
@@ -236,7 +237,7 @@ def _stage(name: str, requests: list[ChatRequest], budget: int, probe: _CachePro
     per_call = sum(estimate_tokens(r.messages) for r in requests) / len(requests) if requests else 0.0
     hits = probe.hits(requests) if calls is None else 0
     reply = min(budget, EXPECTED_REPLY[name] if expected is None else expected)
-    return StagePlan(name, n, int(round(per_call * n)), int(round(reply * n)), hits, int(budget * n), note)
+    return StagePlan(name, n, round(per_call * n), round(reply * n), hits, int(budget * n), note)
 
 
 def _window(cfg: Config) -> int | None:
@@ -310,7 +311,7 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
             n_cands = sieve_candidates
         kept = float(cfg.sieve.max_context)
         if cfg.sieve.name == "llm":
-            cands = _typical(atoms, int(round(n_cands)))
+            cands = _typical(atoms, round(n_cands))
             if cfg.fidelity.sieve_prompt == "released" and released is not None:
                 from atomicrag.prompts import released_sieve
                 rs = released_sieve.load(released.root)
@@ -376,7 +377,7 @@ def _judge_stage(cfg: Any, questions: list[Any], probe: _CacheProbe) -> StagePla
 def _reader_context(cfg: Config, passages: list[Any], atoms: list[str], kept: float) -> list[str]:
     """A context of the size the reader will read: the atom list (sieve's kept atoms, else the
     merged candidates up to sieve.max_context), or documents filled to reader.context_tokens."""
-    n_atoms = max(1, int(round(min(kept, cfg.sieve.max_context))))
+    n_atoms = max(1, round(min(kept, cfg.sieve.max_context)))
     if not cfg.reader.uses_documents(cfg.fidelity.preset):
         return _typical(atoms, n_atoms)
     from atomicrag.retrieve.reader_context import count_tokens
