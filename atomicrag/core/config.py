@@ -167,6 +167,7 @@ class LLMConfig:
         _range(self, 0, 65535, "port")
         _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
         _range(self, 0.01, 1.0, "gpu_memory_utilization")
+        _range(self, -1.0, None, "price_per_mtok_in", "price_per_mtok_out")  # -1: the price table
         _text(self, "model", "host", nonempty=True)
         _text(self, "model_path", "base_url", "server_python")
         _text_list(self, "extra_args", "base_urls")
