@@ -276,8 +276,13 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
     probe = _CacheProbe(cfg)
     qtexts = [q.question for q in questions]
     atoms = _atoms(passages, cfg)
+    from atomicrag.core.needs import needs
+
+    graph = needs(cfg, "graph", ("retriever",))  # a passage retriever (dense_passage): no graph, no LLM stage
     try:
-        if cfg.atomizer.name == "llm":
+        if not graph:
+            _passage_row(cfg, plan, passages, qtexts, data.reader, released, probe)
+        elif cfg.atomizer.name == "llm":
             reqs = [ChatRequest(ner_prompt.build_messages(p.text, p.title, released), ner_prompt.SCHEMA,
                                 max_tokens=cfg.atomizer.ner_max_tokens) for p in passages]
             plan.stages.append(_stage("ner", reqs, cfg.atomizer.ner_max_tokens, probe))
@@ -289,9 +294,9 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
                                       note="prompt without its entity list"))
         elif cfg.atomizer.name == "vocabulary" and cfg.atomizer.vocab_llm_filter:
             plan.assumptions.append("atomizer=vocabulary: its term-filter calls are not estimated")
-        decomposed = cfg.decompose.name == "llm"
+        decomposed = graph and cfg.decompose.name == "llm"
         queries_per_q = 1 + (cfg.decompose.max_sub_questions if decomposed else 0)
-        if cfg.retriever.query_entities == "llm":
+        if graph and cfg.retriever.query_entities == "llm":
             reqs = [ChatRequest(ner_prompt.build_messages(q, released=released), ner_prompt.SCHEMA,
                                 max_tokens=cfg.retriever.query_ner_max_tokens) for q in qtexts]
             plan.stages.append(_stage("query_ner", reqs, cfg.retriever.query_ner_max_tokens, probe,
@@ -310,7 +315,7 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
         if sieve_candidates is not None:
             n_cands = sieve_candidates
         kept = float(cfg.sieve.max_context)
-        if cfg.sieve.name == "llm":
+        if graph and cfg.sieve.name == "llm":
             cands = _typical(atoms, round(n_cands))
             if cfg.fidelity.sieve_prompt == "released" and released is not None:
                 from atomicrag.prompts import released_sieve
@@ -329,7 +334,7 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
             kept = SIEVE_KEPT_PER_QUESTION if sieve_kept is None else sieve_kept
             plan.assumptions.append(f"the sieve keeps ~{kept:g} atoms per question")
         reader_name = data.reader if cfg.reader.name == "dataset" else cfg.reader.name
-        if reader_name != "none":
+        if graph and reader_name != "none":
             context = _reader_context(cfg, passages, atoms, kept)
             style = cfg.fidelity.reader_context
             def build_reader(q: str, c: list[str]) -> list[dict[str, str]]:
@@ -346,11 +351,37 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
     finally:
         probe.close()
     plan.gpu_bytes = gpu_estimate(cfg, len(atoms))
-    if cfg.sieve.name == "llm" and sieve_candidates is None:
+    if graph and cfg.sieve.name == "llm" and sieve_candidates is None:
         plan.assumptions.append(f"candidates per sieve prompt: retriever.top_k={cfg.retriever.top_k}"
                                 + (f" x {DECOMPOSED_CANDIDATE_FACTOR} (the sub-questions' merged)"
                                    if decomposed and not per_sub_query else ""))
     return plan
+
+
+def _passage_row(cfg: Config, plan: RunPlan, passages: list[Any], qtexts: list[str], dataset_reader: str,
+                 released: Any, probe: _CacheProbe) -> None:
+    """A vanilla-RAG row: the reader reads retriever.passage_top_k chunks of dataset.chunk_tokens."""
+    from atomicrag.prompts import reader as reader_prompt
+    from atomicrag.retrieve.reader_context import count_tokens
+
+    reader_name = dataset_reader if cfg.reader.name == "dataset" else cfg.reader.name
+    if reader_name == "none":
+        return
+    texts = _typical([p.text for p in passages], 1)
+    chunk = texts[0] if texts else ""
+    words = chunk.split()
+    share = min(1.0, cfg.dataset.chunk_tokens / max(count_tokens(chunk), 1))
+    chunk = " ".join(words[:max(1, int(len(words) * share))])
+    context = [chunk] * cfg.retriever.passage_top_k
+
+    def build(q: str, c: list[str]) -> list[dict[str, str]]:
+        return reader_prompt.build_messages(reader_name, q, c, cfg.fidelity.reader_context, released)
+
+    reqs = [ChatRequest(build(q, _fitted(lambda c, q=q: build(q, c), context, cfg, cfg.reader.max_tokens)), None,
+                        max_tokens=cfg.reader.max_tokens) for q in qtexts]
+    plan.stages.append(_stage("reader", reqs, cfg.reader.max_tokens, probe, calls=len(qtexts),
+                              expected=ABSTRACT_READER_REPLY if reader_name == "abstract" else None,
+                              note=f"{cfg.retriever.passage_top_k} passages of <= {cfg.dataset.chunk_tokens} tokens"))
 
 
 def _judge_stage(cfg: Any, questions: list[Any], probe: _CacheProbe) -> StagePlan:
@@ -438,15 +469,6 @@ def planned(cfg: Config) -> dict[str, Any] | None:
     return plan.to_dict()
 
 
-def write_plan(plan: RunPlan, path: str | Path) -> None:
-    """Atomic write of a plan record (JSON)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(plan.to_dict(), indent=1, sort_keys=True))
-    tmp.replace(path)
-
-
 def actual_vs_plan(plan: dict[str, Any], modules: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Estimated next to measured per stage (metrics.json ``cost.modules``), for metrics.json."""
     module_of = {"ner": "atomize", "extraction": "atomize", "query_ner": "retrieve_ner",
@@ -460,3 +482,37 @@ def actual_vs_plan(plan: dict[str, Any], modules: dict[str, dict[str, Any]]) -> 
                            "actual_input_tokens": m.get("prompt_tokens"),
                            "actual_output_tokens": m.get("completion_tokens")}
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m atomicrag.harness.plan OUT.json EXPERIMENT [OVERRIDE ...]``: the plan of one
+    experiment row (as ``python -m atomicrag.run +experiment=EXPERIMENT ... plan=true`` prints it),
+    printed and written to OUT.json, for records under results/plans/."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    from atomicrag.core.config import to_dataclass
+    from atomicrag.harness.experiments import compose_experiment
+
+    out, name, overrides = args[0], args[1], args[2:]
+    cfg = to_dataclass(compose_experiment(name, overrides))
+    try:
+        plan = plan_run(cfg, label=f"{name} ({getattr(cfg, 'row_label', '') or cfg.retriever.name})")
+    except ValueError as exc:
+        print(f"atomicrag: error: {exc}", file=sys.stderr)
+        return 2
+    print(plan.format())
+    record = plan.to_dict()
+    record["command"] = " ".join(["python -m atomicrag.harness.plan", out, name, *overrides])
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(out).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    tmp.replace(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
