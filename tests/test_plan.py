@@ -72,10 +72,9 @@ def test_every_published_row_has_a_plan_in_under_10_s(name: str, smoke_data: Pat
     from tests.prompts.released_checkout import require_checkout
 
     released_tree = require_checkout()
-    from atomicrag.harness.experiments import compose_experiment
-
     import atomicrag.embed.factory as embed_factory
     import atomicrag.llm.factory as llm_factory
+    from atomicrag.harness.experiments import compose_experiment
 
     def no_model(*_a, **_k):
         raise AssertionError("the plan loaded a model")
@@ -126,10 +125,10 @@ def test_cost_counts_only_the_calls_the_cache_does_not_answer() -> None:
 
 def test_cached_calls_are_found_in_the_llm_cache(tmp_path: Path, smoke_data: Path) -> None:
     """A decomposition already in the cache file is counted as a free call."""
-    from atomicrag.llm.cache import cache_key
-    from atomicrag.prompts import decompose as decompose_prompt
     from atomicrag.data.loaders import load_dataset
+    from atomicrag.llm.cache import cache_key
     from atomicrag.llm.protocol import ChatRequest
+    from atomicrag.prompts import decompose as decompose_prompt
 
     db = tmp_path / "llm.sqlite"
     cfg = load_harness_config(overrides=["llm=fake", "llm.cache=true", "decompose=llm", f"paths.llm_cache={db}",
