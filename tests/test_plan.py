@@ -156,3 +156,16 @@ def test_estimated_and_actual_are_side_by_side() -> None:
     plan = {"stages": [{"stage": "reader", "calls": 3, "input_tokens": 300, "output_tokens": 30}]}
     got = actual_vs_plan(plan, {"answer": {"calls": 3, "attempts": 3, "prompt_tokens": 280, "completion_tokens": 20}})
     assert got["reader"]["estimated_input_tokens"] == 300 and got["reader"]["actual_input_tokens"] == 280
+
+
+def test_the_plan_command_writes_a_record_that_names_its_command(tmp_path: Path, smoke_data: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from atomicrag.harness.plan import main
+
+    out = tmp_path / "plans" / "full.json"
+    assert main([str(out), "table2_smoke/full", f"paths.data_dir={smoke_data}", f"paths.llm_cache={tmp_path}/c.sqlite"]) == 0
+    record = json.loads(out.read_text())
+    assert record["command"].startswith(f"python -m atomicrag.harness.plan {out} table2_smoke/full")
+    assert {s["stage"] for s in record["stages"]} == {"decompose", "sieve", "reader"}
+    assert record["n_questions"] == 20 and "total" in capsys.readouterr().out
+    assert main([str(out)]) == 2  # no experiment: the usage, not a traceback
