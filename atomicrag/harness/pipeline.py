@@ -134,14 +134,14 @@ def run_one(cfg: Config) -> dict[str, Any]:
         # answers taken from the checkpoint of an earlier, killed run (None: no reader ran)
         "resumed_answers": batch.resumed_answers if reader_name != "none" else None,
     }
-    if run_plan is not None:
-        from atomicrag.harness.plan import actual_vs_plan
-
-        run["plan"] = {"estimate": run_plan, "vs_actual": actual_vs_plan(run_plan, run["cost"]["modules"])}
     passages = data.passage_index()
     predictions = [
         {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)
     ]
+    if run_plan is not None:
+        from atomicrag.harness.plan import actual_vs_plan
+
+        run["plan"] = {"estimate": run_plan, "vs_actual": actual_vs_plan(run_plan, run["cost"]["modules"])}
     outcome = summarize_run(cfg.max_failure_rate, run["cost"]["modules"], predictions, index.atomize_stats())
     metrics = build_run_metrics(scores, run, outcome, out_dir, cfg.experiment_name)
     if metrics.status != "finished":

@@ -462,8 +462,8 @@ def planned(cfg: Config) -> dict[str, Any] | None:
     log = logging.getLogger("atomicrag")
     try:
         plan = plan_run(cfg)
-    except (ValueError, OSError) as exc:
-        log.warning("no run plan: %s", exc)
+    except Exception as exc:  # noqa: BLE001 - informative only; said, never hidden
+        log.warning("no run plan: %s: %s", type(exc).__name__, exc)
         return None
     print(plan.format(), flush=True)
     return plan.to_dict()
