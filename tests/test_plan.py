@@ -169,3 +169,17 @@ def test_the_plan_command_writes_a_record_that_names_its_command(tmp_path: Path,
     assert {s["stage"] for s in record["stages"]} == {"decompose", "sieve", "reader"}
     assert record["n_questions"] == 20 and "total" in capsys.readouterr().out
     assert main([str(out)]) == 2  # no experiment: the usage, not a traceback
+
+
+def test_a_real_run_records_its_plan_next_to_the_measured(tmp_path: Path, smoke_data: Path) -> None:
+    from atomicrag.harness.pipeline import run_one
+
+    cfg = load_harness_config(overrides=[
+        "llm=fake", "embedder=fake", "dataset.limit=2", "sieve=llm", f"paths.data_dir={smoke_data}",
+        f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path / 'runs'}",
+        f"paths.llm_cache={tmp_path / 'llm.sqlite'}"])
+    metrics = run_one(cfg)
+    side = metrics["plan"]["vs_actual"]
+    assert side["sieve"]["estimated_calls"] == side["sieve"]["actual_calls"] == 2
+    assert side["reader"]["actual_input_tokens"] is not None and side["reader"]["estimated_input_tokens"] > 0
+    assert metrics["plan"]["estimate"]["n_questions"] == 2
