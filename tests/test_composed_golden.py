@@ -79,7 +79,11 @@ ADDED_FIELDS = {("atomizer", "ner_max_tokens"): 512, ("atomizer", "extraction_ma
                 ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False,
                 ("fidelity", "sieve_prompt"): "own", ("fidelity", "answer_extraction"): "own",
                 ("fidelity", "decompose_parse"): "own", ("fidelity", "judge_replies"): "structured",
-                ("fidelity", "budgets"): "own", ("dataset", "index_prefix"): False}
+                ("fidelity", "budgets"): "own", ("dataset", "index_prefix"): False, ("llm", "price_per_mtok_in"): -1.0,
+                ("llm", "price_per_mtok_out"): -1.0, ("judge.llm", "price_per_mtok_in"): -1.0,
+                ("judge.llm", "price_per_mtok_out"): -1.0}
+# top-level fields added to the harness's config: name -> value that keeps the old behaviour
+ADDED_TOP_FIELDS = {"plan": False}
 # fields added to FidelityConfig and set by a fidelity preset file: (field, preset) -> value there
 # (elsewhere the dataclass default, which keeps the old behaviour)
 ADDED_PRESET_FIELDS = {("sieve_prompt", "reference_code"): "released",
@@ -114,6 +118,9 @@ def _with_added_fields(recorded: dict) -> dict:
                 target = out[head][sub] = dict(target)
         if isinstance(target, dict):
             target.setdefault(name, value)
+    if "experiment_name" in out:  # a harness config (every recorded one is)
+        for name, value in ADDED_TOP_FIELDS.items():
+            out.setdefault(name, value)
     return out
 
 

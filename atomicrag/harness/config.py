@@ -38,6 +38,9 @@ class HarnessConfig(Config):
     # failed LLM requests (per module), failed questions or failed chunks above this fraction make
     # the run exit non-zero and stay unfinished (a re-run retries them); 0 = any failure does
     max_failure_rate: float = 0.0
+    # print the run plan (LLM calls, tokens, cost, GPU memory per stage; atomicrag/harness/plan.py)
+    # and stop before loading any model; a real run prints it first and records it in metrics.json
+    plan: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

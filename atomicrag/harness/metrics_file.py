@@ -125,6 +125,8 @@ class RunMetrics:
     # how the run was made (harness/provenance.py): command, full config, commit and dirty flag, model
     # and data file hashes, machine, start/end; runs written before it have none
     provenance: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    # the run plan printed before the run, per stage next to what was measured (harness/plan.py)
+    plan: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)

@@ -79,6 +79,9 @@ def run_one(cfg: Config) -> dict[str, Any]:
     if is_finished(out_dir) and not cfg.overwrite:
         log.info("run %s is finished; reusing it (overwrite=true to redo)", out_dir)
         return read_metrics(out_dir)
+    from atomicrag.harness.plan import planned
+
+    run_plan = planned(cfg)  # printed before any spending; recorded next to the measured numbers
     t_start = time.perf_counter()
     prov = Provenance.start()
     seed_everything(cfg.seed)
@@ -139,6 +142,10 @@ def run_one(cfg: Config) -> dict[str, Any]:
     predictions = [
         {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)
     ]
+    if run_plan is not None:
+        from atomicrag.harness.plan import actual_vs_plan
+
+        run["plan"] = {"estimate": run_plan, "vs_actual": actual_vs_plan(run_plan, run["cost"]["modules"])}
     outcome = summarize_run(cfg.max_failure_rate, run["cost"]["modules"], predictions, index.atomize_stats())
     metrics = build_run_metrics(scores, run, outcome, out_dir, cfg.experiment_name)
     if metrics.status != "finished":

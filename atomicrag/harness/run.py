@@ -58,7 +58,13 @@ def main(dcfg: DictConfig) -> float:
     try:  # no data, no released checkout, or hub weights not cached: say so before any work starts
         check_present(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
         for_fidelity(cfg.fidelity)  # the published rows' first requirement, found without a network
-        prepare_hub_access(cfg)  # also switches the hub off when every model is local
+        if getattr(cfg, "plan", False):  # a plan loads no model: a missing one is a line of it
+            try:
+                prepare_hub_access(cfg)
+            except HubModelMissing as exc:
+                print(f"plan: before the run: {exc}")
+        else:
+            prepare_hub_access(cfg)  # also switches the hub off when every model is local
     except (DatasetMissing, HubModelMissing, ReleasedCodeMissing) as exc:
         from hydra.types import RunMode
 
@@ -66,6 +72,15 @@ def main(dcfg: DictConfig) -> float:
             print(f"atomicrag: error: {exc}", file=sys.stderr)
             sys.exit(2)
         raise
+    if getattr(cfg, "plan", False):  # the plan only: no model loads, nothing spent
+        from atomicrag.harness.plan import plan_run
+
+        try:
+            print(plan_run(cfg).format())
+        except ValueError as exc:
+            print(f"atomicrag: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        return 0.0
     rows = run_with_baselines(cfg)
     print(format_comparison(rows))
     print("\n".join(format_failures(label, m) for label, m in rows))

@@ -125,8 +125,8 @@ def launch_vllm_for(cfg: LLMConfig, paths: PathsConfig) -> LocalServer:
     """Start the vLLM server ``cfg`` describes (model converted once for a CPU server) and wait for it."""
     from atomicrag.llm.hf_models import find_server_python, hf_model
 
-    python = find_server_python(cfg.server_python)
     device = cfg.device if cfg.device != "auto" else _auto_device()
+    python = find_server_python(cfg.server_python, device)  # a CUDA model never gets the CPU build
     server = launch_vllm(
         hf_model(cfg.model_path or cfg.model, python, paths.cache_dir), log_dir=_log_dir(paths),
         served_model_name=cfg.model, host=cfg.host, port=cfg.port,

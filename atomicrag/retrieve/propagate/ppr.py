@@ -142,7 +142,8 @@ class PPR:
         if self.block_size is not None:
             return max(1, min(self.block_size, num_queries))
         bufs = 5 if self.solver == "cg" else (6 if self.stop == "topk" else 4)  # + the certificate's two
-        return block_width(prep.num_nodes, num_queries, prep.device, buffers=bufs)
+        itemsize = torch.empty((), dtype=self.dtype).element_size()  # 8 for the float64 exact solve
+        return block_width(prep.num_nodes, num_queries, prep.device, buffers=bufs, itemsize=itemsize)
 
     # -- propagation -----------------------------------------------------------------------
     def __call__(self, adj: torch.Tensor, seeds: torch.Tensor, **_: Any) -> torch.Tensor:

@@ -1,0 +1,518 @@
+"""A run plan before any spending: LLM calls, tokens, cost and GPU memory of one configuration.
+
+``python -m atomicrag.run ... plan=true`` prints this plan and exits 0 without loading a model;
+a real run prints it first and records it next to the measured numbers in metrics.json
+(``plan`` key). The inputs are the run's own: its corpus and questions, the prompts its stages
+will send (rendered with the project's prompt builders, counted at the tokenizers' mean characters
+per token, ``estimate_tokens`` below), its completion budgets and the LLM cache file it will read.
+
+What cannot be known before retrieval is assumed, with the assumption in the plan: the atoms a
+sieve prompt holds (``retriever.top_k`` per query, merged over the sub-questions) and the text
+of a retrieved atom (the corpus's mean sentence, or chunk for the chunk atomizer), the atoms a
+sieve keeps. Completion tokens are given twice: expected (EXPECTED_REPLY) and at most (every
+reply at its budget); calls under decomposition assume every question split fully (at most).
+"""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atomicrag.core.config import Config
+from atomicrag.llm.budget import MESSAGE_OVERHEAD
+from atomicrag.llm.cache import cache_key
+from atomicrag.llm.protocol import ChatRequest
+
+# Prices in USD per million tokens (input, output) of the hosted models the presets name; a local
+# model (vllm, llamacpp, transformers, fake) costs nothing per token. Override per run with
+# llm.price_per_mtok_in / llm.price_per_mtok_out (a negative value means: use this table).
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+}
+LOCAL_BACKENDS = ("vllm", "llamacpp", "transformers", "fake")
+
+# Parameters (millions) and hidden size of the embedders the configs name, for the GPU estimate.
+EMBEDDER_SIZES: dict[str, tuple[float, int, int]] = {  # params (M), hidden, max sequence length
+    "minilm": (22.7, 384, 512),
+    "all-minilm-l6-v2": (22.7, 384, 512),
+    "bge-large-en-v1.5": (335.0, 1024, 512),
+    "bge-base-en-v1.5": (109.0, 768, 512),
+    "bge-small-en-v1.5": (33.4, 384, 512),
+    "contriever": (109.0, 768, 512),
+    "nomic-embed-text-v1": (137.0, 768, 8192),
+    "gte-qwen2-1.5b-instruct": (1540.0, 1536, 32768),
+    "e5-large-v2": (335.0, 1024, 512),
+}
+# Expected reply tokens per call (capped by each stage's budget): a reply is rarely its budget.
+# decompose/sieve/reader: qwen2.5-coder-0.5b's mean replies in
+# results/table2_smoke_qwen05b/2wikimultihopqa/smoke/ppr_sentence_..._aqd-llm_as-llm_paper_aedbc682/
+# (547/5, 624/5, 140/5 tokens); the others: a JSON list of a passage's entities (ner, query_ner),
+# its atoms restated (extraction: 1.5 x the passage), 3 short statement lists (judge).
+EXPECTED_REPLY = {"ner": 60, "query_ner": 20, "decompose": 110, "sieve": 125, "reader": 30, "judge": 150}
+EXTRACTION_REPLY_FACTOR = 1.5
+ABSTRACT_READER_REPLY = 250
+# Mean sub-questions merged into a sieve prompt under decomposition, as a multiple of top_k:
+# sub-question retrievals overlap the question's own. Measured: 573 candidates for 20 questions at
+# top_k=25 (1.15) in results/table2_smoke/.../ppr_sentence_..._aqd-llm_as-llm_paper_65694b76.
+DECOMPOSED_CANDIDATE_FACTOR = 1.15
+# Atoms a sieve keeps per question, for the reader's context after it (same record: 40 kept / 20).
+SIEVE_KEPT_PER_QUESTION = 2.0
+# Entities per atom and graph edges per node, for the graph's memory (same record's graph_stats).
+ENTITIES_PER_ATOM = 2.8
+EDGES_PER_NODE = 1.4
+# Characters per token of English text under the SmolLM2, Qwen and OpenAI BPE tokenizers. The
+# prompt-fitting estimate (llm/budget.py) uses 3 on purpose, an over-count that keeps prompts inside
+# the window; a plan wants the expected count.
+PLAN_CHARS_PER_TOKEN = 4.0
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def estimate_tokens(messages: list[dict[str, str]]) -> int:
+    """Expected prompt tokens of a chat: its characters at PLAN_CHARS_PER_TOKEN, plus the chat
+    template's tokens around each message."""
+    chars = sum(len(str(m.get("content", ""))) for m in messages)
+    return int(chars / PLAN_CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(messages)
+
+
+@dataclass
+class StagePlan:
+    stage: str  # ner | extraction | query_ner | decompose | sieve | reader | judge
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_calls: int = 0  # found in the LLM cache: free
+    max_output_tokens: int = 0  # every reply at its completion budget: the upper bound
+    note: str = ""
+    price: tuple[float, float] | None = None  # USD per Mtok (in, out) of its own LLM; None: the run's
+
+    @property
+    def input_per_call(self) -> float:
+        return self.input_tokens / self.calls if self.calls else 0.0
+
+
+@dataclass
+class RunPlan:
+    label: str
+    dataset: str
+    split: str
+    n_passages: int
+    n_questions: int
+    llm: str
+    price_in: float  # USD per million input tokens
+    price_out: float
+    stages: list[StagePlan] = field(default_factory=list)
+    gpu_bytes: dict[str, int] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(s.calls for s in self.stages)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(s.input_tokens for s in self.stages)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(s.output_tokens for s in self.stages)
+
+    def cost_usd(self, worst: bool = False) -> float:
+        """Cost of the calls the cache does not answer (``worst``: every reply at its budget)."""
+        total = 0.0
+        for s in self.stages:
+            paid = 1.0 - (s.cached_calls / s.calls if s.calls else 0.0)
+            p_in, p_out = s.price or (self.price_in, self.price_out)
+            out = s.max_output_tokens if worst else s.output_tokens
+            total += paid * (s.input_tokens * p_in + out * p_out) / 1e6
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                   cost_usd=round(self.cost_usd(), 4), max_cost_usd=round(self.cost_usd(worst=True), 4),
+                   gpu_total_bytes=sum(self.gpu_bytes.values()))
+        return out
+
+    def format(self) -> str:
+        head = (f"plan: {self.label} on {self.dataset}/{self.split}: {self.n_passages} passages, "
+                f"{self.n_questions} questions, llm={self.llm} "
+                f"(${self.price_in:g} in / ${self.price_out:g} out per Mtok)")
+        lines = [head,
+                 f"  {'stage':<11}{'calls':>8}{'cached':>8}{'in tok':>12}{'out tok':>12}"]
+        lines[-1] += f"{'max out':>12}"
+        for s in self.stages:
+            lines.append(f"  {s.stage:<11}{s.calls:>8}{s.cached_calls:>8}{s.input_tokens:>12}"
+                         f"{s.output_tokens:>12}{s.max_output_tokens:>12}  {s.note}".rstrip())
+        lines.append(f"  {'total':<11}{self.calls:>8}{'':>8}{self.input_tokens:>12}{self.output_tokens:>12}"
+                     f"{sum(s.max_output_tokens for s in self.stages):>12}")
+        lines.append(f"  estimated cost: ${self.cost_usd():.2f}; at most ${self.cost_usd(worst=True):.2f} "
+                     "(every reply at its budget); cached calls are free")
+        gib = {k: v / 2**30 for k, v in self.gpu_bytes.items()}
+        lines.append("  GPU memory (GiB, if on CUDA): " + ", ".join(f"{k} {v:.2f}" for k, v in gib.items())
+                     + f"; total {sum(gib.values()):.2f}")
+        lines.extend(f"  assumes: {a}" for a in self.assumptions)
+        return "\n".join(lines)
+
+
+def prices(cfg: Any) -> tuple[float, float]:
+    """USD per million (input, output) tokens of ``cfg.llm``: its own price fields if set, else
+    the table for hosted models, else 0 for a local model; an unknown hosted model is an error."""
+    llm = cfg.llm
+    own_in = getattr(llm, "price_per_mtok_in", -1.0)
+    own_out = getattr(llm, "price_per_mtok_out", -1.0)
+    if own_in >= 0 and own_out >= 0:
+        return float(own_in), float(own_out)
+    if llm.name in LOCAL_BACKENDS and not llm.base_url and not llm.base_urls:
+        return 0.0, 0.0
+    if llm.model in PRICES_PER_MTOK:
+        return PRICES_PER_MTOK[llm.model]
+    if llm.name in LOCAL_BACKENDS:  # a server the user runs: no per-token price unless given
+        return 0.0, 0.0
+    raise ValueError(f"llm.model={llm.model!r}: no price known; set llm.price_per_mtok_in and "
+                     f"llm.price_per_mtok_out (USD per million tokens), known: {', '.join(PRICES_PER_MTOK)}")
+
+
+def _atoms(passages: list[Any], cfg: Config) -> list[str]:
+    """The atom texts the index will hold, as near as can be told without building it."""
+    if cfg.atomizer.name == "chunk" or getattr(cfg.atomizer, "atom_unit", "atoms") == "chunks":
+        return [p.text for p in passages]
+    out = []
+    for p in passages:
+        for sent in _SENTENCE.split(p.text.strip()):
+            if sent:
+                out.append(f"{p.title}: {sent}" if cfg.atomizer.title_context and p.title else sent)
+    return out
+
+
+def _typical(texts: list[str], n: int) -> list[str]:
+    """``n`` texts of the corpus's mean length (the candidates a prompt holds, in length)."""
+    if not texts or n <= 0:
+        return []
+    mean = sum(len(t) for t in texts) / len(texts)
+    best = min(texts, key=lambda t: abs(len(t) - mean))
+    return [best] * n
+
+
+class _CacheProbe:
+    """Looks requests up in the run's LLM cache file (read-only; a missing file = no hits)."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.key_model = f"{cfg.llm.name}:{cfg.llm.model}:{cfg.llm.model_path or ''}"
+        path = Path(cfg.paths.llm_cache)
+        self.conn = None
+        if cfg.llm.cache and path.is_file():
+            try:
+                self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                self.conn.execute("SELECT 1 FROM llm_cache LIMIT 1")
+            except sqlite3.DatabaseError:
+                self.conn = None
+
+    def hits(self, requests: list[ChatRequest]) -> int:
+        if self.conn is None or not requests:
+            return 0
+        keys = [cache_key(self.key_model, r) for r in requests]
+        found = 0
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            marks = ",".join("?" * len(part))
+            found += self.conn.execute(f"SELECT COUNT(*) FROM llm_cache WHERE key IN ({marks})", part).fetchone()[0]
+        return found
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+def _stage(name: str, requests: list[ChatRequest], budget: int, probe: _CacheProbe, *,
+           note: str = "", calls: int | None = None, expected: float | None = None) -> StagePlan:
+    """A stage from its rendered requests (or a sample of them scaled to ``calls``); ``budget``:
+    the completion budget of one call; ``expected``: its expected reply (EXPECTED_REPLY)."""
+    n = len(requests) if calls is None else calls
+    per_call = sum(estimate_tokens(r.messages) for r in requests) / len(requests) if requests else 0.0
+    hits = probe.hits(requests) if calls is None else 0
+    reply = min(budget, EXPECTED_REPLY[name] if expected is None else expected)
+    return StagePlan(name, n, round(per_call * n), round(reply * n), hits, int(budget * n), note)
+
+
+def _window(cfg: Config) -> int | None:
+    """The context window the stages fit prompts into (llm/backends.py's choice)."""
+    return cfg.llm.n_ctx if cfg.llm.name == "llamacpp" else cfg.llm.max_model_len if cfg.llm.name == "vllm" else None
+
+
+def _fitted(build: Any, items: list[str], cfg: Config, max_tokens: int) -> list[str]:
+    """The prefix of ``items`` the stage will send: it cuts what does not fit the window."""
+    from atomicrag.llm.budget import fit_items
+
+    return fit_items(build, items, _window(cfg), max_tokens)[0]
+
+
+def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = None,
+             sieve_kept: float | None = None) -> RunPlan:
+    """The plan of one configuration; loads data and prompts only (no model, no network).
+
+    ``sieve_candidates`` / ``sieve_kept``: atoms per sieve prompt / kept per question, when known
+    (a measured run's ``stages.sieve``); default: retriever.top_k (x DECOMPOSED_CANDIDATE_FACTOR
+    under decomposition) and SIEVE_KEPT_PER_QUESTION."""
+    from atomicrag.data.loaders import load_dataset
+    from atomicrag.prompts import decompose as decompose_prompt
+    from atomicrag.prompts import extraction as extraction_prompt
+    from atomicrag.prompts import ner as ner_prompt
+    from atomicrag.prompts import reader as reader_prompt
+    from atomicrag.prompts import sieve as sieve_prompt
+    from atomicrag.prompts.released import for_fidelity
+
+    data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
+    passages, questions = data.passages, data.questions
+    released = for_fidelity(cfg.fidelity)
+    price_in, price_out = prices(cfg)
+    plan = RunPlan(label or getattr(cfg, "row_label", None) or cfg.retriever.name, data.name, cfg.dataset.split,
+                   len(passages), len(questions), f"{cfg.llm.name}:{cfg.llm.model}", price_in, price_out)
+    probe = _CacheProbe(cfg)
+    qtexts = [q.question for q in questions]
+    atoms = _atoms(passages, cfg)
+    from atomicrag.core.needs import needs
+
+    graph = needs(cfg, "graph", ("retriever",))  # a passage retriever (dense_passage): no graph, no LLM stage
+    try:
+        if not graph:
+            _passage_row(cfg, plan, passages, qtexts, data.reader, released, probe)
+        elif cfg.atomizer.name == "llm":
+            reqs = [ChatRequest(ner_prompt.build_messages(p.text, p.title, released), ner_prompt.SCHEMA,
+                                max_tokens=cfg.atomizer.ner_max_tokens) for p in passages]
+            plan.stages.append(_stage("ner", reqs, cfg.atomizer.ner_max_tokens, probe))
+            reqs = [ChatRequest(extraction_prompt.build_messages(p.text, [], p.title), None,
+                                max_tokens=cfg.atomizer.extraction_max_tokens) for p in passages]
+            mean_passage = sum(len(p.text) for p in passages) / max(len(passages), 1) / PLAN_CHARS_PER_TOKEN
+            plan.stages.append(_stage("extraction", reqs, cfg.atomizer.extraction_max_tokens, probe,
+                                      expected=EXTRACTION_REPLY_FACTOR * mean_passage,
+                                      note="prompt without its entity list"))
+        elif cfg.atomizer.name == "vocabulary" and cfg.atomizer.vocab_llm_filter:
+            plan.assumptions.append("atomizer=vocabulary: its term-filter calls are not estimated")
+        decomposed = graph and cfg.decompose.name == "llm"
+        queries_per_q = 1 + (cfg.decompose.max_sub_questions if decomposed else 0)
+        if graph and cfg.retriever.query_entities == "llm":
+            reqs = [ChatRequest(ner_prompt.build_messages(q, released=released), ner_prompt.SCHEMA,
+                                max_tokens=cfg.retriever.query_ner_max_tokens) for q in qtexts]
+            plan.stages.append(_stage("query_ner", reqs, cfg.retriever.query_ner_max_tokens, probe,
+                                      calls=len(qtexts) * queries_per_q if decomposed else None,
+                                      note="at most: every question split fully" if decomposed else ""))
+        if decomposed:
+            budget = cfg.decompose.max_tokens or cfg.llm.max_tokens
+            reqs = [ChatRequest(decompose_prompt.build_messages(
+                q, max_sub_questions=cfg.decompose.max_sub_questions, threshold=cfg.decompose.complexity_threshold,
+                trigger=cfg.fidelity.decompose_trigger, released=released),
+                None if cfg.fidelity.decompose_parse == "released" else decompose_prompt.SCHEMA,
+                max_tokens=budget, seed=cfg.llm.seed) for q in qtexts]
+            plan.stages.append(_stage("decompose", reqs, budget, probe))
+        per_sub_query = cfg.fidelity.sieve_target == "sub_query"  # one sieve prompt per query
+        n_cands = cfg.retriever.top_k * (DECOMPOSED_CANDIDATE_FACTOR if decomposed and not per_sub_query else 1.0)
+        if sieve_candidates is not None:
+            n_cands = sieve_candidates
+        kept = float(cfg.sieve.max_context)
+        if graph and cfg.sieve.name == "llm":
+            cands = _typical(atoms, round(n_cands))
+            if cfg.fidelity.sieve_prompt == "released" and released is not None:
+                from atomicrag.prompts import released_sieve
+                rs = released_sieve.load(released.root)
+                build = rs.messages
+                out_budget = rs.max_tokens
+            else:
+                build = sieve_prompt.build_messages
+                out_budget = cfg.sieve.max_tokens
+            reqs = [ChatRequest(build(q, _fitted(lambda c, q=q: build(q, c), cands, cfg, out_budget)), None,
+                                max_tokens=out_budget) for q in qtexts]
+            calls = len(qtexts) * (queries_per_q if per_sub_query else 1)
+            plan.stages.append(_stage("sieve", reqs, out_budget, probe, calls=calls,
+                                      note=f"~{n_cands:.0f} candidate atoms per prompt"
+                                      + ("; at most: every question split fully" if per_sub_query and decomposed else "")))
+            kept = SIEVE_KEPT_PER_QUESTION if sieve_kept is None else sieve_kept
+            plan.assumptions.append(f"the sieve keeps ~{kept:g} atoms per question")
+        reader_name = data.reader if cfg.reader.name == "dataset" else cfg.reader.name
+        if graph and reader_name != "none":
+            context = _reader_context(cfg, passages, atoms, kept)
+            style = cfg.fidelity.reader_context
+            def build_reader(q: str, c: list[str]) -> list[dict[str, str]]:
+                return reader_prompt.build_messages(reader_name, q, c, style, released)
+
+            reqs = [ChatRequest(build_reader(q, _fitted(lambda c, q=q: build_reader(q, c), context, cfg,
+                                                        cfg.reader.max_tokens)), None,
+                                max_tokens=cfg.reader.max_tokens) for q in qtexts]
+            plan.stages.append(_stage("reader", reqs, cfg.reader.max_tokens, probe, calls=len(qtexts),
+                                      expected=ABSTRACT_READER_REPLY if reader_name == "abstract" else None))
+        judge = getattr(cfg, "judge", None)
+        if judge is not None and judge.name != "none" and reader_name != "none":
+            plan.stages.append(_judge_stage(cfg, questions, probe))
+    finally:
+        probe.close()
+    plan.gpu_bytes = gpu_estimate(cfg, len(atoms))
+    if graph and cfg.sieve.name == "llm" and sieve_candidates is None:
+        plan.assumptions.append(f"candidates per sieve prompt: retriever.top_k={cfg.retriever.top_k}"
+                                + (f" x {DECOMPOSED_CANDIDATE_FACTOR} (the sub-questions' merged)"
+                                   if decomposed and not per_sub_query else ""))
+    return plan
+
+
+def _passage_row(cfg: Config, plan: RunPlan, passages: list[Any], qtexts: list[str], dataset_reader: str,
+                 released: Any, probe: _CacheProbe) -> None:
+    """A vanilla-RAG row: the reader reads retriever.passage_top_k chunks of dataset.chunk_tokens."""
+    from atomicrag.prompts import reader as reader_prompt
+    from atomicrag.retrieve.reader_context import count_tokens
+
+    reader_name = dataset_reader if cfg.reader.name == "dataset" else cfg.reader.name
+    if reader_name == "none":
+        return
+    texts = _typical([p.text for p in passages], 1)
+    chunk = texts[0] if texts else ""
+    words = chunk.split()
+    share = min(1.0, cfg.dataset.chunk_tokens / max(count_tokens(chunk), 1))
+    chunk = " ".join(words[:max(1, int(len(words) * share))])
+    context = [chunk] * cfg.retriever.passage_top_k
+
+    def build(q: str, c: list[str]) -> list[dict[str, str]]:
+        return reader_prompt.build_messages(reader_name, q, c, cfg.fidelity.reader_context, released)
+
+    reqs = [ChatRequest(build(q, _fitted(lambda c, q=q: build(q, c), context, cfg, cfg.reader.max_tokens)), None,
+                        max_tokens=cfg.reader.max_tokens) for q in qtexts]
+    plan.stages.append(_stage("reader", reqs, cfg.reader.max_tokens, probe, calls=len(qtexts),
+                              expected=ABSTRACT_READER_REPLY if reader_name == "abstract" else None,
+                              note=f"{cfg.retriever.passage_top_k} passages of <= {cfg.dataset.chunk_tokens} tokens"))
+
+
+def _judge_stage(cfg: Any, questions: list[Any], probe: _CacheProbe) -> StagePlan:
+    """Graph-Bench answer accuracy: statements of the answer and of the reference, then one
+    classification, per question (the judge's own LLM unless judge.llm_source=run)."""
+    from atomicrag.prompts import judge as judge_prompt
+
+    budget = cfg.judge.max_tokens
+    reqs = []
+    for q in questions:
+        ref = " ".join(q.answers)
+        reqs.append(ChatRequest(judge_prompt.build_statement_messages(q.question, ref), None, max_tokens=budget))
+        reqs.append(ChatRequest(judge_prompt.build_statement_messages(q.question, ref), None, max_tokens=budget))
+        reqs.append(ChatRequest(judge_prompt.build_classify_messages(q.question, [ref], [ref]), None,
+                                max_tokens=budget))
+    stage = _stage("judge", reqs, budget, probe, note="answer side sized as the reference")
+    if cfg.judge.llm_source == "own":
+        stage.price = prices(cfg.judge)
+        stage.note += f"; judge llm {cfg.judge.llm.model}"
+        stage.cached_calls = 0  # its own cache key, not probed
+    return stage
+
+
+def _reader_context(cfg: Config, passages: list[Any], atoms: list[str], kept: float) -> list[str]:
+    """A context of the size the reader will read: the atom list (sieve's kept atoms, else the
+    merged candidates up to sieve.max_context), or documents filled to reader.context_tokens."""
+    n_atoms = max(1, round(min(kept, cfg.sieve.max_context)))
+    if not cfg.reader.uses_documents(cfg.fidelity.preset):
+        return _typical(atoms, n_atoms)
+    from atomicrag.retrieve.reader_context import count_tokens
+
+    docs = _typical([p.text for p in passages], 1)
+    if not docs:
+        return []
+    words = docs[0].split()
+    per_doc = min(count_tokens(docs[0]), cfg.reader.whole_doc_tokens)
+    budget = cfg.reader.context_tokens
+    # without a sieve the ranked documents fill the budget; with one, only the kept atoms' documents
+    n_docs = n_atoms if cfg.sieve.name != "none" else budget // max(per_doc, 1) + 1
+    out, used = [], 0
+    for _ in range(n_docs):
+        take = min(per_doc, budget - used)
+        if take <= 0:
+            break
+        # regex tokens to words: cut the typical document to its share of the budget
+        n_words = max(1, int(len(words) * take / max(count_tokens(docs[0]), 1)))
+        out.append(" ".join(words[:n_words]))
+        used += take
+    return out or [docs[0]]
+
+
+def gpu_estimate(cfg: Config, n_atoms: int) -> dict[str, int]:
+    """Bytes on the GPU per part, were each on CUDA: embedder weights and activations, the graph
+    (CSR, float32 weights) and the PPR working set (float64 vectors of query_batch columns)."""
+    key = Path(str(cfg.embedder.model)).name.lower()
+    params_m, hidden, positions = EMBEDDER_SIZES.get(key, (335.0, 1024, 512))
+    width = 4 if cfg.embedder.precision in ("auto", "fp32") and not getattr(cfg.embedder, "fp16", False) else 2
+    weights = int(params_m * 1e6 * width)
+    # activations of one batch: ~16 hidden-sized tensors per token alive at the widest layer
+    seq = min(cfg.embedder.max_length, positions)  # the embedder clamps to the model's maximum
+    acts = int(cfg.embedder.batch_size * seq * hidden * 16 * width)
+    nodes = int(n_atoms * (1 + ENTITIES_PER_ATOM))
+    edges = int(nodes * EDGES_PER_NODE) * 2
+    graph = edges * (8 + 4) + (nodes + 1) * 8
+    ppr_dtype = 8  # the exact solve and the power iteration run in float64
+    ppr = 3 * min(cfg.retriever.query_batch, 1 << 30) * nodes * ppr_dtype
+    vectors = n_atoms * hidden * 4
+    return {"embedder_weights": weights, "embedder_activations": acts, "atom_vectors": vectors,
+            "graph": graph, "ppr_blocks": ppr}
+
+
+def planned(cfg: Config) -> dict[str, Any] | None:
+    """Print the plan of ``cfg`` and return it as a dict, for a real run's metrics.json. A plan that
+    cannot be made (an unpriced hosted model, say) is logged and the run goes on: the plan informs,
+    it never stops a run the user started."""
+    import logging
+
+    log = logging.getLogger("atomicrag")
+    try:
+        plan = plan_run(cfg)
+    except Exception as exc:  # noqa: BLE001 - informative only; said, never hidden
+        log.warning("no run plan: %s: %s", type(exc).__name__, exc)
+        return None
+    print(plan.format(), flush=True)
+    return plan.to_dict()
+
+
+def actual_vs_plan(plan: dict[str, Any], modules: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Estimated next to measured per stage (metrics.json ``cost.modules``), for metrics.json."""
+    module_of = {"ner": "atomize", "extraction": "atomize", "query_ner": "retrieve_ner",
+                 "decompose": "decompose", "sieve": "sieve", "reader": "answer", "judge": "judge"}
+    out = {}
+    for s in plan.get("stages", []):
+        m = modules.get(module_of.get(s["stage"], s["stage"]), {})
+        out[s["stage"]] = {"estimated_calls": s["calls"], "estimated_input_tokens": s["input_tokens"],
+                           "estimated_output_tokens": s["output_tokens"],
+                           "actual_calls": m.get("calls"), "actual_attempts": m.get("attempts"),
+                           "actual_input_tokens": m.get("prompt_tokens"),
+                           "actual_output_tokens": m.get("completion_tokens")}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m atomicrag.harness.plan OUT.json EXPERIMENT [OVERRIDE ...]``: the plan of one
+    experiment row (as ``python -m atomicrag.run +experiment=EXPERIMENT ... plan=true`` prints it),
+    printed and written to OUT.json, for records under results/plans/."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    from atomicrag.core.config import to_dataclass
+    from atomicrag.harness.experiments import compose_experiment
+
+    out, name, overrides = args[0], args[1], args[2:]
+    cfg = to_dataclass(compose_experiment(name, overrides))
+    try:
+        plan = plan_run(cfg, label=f"{name} ({getattr(cfg, 'row_label', '') or cfg.retriever.name})")
+    except ValueError as exc:
+        print(f"atomicrag: error: {exc}", file=sys.stderr)
+        return 2
+    print(plan.format())
+    record = plan.to_dict()
+    record["command"] = " ".join(["python -m atomicrag.harness.plan", out, name, *overrides])
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(out).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    tmp.replace(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
