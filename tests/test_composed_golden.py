@@ -76,7 +76,9 @@ def _diff(a: object, b: object, path: str = "") -> list[str]:
 ADDED_FIELDS = {("atomizer", "ner_max_tokens"): 512, ("atomizer", "extraction_max_tokens"): 2048,
                 ("atomizer", "vocab_filter_max_tokens"): 4096, ("judge", "max_tokens"): 1024,
                 ("retriever", "query_ner_max_tokens"): 256, ("sieve", "max_tokens"): 512,
-                ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False}
+                ("embedder", "trust_remote_code"): False, ("judge.embedder", "trust_remote_code"): False,
+                # read only by the library's file ingest (no experiment reads .txt/.md files)
+                ("dataset", "text_titles"): True}
 # deliberate changes of an experiment's values: the Table 8 models that run their own code
 CHANGED_VALUES = {("table8/nomic_embed", "embedder", "trust_remote_code"): True,
                   ("table8/gte_qwen2_1_5b", "embedder", "trust_remote_code"): True}

@@ -82,6 +82,9 @@ class DatasetConfig:
     chunk_overlap: int = 32  # overlap between windows
     chunk_tokenizer: str = "regex"  # regex (word/punct tokens, offline) | an HF tokenizer name or path
     reader: str = mode(Literal["precise", "abstract"], "precise")  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
+    # library files: a .md file's first heading / a .txt file's title-like first line is the document's
+    # title (data.ingest.split_title); false keeps it as text and leaves such files untitled
+    text_titles: bool = True
 
     def __post_init__(self) -> None:
         check_modes(self)

@@ -161,7 +161,7 @@ class AtomicRAG:
     @_serialised
     def index(self, documents: Any) -> AtomicRAG:
         """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
-        docs = normalize_documents(documents)
+        docs = normalize_documents(documents, text_titles=self.config.dataset.text_titles)
         with self._transaction():
             self._docs, self._states, self._indexed = {}, {}, None
             self._add(docs)
@@ -171,7 +171,8 @@ class AtomicRAG:
     def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
         """Add documents after the existing ones. An id already present is an error, unless
         ``replace=True``: then the old version is deleted and the new one appended."""
-        docs = normalize_documents(documents, taken=() if replace else self._docs)
+        docs = normalize_documents(documents, taken=() if replace else self._docs,
+                                   text_titles=self.config.dataset.text_titles)
         with self._transaction():
             for d in docs:
                 if d.id in self._docs:

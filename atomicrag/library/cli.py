@@ -93,7 +93,8 @@ def cmd_insert(args: argparse.Namespace) -> int:
     # the write lock from load to save: a second writer waits, then loads this one's result
     with index_lock(args.index), AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         # normalized here, as insert() does, so the report can name the documents of this call
-        docs = normalize_documents(_paths(args.docs), taken=() if args.replace else {d.id for d in rag.documents})
+        docs = normalize_documents(_paths(args.docs), taken=() if args.replace else {d.id for d in rag.documents},
+                                   text_titles=rag.config.dataset.text_titles)
         rag.insert(docs, replace=args.replace)
         report = rag.report(d.id for d in docs)
         chunks, failed = sum(r.chunks for r in report), sum(r.failed_chunks for r in report)

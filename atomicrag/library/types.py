@@ -76,19 +76,20 @@ class DocumentReport:
         return [f.reason for f in self.failures]
 
 
-def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Document]:
+def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_titles: bool = True) -> list[Document]:
     """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata),
     ``Passage``-like objects, files or folders -> ``Document``s with unique ids.
 
     A document without an id gets ``doc-<hash of its text>`` (plus ``-2``, ``-3``... when the
     same text occurs again), so re-indexing the same corpus gives the same ids. Files and
-    folders are read by ``data.ingest`` (see ``expand_paths``). Empty text is an error.
+    folders are read by ``data.ingest`` (see ``expand_paths``; ``text_titles``: a ``.md``/``.txt``
+    file's title line is its title). Empty text is an error.
     """
     from atomicrag.data.ingest import expand_paths
 
     if isinstance(documents, (str, dict, PathLike)) or hasattr(documents, "text"):
         documents = [documents]  # a single document, not an iterable of characters/keys
-    documents = expand_paths(documents)
+    documents = expand_paths(documents, text_titles=text_titles)
     used = set(taken)
     out: list[Document] = []
     for n, doc in enumerate(documents):
