@@ -225,20 +225,41 @@ class Engine:
                 batch.decompositions[i], batch.sieve[i] = decomps[j], sieved[j]
         return batch
 
-    def answer(self, batch: Batch, kind: str) -> list[Any]:
-        """Reader outputs for every question of ``batch`` (``kind``: precise | abstract | none)."""
+    def reader(self, kind: str) -> Any:
+        """The configured reader of ``kind`` (precise | abstract) over the engine's LLM."""
         from atomicrag.answer.readers import build_reader
 
+        return build_reader(kind, self.models.llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
+                            released=released_prompts.for_fidelity(self.cfg.fidelity),
+                            **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
+
+    def answer(self, batch: Batch, kind: str) -> list[Any]:
+        """Reader outputs for every question of ``batch`` (``kind``: precise | abstract | none)."""
         if kind == "none" or not batch.questions:
             return []
-        llm = self.models.llm
-        reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
-                              released=released_prompts.for_fidelity(self.cfg.fidelity),
-                              **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
+        reader = self.reader(kind)
         t0 = time.perf_counter()
         with self._timed("answer"):
             outputs = reader.answer([q.question for q in batch.questions], batch.contexts)
-        share = (time.perf_counter() - t0) / len(batch.questions)
+        self.record_answers(batch, reader, outputs, time.perf_counter() - t0)
+        return outputs
+
+    def answer_stream(self, batch: Batch, kind: str) -> Iterator[str]:
+        """The answer to a batch of one question, streamed: yields the reader's reply as it is
+        written (``answer.streaming``); the batch's trace and outputs are filled as ``answer`` fills them."""
+        from atomicrag.answer.streaming import stream_answer
+
+        if len(batch.questions) != 1:
+            raise ValueError(f"streaming answers one question at a time, not {len(batch.questions)}")
+        reader = self.reader(kind)
+        t0 = time.perf_counter()
+        with self._timed("answer"):
+            output = yield from stream_answer(reader, batch.questions[0].question, batch.contexts[0])
+        self.record_answers(batch, reader, [output], time.perf_counter() - t0)
+
+    def record_answers(self, batch: Batch, reader: Any, outputs: list[Any], seconds: float) -> None:
+        """Reader outputs into the batch's traces: answers, failures, answers cut by the budget, tokens."""
+        share = seconds / max(1, len(batch.questions))
         for t, o in zip(batch.traces, outputs):
             t.answer, t.raw_answer = o.answer, o.raw
             t.seconds["answer"] = round(share, 6)
@@ -248,7 +269,6 @@ class Engine:
                 t.cut["answer"] = reader.max_tokens
         batch.outputs = outputs
         fill_tokens(batch)
-        return outputs
 
 
 def sampling_deps(cfg: Config, llm: Any) -> dict[str, Any]:

@@ -6,12 +6,13 @@ without pulling in torch or the retrieval stack.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from atomicrag.answer.citations import Source  # noqa: F401  (QueryResult.sources' type)
 from atomicrag.core.artifacts import content_hash
 from atomicrag.core.progress import Progress, ProgressFn  # noqa: F401  (the library's progress= types)
 from atomicrag.core.schemas import Atom, ChunkFailure, Triple
@@ -173,6 +174,13 @@ class QueryResult:
     # the default ``bridge`` this includes documents about an entity a top atom names, which the
     # atom list may not reach; Recall@k in the harness is computed on this list)
     documents: list[str] = field(default_factory=list)
+    # the documents the answer used, [n] in ``cited_answer`` (answer.citations: the reader's
+    # citation marks mapped to documents; empty when no reader ran or nothing is cited)
+    sources: list[Source] = field(default_factory=list)
+    cited_answer: str | None = None  # the answer followed by its sources' marks: "Bern [1][2]"
+    # the reader's reply reached reader.max_tokens: the answer is what was written before the cut,
+    # "" when the cut came before it (never an answer, always reported: the CLI exits non-zero)
+    answer_cut: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,6 +191,38 @@ class QueryResult:
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
+
+
+class AnswerStream:
+    """A streamed answer (``AtomicRAG.query_stream``): iterating yields the reader's reply as the
+    model writes it (its reasoning after "Thought:", then "Answer:" and the answer); once the
+    iteration ends, ``result`` is the ``QueryResult`` (the parsed answer, its sources, whether it
+    was cut). ``get_result()`` reads whatever is left and returns it."""
+
+    def __init__(self, chunks: Generator[str, None, QueryResult]) -> None:
+        self._chunks = chunks
+        self.result: QueryResult | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._chunks)
+        except StopIteration as stop:
+            self.result = stop.value
+            raise
+
+    def get_result(self) -> QueryResult:
+        for _ in self:
+            pass
+        if self.result is None:  # the generator was closed before its end
+            raise RuntimeError("the stream was closed before its answer was complete")
+        return self.result
+
+    def close(self) -> None:
+        """Stop early (releases the index for other calls)."""
+        self._chunks.close()
 
 
 def check_questions(texts: list[str]) -> None:
