@@ -133,3 +133,18 @@ def test_cli_says_an_answer_was_cut_and_exits_nonzero(tmp_path, monkeypatch, cap
     out, err = capsys.readouterr()
     assert code != 0 and "cut by the token budget" in out and "reader.max_tokens" in err
     assert "A: \n" not in out
+
+
+def test_export_is_written_with_the_umask_mode(tmp_path) -> None:
+    import os
+    import stat
+
+    from atomicrag.library.export import _atomic_write
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "graph.json"
+        _atomic_write(out, lambda tmp: tmp.write_text("{}"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644  # was 0600 (mkstemp's mode)
