@@ -81,7 +81,9 @@ ADDED_FIELDS = {("atomizer", "ner_max_tokens"): 512, ("atomizer", "extraction_ma
                 ("fidelity", "decompose_parse"): "own", ("fidelity", "judge_replies"): "structured",
                 ("fidelity", "budgets"): "own", ("dataset", "index_prefix"): False, ("llm", "price_per_mtok_in"): -1.0,
                 ("llm", "price_per_mtok_out"): -1.0, ("judge.llm", "price_per_mtok_in"): -1.0,
-                ("judge.llm", "price_per_mtok_out"): -1.0}
+                ("judge.llm", "price_per_mtok_out"): -1.0,
+                # read only by the library's file ingest (no experiment reads .txt/.md files)
+                ("dataset", "text_titles"): True}
 # top-level fields added to the harness's config: name -> value that keeps the old behaviour
 ADDED_TOP_FIELDS = {"plan": False}
 # fields added to FidelityConfig and set by a fidelity preset file: (field, preset) -> value there

@@ -114,6 +114,11 @@ class LLMReader:
         results = self.llm.chat(requests)
         if len(results) != len(questions):
             raise RuntimeError(f"LLM returned {len(results)} results for {len(questions)} requests")
+        return self.finish(requests, results)
+
+    def finish(self, requests: list[ChatRequest], results: list[Any]) -> list[ReaderOutput]:
+        """Outputs of the replies to ``requests`` (made by the last ``requests()`` call): parsed,
+        and followed up where a reply has no answer marker."""
         outputs = self._parse(results)
         if self.followup != "none":
             self._follow_up(requests, outputs)

@@ -112,6 +112,9 @@ class DatasetConfig:
     # prepend "{position}:" (the passage's position in the corpus file) to each passage's text, as the
     # released runner does with every chunk it indexes (corpus as released; positions of the whole file)
     index_prefix: bool = False
+    # library files: a .md file's first heading / a .txt file's title-like first line is the document's
+    # title (data.ingest.split_title); false keeps it as text and leaves such files untitled
+    text_titles: bool = True
 
     def __post_init__(self) -> None:
         check_modes(self)

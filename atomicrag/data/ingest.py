@@ -5,7 +5,8 @@ the same folder always gives the same index) into document dicts plus the files 
 each with the reason. Nothing is skipped silently: callers report the list
 (``report_skipped``).
 
-- ``.txt``/``.md``: the file's text; no title (see "Titles" below).
+- ``.txt``/``.md``: the file's text; its title line, when it has one, becomes the title (see
+  "Titles" below).
 - ``.jsonl``: one document per line, ``text`` plus optional ``id``/``doc_id``, ``title`` and
   metadata. A malformed or non-UTF-8 line is an error naming the file and line
   (``data.validate.DataError``; a data file the user built is never read in part).
@@ -19,7 +20,21 @@ Ids: a file's path relative to the folder **without its suffix** (``notes/intro`
 (``a.txt``, ``a.md``) both keep their suffix. The full relative path is kept in ``path``.
 
 Titles: a title the document itself carries (HTML ``<title>``, PDF metadata, a ``.jsonl``
-``title``) is kept. A file name is not a title unless the caller says file names are names
+``title``) is kept. Plain text carries one by convention (``text_titles``, on by default; the
+library's ``dataset.text_titles``), and it is moved out of the text into the title:
+
+- ``.md``: the first non-blank line when it is a heading: ``# Title`` (any level, ``#`` to
+  ``######``; closing ``#``s dropped) or a setext heading (a line underlined by ``===`` or ``---``).
+  Markup inside it (``*``, ``_``, backticks, ``[text](link)``) is reduced to its text.
+- ``.txt``: the first non-blank line when it looks like a title (``looks_like_title``): at most
+  ``TITLE_MAX_CHARS`` characters and ``TITLE_MAX_WORDS`` words, starting with a letter or digit,
+  not ending like a sentence or clause (``.``, ``!``, ``?``, ``,``, ``;``, ``:``; a final
+  abbreviation like "Inc." or "Jr." is allowed), and followed by more text (a file of one line
+  is a document, not a title). "Marie Curie" and "Chapter 3 - The Return" are titles; "She was
+  born in Warsaw." and "Dear John," are not.
+
+A title line is taken out of the text (the title is a field of its own, as it is for HTML and
+``.jsonl``), and with ``atomizer.title_context`` it prefixes every atom of the document. A file name is not a title unless the caller says file names are names
 (``file_name_titles=True``): with ``atomizer.title_context`` a title becomes an entity of every
 atom of its document and a prefix of its text, so "Novel-10146" or "notes_v2" would be one hub
 entity per file and prefix tokens in every context line. The id (the file's path
@@ -32,6 +47,7 @@ skipped and reported.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,6 +75,59 @@ class Skipped:
 
 class UnreadableFile(ValueError):
     """A supported file whose text could not be extracted (or is empty)."""
+
+
+# --------------------------------------------------------------------------- titles of plain text
+TITLE_MAX_CHARS = 120  # longer first lines are prose, not titles
+TITLE_MAX_WORDS = 15
+_SENTENCE_END = tuple(".!?,;:")
+# a final period after these is an abbreviation ("Acme Inc.", "Martin Luther King Jr."), not a sentence end
+_ABBREVIATIONS = frozenset({"inc", "ltd", "co", "corp", "jr", "sr", "st", "dr", "mr", "mrs", "ms", "prof",
+                            "vol", "no", "ed", "etc", "vs", "u.s", "u.k"})
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def looks_like_title(line: str) -> bool:
+    """Whether a plain-text first line reads as a title (the rule in the module docstring)."""
+    line = line.strip()
+    if not line or len(line) > TITLE_MAX_CHARS or len(line.split()) > TITLE_MAX_WORDS:
+        return False
+    if not line[0].isalnum() and line[0] not in "\"'(“‘":
+        return False  # list items ("- a"), quotes of markup, separators ("----")
+    if line.endswith(_SENTENCE_END):
+        last = line.split()[-1].rstrip(".").lower()
+        return line.endswith(".") and not line.endswith("..") and last in _ABBREVIATIONS
+    return True
+
+
+def _md_inline(text: str) -> str:
+    """A heading's text without inline markup: links keep their text, emphasis marks go."""
+    text = _MD_LINK.sub(r"\1", text)
+    return " ".join(re.sub(r"(\*\*|__|[*_`~])", "", text).split())
+
+
+def split_title(text: str, suffix: str) -> tuple[str, str]:
+    """``(title, rest of the text)`` of a ``.md``/``.txt`` file, or ``("", text)`` when its first
+    non-blank line is not a title (or nothing follows it)."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return "", text
+    line, title, end = lines[first], "", first + 1
+    if suffix == ".md":
+        m = _ATX.match(line)
+        if m:
+            title = _md_inline(m.group(2))
+        elif first + 1 < len(lines) and _SETEXT.match(lines[first + 1]) and looks_like_title(line):
+            title, end = _md_inline(line), first + 2
+    elif looks_like_title(line):
+        title = line.strip()
+    rest = "\n".join(lines[end:]).strip()
+    if not title or not rest:  # a file that is only its title line: the line is the document
+        return "", text
+    return title, rest
 
 
 # --------------------------------------------------------------------------- parsers
@@ -153,14 +222,18 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return docs
 
 
-def read_file(path: Path, doc_id: str, rel: str, file_name_titles: bool = False) -> list[dict[str, Any]]:
+def read_file(path: Path, doc_id: str, rel: str, file_name_titles: bool = False,
+              text_titles: bool = True) -> list[dict[str, Any]]:
     """Documents of one supported file; ``UnreadableFile`` when it yields no text.
-    ``file_name_titles``: a document without a title of its own is titled by its file name."""
+    ``file_name_titles``: a document without a title of its own is titled by its file name;
+    ``text_titles``: a ``.md``/``.txt`` file's title line is its title (``split_title``)."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return _jsonl(path)
     if suffix in TEXT_SUFFIXES:
         text, title = read_text(path), ""
+        if text_titles:
+            title, text = split_title(clean_text(text), suffix)
     elif suffix in HTML_SUFFIXES:
         text, title = html_text(read_text(path))
     elif suffix == ".pdf":
@@ -196,15 +269,17 @@ def _walk(root: Path, folder: Path, skipped: list[Skipped]) -> list[Path]:
     return out
 
 
-def read_path(source: str | Path, file_name_titles: bool = False) -> tuple[list[dict[str, Any]], list[Skipped]]:
+def read_path(source: str | Path, file_name_titles: bool = False,
+              text_titles: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:
     """``(documents, skipped files)`` of a file or a folder (recursive, sorted paths);
-    ``file_name_titles``: file names are names (titles, with entities and prefixes)."""
+    ``file_name_titles``: file names are names (titles, with entities and prefixes);
+    ``text_titles``: the title line of a ``.md``/``.txt`` file is its title (``split_title``)."""
     root = Path(source).expanduser()
     if not root.exists():
         raise FileNotFoundError(f"{root} does not exist")
     if root.is_file():
         try:
-            return read_file(root, root.stem, root.name, file_name_titles), []
+            return read_file(root, root.stem, root.name, file_name_titles, text_titles), []
         except UnreadableFile as exc:
             raise ValueError(f"{root}: {exc}") from exc
     docs: list[dict[str, Any]] = []
@@ -220,7 +295,7 @@ def read_path(source: str | Path, file_name_titles: bool = False) -> tuple[list[
     for path in candidates:
         rel = path.relative_to(root).as_posix()
         try:
-            docs.extend(read_file(path, ids[rel], rel, file_name_titles))
+            docs.extend(read_file(path, ids[rel], rel, file_name_titles, text_titles))
         except UnreadableFile as exc:
             skipped.append(Skipped(rel, str(exc)))
         except DataError as exc:
@@ -267,7 +342,7 @@ def _as_path(item: Any) -> Path | None:
     return None
 
 
-def expand_paths(items: Iterable[Any], file_name_titles: bool = False) -> list[Any]:
+def expand_paths(items: Iterable[Any], file_name_titles: bool = False, text_titles: bool = True) -> list[Any]:
     """``items`` with every file or folder replaced by its documents (skipped files reported)."""
     out: list[Any] = []
     for item in items:
@@ -275,7 +350,7 @@ def expand_paths(items: Iterable[Any], file_name_titles: bool = False) -> list[A
         if path is None:
             out.append(item)
             continue
-        docs, skipped = read_path(path, file_name_titles)
+        docs, skipped = read_path(path, file_name_titles, text_titles)
         report_skipped(path, skipped)
         out.extend(docs)
     return out

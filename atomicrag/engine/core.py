@@ -227,22 +227,25 @@ class Engine:
                 batch.decompositions[i], batch.sieve[i] = decomps[j], sieved[j]
         return batch
 
+    def reader(self, kind: str) -> Any:
+        """The configured reader of ``kind`` (precise | abstract) over the engine's LLM."""
+        from atomicrag.answer.readers import build_reader
+
+        return build_reader(kind, self.models.llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
+                            released=released_prompts.for_fidelity(self.cfg.fidelity),
+                            answer_extraction=self.cfg.fidelity.answer_extraction,
+                            uncapped=self.cfg.fidelity.budgets == "released",
+                            **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
+
     def answer(self, batch: Batch, kind: str, *, checkpoint: str | Path | None = None) -> list[Any]:
         """Reader outputs for every question of ``batch`` (``kind``: precise | abstract | none).
 
         ``checkpoint``: a JSONL file of answers (``engine.answer_checkpoint``); answers found there
         for the same question and request are reused (counted in ``batch.resumed_answers``), the
         rest are asked in chunks, each chunk's answers appended as it finishes."""
-        from atomicrag.answer.readers import build_reader
-
         if kind == "none" or not batch.questions:
             return []
-        llm = self.models.llm
-        reader = build_reader(kind, llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
-                              released=released_prompts.for_fidelity(self.cfg.fidelity),
-                              answer_extraction=self.cfg.fidelity.answer_extraction,
-                              uncapped=self.cfg.fidelity.budgets == "released",
-                              **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
+        reader = self.reader(kind)
         questions = [q.question for q in batch.questions]
         t0 = time.perf_counter()
         with self._timed("answer"):
@@ -250,7 +253,25 @@ class Engine:
                 outputs = reader.answer(questions, batch.contexts)
             else:
                 outputs = self._answer_resuming(reader, kind, batch, Path(checkpoint))
-        share = (time.perf_counter() - t0) / len(batch.questions)
+        self.record_answers(batch, reader, outputs, time.perf_counter() - t0)
+        return outputs
+
+    def answer_stream(self, batch: Batch, kind: str) -> Iterator[str]:
+        """The answer to a batch of one question, streamed: yields the reader's reply as it is
+        written (``answer.streaming``); the batch's trace and outputs are filled as ``answer`` fills them."""
+        from atomicrag.answer.streaming import stream_answer
+
+        if len(batch.questions) != 1:
+            raise ValueError(f"streaming answers one question at a time, not {len(batch.questions)}")
+        reader = self.reader(kind)
+        t0 = time.perf_counter()
+        with self._timed("answer"):
+            output = yield from stream_answer(reader, batch.questions[0].question, batch.contexts[0])
+        self.record_answers(batch, reader, [output], time.perf_counter() - t0)
+
+    def record_answers(self, batch: Batch, reader: Any, outputs: list[Any], seconds: float) -> None:
+        """Reader outputs into the batch's traces: answers, failures, answers cut by the budget, tokens."""
+        share = seconds / max(1, len(batch.questions))
         for t, o in zip(batch.traces, outputs):
             t.answer, t.raw_answer = o.answer, o.raw
             t.seconds["answer"] = round(share, 6)
@@ -260,7 +281,6 @@ class Engine:
                 t.cut["answer"] = reader.max_tokens
         batch.outputs = outputs
         fill_tokens(batch)
-        return outputs
 
     def _answer_resuming(self, reader: Any, kind: str, batch: Batch, path: Path) -> list[Any]:
         from atomicrag.answer.readers import ReaderOutput

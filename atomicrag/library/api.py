@@ -19,7 +19,7 @@ import copy
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from atomicrag.core.progress import reporting
 from atomicrag.core.registry import STORES
 from atomicrag.library.io import Snapshot, check_build_settings
 from atomicrag.library.types import (
+    AnswerStream,
     DocState,
     Document,
     DocumentReport,
@@ -176,7 +177,7 @@ class AtomicRAG:
     @_serialised
     def index(self, documents: Any) -> AtomicRAG:
         """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
-        docs = normalize_documents(documents)
+        docs = normalize_documents(documents, text_titles=self.config.dataset.text_titles)
         problems = self._check_answering(warn=False)
         if problems:  # before minutes of indexing, not at the first query after it
             from atomicrag.library.readiness import AnsweringUnavailable, describe
@@ -191,7 +192,8 @@ class AtomicRAG:
     def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
         """Add documents after the existing ones. An id already present is an error, unless
         ``replace=True``: then the old version is deleted and the new one appended."""
-        docs = normalize_documents(documents, taken=() if replace else self._docs)
+        docs = normalize_documents(documents, taken=() if replace else self._docs,
+                                   text_titles=self.config.dataset.text_titles)
         with self._transaction():
             for d in docs:
                 if d.id in self._docs:
@@ -291,14 +293,87 @@ class AtomicRAG:
         return CorpusIndex.single(self._indexed)
 
     @_serialised
-    def query(self, question: str | Iterable[str], *, answer: bool | None = None
-              ) -> QueryResult | list[QueryResult]:
+    def query(self, question: str | Iterable[str], *, answer: bool | None = None, stream: bool = False
+              ) -> QueryResult | list[QueryResult] | AnswerStream:
         """Retrieve (and, when a reader is configured or ``answer=True``, answer) one question or a list.
 
-        All questions of a list are propagated together in one batch.
+        All questions of a list are propagated together in one batch. ``stream=True``: one
+        question, answered as a stream (``query_stream``).
         """
+        if stream:
+            if not isinstance(question, str):
+                raise TypeError("stream=True answers one question (a str), not a list")
+            if answer is False:
+                raise ValueError("stream=True streams an answer; answer=False asks for none (use search())")
+            return self.query_stream(question)
         with reporting(self._progress):
             return self._query(question, answer=answer)
+
+    def query_stream(self, question: str) -> AnswerStream:
+        """Retrieve, then answer ``question`` as a stream: iterate for the reply's text as it is
+        written (an OpenAI-compatible server streams it; other backends give it whole); the
+        ``QueryResult`` is the stream's ``result`` at the end (``get_result()``). The index is held
+        for this object's other calls until the stream ends or is closed."""
+        if not isinstance(question, str):
+            raise TypeError(f"query_stream answers one question (a str), not {type(question).__name__}")
+        check_questions([question])  # now, not at the first chunk
+        return AnswerStream(self._stream(question))
+
+    def _stream(self, question: str) -> Generator[str, None, QueryResult]:
+        from atomicrag.answer.readers import resolve_reader_name
+        from atomicrag.core.schemas import Question
+
+        with self._lock, reporting(self._progress):
+            batch = self._core.retrieve(self._index(), [Question(id="q0", question=question)])
+            kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
+            self._warn_fake_llm()
+            yield from self._core.answer_stream(batch, "precise" if kind == "none" else kind)
+            self._progress("query", 1, 1)
+            return self._result(batch.traces[0], batch.contexts[0], batch.outputs[0])
+
+    async def aquery(self, question: str | Iterable[str], *, answer: bool | None = None
+                     ) -> QueryResult | list[QueryResult]:
+        """``query`` for asyncio code: runs in a worker thread, so the event loop keeps serving
+        while the graph propagates and the reader writes (calls on one object still run one at a time)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.query, question, answer=answer)
+
+    async def asearch(self, question: str | Iterable[str]) -> QueryResult | list[QueryResult]:
+        """``search`` (retrieval only) for asyncio code."""
+        return await self.aquery(question, answer=False)
+
+    async def aquery_stream(self, question: str) -> AsyncIterator[str]:
+        """``query_stream`` for asyncio code: an async iterator of the reply's text chunks (the
+        result is not returned: use ``query_stream`` in a thread when you need both). The stream
+        runs in one worker thread of its own (the index lock belongs to the thread that takes it)."""
+        import asyncio
+
+        stream = self.query_stream(question)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+
+        def pump() -> None:
+            try:
+                for chunk in stream:
+                    loop.call_soon_threadsafe(queue.put_nowait, chunk)
+                loop.call_soon_threadsafe(queue.put_nowait, done)
+            except BaseException as exc:  # the reader's error reaches the awaiting code
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+
+        worker = threading.Thread(target=pump, name="atomicrag-stream", daemon=True)
+        worker.start()
+        while (item := await queue.get()) is not done:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        await asyncio.to_thread(worker.join)
+
+    def _warn_fake_llm(self) -> None:
+        if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
+            log.warning("answers come from the fake test LLM (llm.name=fake): pass llm=... or set llm.*")
+            self._warned_fake = True
 
     def _query(self, question: str | Iterable[str], *, answer: bool | None = None
                ) -> QueryResult | list[QueryResult]:
@@ -315,9 +390,7 @@ class AtomicRAG:
         outputs: list[Any] = [None] * len(texts)
         if answer or (answer is None and kind != "none"):
             kind = "precise" if kind == "none" else kind
-            if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
-                log.warning("answers come from the fake test LLM (llm.name=fake): pass llm=... or set llm.*")
-                self._warned_fake = True
+            self._warn_fake_llm()
             outputs = self._core.answer(batch, kind)
         self._progress("query", len(texts), len(texts))
         results = [self._result(t, c, o) for t, c, o in zip(batch.traces, batch.contexts, outputs)]
@@ -347,10 +420,19 @@ class AtomicRAG:
         stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),
                  "candidates": len(cands), "kept": len(best), "items_returned": len(items),
                  "graph_nodes": self._indexed.graph.num_nodes}
+        sources, cited, cut = [], None, False
+        if output is not None:
+            from atomicrag.answer.citations import cite, with_marks
+
+            if not output.failed:
+                sources = cite(output.raw, output.answer, context, seen=len(context) - output.context_dropped)
+                cited = with_marks(output.answer, sources)
+            cut = bool(output.truncated)
         return QueryResult(query=trace.question, items=items, entities_extracted=entities,
                            answer=None if output is None else output.answer, graph_stats=stats,
                            sub_questions=list(trace.sub_questions), context=[c.to_dict() for c in context],
-                           errors=errors, documents=list(trace.retrieved_passages))
+                           errors=errors, documents=list(trace.retrieved_passages),
+                           sources=sources, cited_answer=cited, answer_cut=cut)
 
     # ------------------------------------------------------------------ persistence
     def _snapshot(self) -> Snapshot:

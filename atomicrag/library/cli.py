@@ -110,7 +110,8 @@ def cmd_insert(args: argparse.Namespace) -> int:
     with writing_index(args.index), index_lock(args.index), \
             AtomicRAG.load(args.index, progress=_progress(args)) as rag:
         # normalized here, as insert() does, so the report can name the documents of this call
-        docs = normalize_documents(_paths(args.docs), taken=() if args.replace else {d.id for d in rag.documents})
+        docs = normalize_documents(_paths(args.docs), taken=() if args.replace else {d.id for d in rag.documents},
+                                   text_titles=rag.config.dataset.text_titles)
         rag.insert(docs, replace=args.replace)
         report = rag.report(d.id for d in docs)
         chunks, failed = sum(r.chunks for r in report), sum(r.failed_chunks for r in report)
@@ -159,6 +160,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         if args.top is not None:
             r.items = r.items[: args.top]
     failed = [(r.query, e) for r in results for e in r.errors]
+    # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero
+    budget = rag.config.reader.max_tokens
+    failed += [(r.query, f"the answer was cut at reader.max_tokens={budget} (raise it: --set reader.max_tokens=N)")
+               for r in results if r.answer_cut]
     if args.json:
         payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"
         print(json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False, indent=2))
@@ -166,7 +171,13 @@ def cmd_query(args: argparse.Namespace) -> int:
     for r in results:
         print(f"Q: {r.query}")
         if r.answer is not None:
-            print(f"A: {r.answer}" if r.answer or not r.errors else "A: (none: a step failed, errors below)")
+            if r.answer:
+                print(f"A: {r.cited_answer or r.answer}" + (" (cut by the token budget)" if r.answer_cut else ""))
+            else:
+                print("A: (none: the reply was cut by the token budget before its answer)" if r.answer_cut
+                      else "A: (none: a step failed, errors below)" if r.errors else "A: (empty)")
+            for src in r.sources:
+                print(f"   [{src.n}] {src.doc_id}" + (f" ({src.title})" if src.title else ""))
         for rank, item in enumerate(r.items, 1):
             src = ",".join(item.source_doc_ids)
             print(f"{rank:>3}. {item.score:.4f}  [{src}]  {item.text}")
@@ -380,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_setup_parser(sub)  # atomicrag setup: the LLM server environment for an installed package
     add_data_parser(sub)  # atomicrag data get DATASET [--from DIR]
+    for sp in sub.choices.values():  # -q after the subcommand too; SUPPRESS keeps a -q given before it
+        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress bars, no library banners")
     return p
 
 

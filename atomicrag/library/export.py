@@ -53,6 +53,10 @@ def _atomic_write(path: Path, write: Any) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        # mkstemp creates 0600; an export is for other tools and people: the umask's usual mode
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -6,12 +6,13 @@ without pulling in torch or the retrieval stack.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from atomicrag.answer.citations import Source  # noqa: F401  (QueryResult.sources' type)
 from atomicrag.core.artifacts import content_hash
 from atomicrag.core.progress import Progress, ProgressFn  # noqa: F401  (the library's progress= types)
 from atomicrag.core.schemas import Atom, ChunkFailure, Triple
@@ -76,19 +77,20 @@ class DocumentReport:
         return [f.reason for f in self.failures]
 
 
-def normalize_documents(documents: Any, taken: Iterable[str] = ()) -> list[Document]:
+def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_titles: bool = True) -> list[Document]:
     """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata),
     ``Passage``-like objects, files or folders -> ``Document``s with unique ids.
 
     A document without an id gets ``doc-<hash of its text>`` (plus ``-2``, ``-3``... when the
     same text occurs again), so re-indexing the same corpus gives the same ids. Files and
-    folders are read by ``data.ingest`` (see ``expand_paths``). Empty text is an error.
+    folders are read by ``data.ingest`` (see ``expand_paths``; ``text_titles``: a ``.md``/``.txt``
+    file's title line is its title). Empty text is an error.
     """
     from atomicrag.data.ingest import expand_paths
 
     if isinstance(documents, (str, dict, PathLike)) or hasattr(documents, "text"):
         documents = [documents]  # a single document, not an iterable of characters/keys
-    documents = expand_paths(documents)
+    documents = expand_paths(documents, text_titles=text_titles)
     used = set(taken)
     out: list[Document] = []
     for n, doc in enumerate(documents):
@@ -172,6 +174,13 @@ class QueryResult:
     # the default ``bridge`` this includes documents about an entity a top atom names, which the
     # atom list may not reach; Recall@k in the harness is computed on this list)
     documents: list[str] = field(default_factory=list)
+    # the documents the answer used, [n] in ``cited_answer`` (answer.citations: the reader's
+    # citation marks mapped to documents; empty when no reader ran or nothing is cited)
+    sources: list[Source] = field(default_factory=list)
+    cited_answer: str | None = None  # the answer followed by its sources' marks: "Bern [1][2]"
+    # the reader's reply reached reader.max_tokens: the answer is what was written before the cut,
+    # "" when the cut came before it (never an answer, always reported: the CLI exits non-zero)
+    answer_cut: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -182,6 +191,38 @@ class QueryResult:
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
+
+
+class AnswerStream:
+    """A streamed answer (``AtomicRAG.query_stream``): iterating yields the reader's reply as the
+    model writes it (its reasoning after "Thought:", then "Answer:" and the answer); once the
+    iteration ends, ``result`` is the ``QueryResult`` (the parsed answer, its sources, whether it
+    was cut). ``get_result()`` reads whatever is left and returns it."""
+
+    def __init__(self, chunks: Generator[str, None, QueryResult]) -> None:
+        self._chunks = chunks
+        self.result: QueryResult | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._chunks)
+        except StopIteration as stop:
+            self.result = stop.value
+            raise
+
+    def get_result(self) -> QueryResult:
+        for _ in self:
+            pass
+        if self.result is None:  # the generator was closed before its end
+            raise RuntimeError("the stream was closed before its answer was complete")
+        return self.result
+
+    def close(self) -> None:
+        """Stop early (releases the index for other calls)."""
+        self._chunks.close()
 
 
 def check_questions(texts: list[str]) -> None:

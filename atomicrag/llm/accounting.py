@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -151,6 +151,14 @@ class AccountedLLM:
         for module, group in by_module.items():
             self.accountant.record(module, group)
         return results
+
+    def stream(self, request: ChatRequest) -> Generator[str, None, ChatResult]:
+        """Stream one request through the backend (``answer.streaming.stream_chat``), recorded as a batch of one."""
+        from atomicrag.llm.streaming import stream_chat
+
+        result = yield from stream_chat(self.backend, request)
+        self.accountant.record(request.module, [result])
+        return result
 
     def close(self) -> None:
         self.backend.close()

@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -236,6 +237,29 @@ class CachedLLM:
             self.hits += sum(1 for r in results if r is not None and r.cached)
             self.misses += len(order)
         return [r for r in results if r is not None]
+
+    def stream(self, request: ChatRequest) -> Generator[str, None, ChatResult]:
+        """A cached reply comes whole; otherwise the backend's stream, stored as ``chat`` stores it."""
+        from atomicrag.llm.streaming import stream_chat
+
+        key = cache_key(self.key_model, request) if is_cacheable(request) else None
+        row = self.get_many([key]).get(key) if key else None
+        if row is not None:
+            res = self._hit(row, 0.0)
+            with self._stats_lock:
+                self.hits += 1
+            if res.text:
+                yield res.text
+            return res
+        res = yield from stream_chat(self.backend, request)
+        with self._stats_lock:
+            self.misses += 1
+        if key and res.ok and res.finish_reason != "length":
+            try:
+                self.put_many([(key, res)])
+            except sqlite3.Error as exc:
+                log.warning("LLM cache write to %s failed: %s", self.path, exc)
+        return res
 
     @staticmethod
     def _hit(row: tuple[Any, ...], latency: float) -> ChatResult:

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import os
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -329,6 +331,51 @@ class OpenAIClient:
                 break
             parse_failed = True
             log.debug("attempt %d: unusable reply: %s", attempt, builder.result.error)
+        return builder.finish()
+
+    # ------------------------------------------------------------------ streaming
+    def stream(self, request: ChatRequest) -> Generator[str, None, ChatResult]:
+        """One free-text request streamed (``"stream": true``, server-sent events): yields the reply's
+        text as it arrives and returns the whole ``ChatResult``. No retry once text has been
+        yielded (the caller has shown it); an error before that is returned as a failed result."""
+        if request.schema is not None:
+            raise ValueError("stream() is for free-text requests (schema=None)")
+        builder = ResultBuilder(self.model)
+        body = {**self.payload(request), "stream": True, "stream_options": {"include_usage": True}}
+        ep = self.pool.acquire()
+        parts: list[str] = []
+        raw = RawReply(text="", model=self.model)
+        try:
+            with httpx.Client(timeout=httpx.Timeout(self.timeout_s), headers=self._headers()) as client, \
+                    client.stream("POST", f"{ep.url}/chat/completions", json=body) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise FatalLLMError(f"HTTP {resp.status_code} from {ep.url}: {resp.text[:500]}")
+                for line in resp.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    event = json.loads(data)
+                    usage = event.get("usage") or {}
+                    raw.prompt_tokens = int(usage.get("prompt_tokens") or raw.prompt_tokens)
+                    raw.completion_tokens = int(usage.get("completion_tokens") or raw.completion_tokens)
+                    raw.model = str(event.get("model") or raw.model)
+                    for choice in event.get("choices") or []:
+                        piece = (choice.get("delta") or {}).get("content") or ""
+                        if piece:
+                            parts.append(piece)
+                            yield piece
+                        raw.finish_reason = choice.get("finish_reason") or raw.finish_reason
+        except (httpx.HTTPError, FatalLLMError, ValueError) as exc:
+            self.pool.release(ep, ok=False)
+            builder.add_error(f"{type(exc).__name__}: {exc}" if not isinstance(exc, FatalLLMError) else str(exc))
+            builder.result.text = "".join(parts)
+            return builder.finish()
+        self.pool.release(ep, ok=True, prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens)
+        raw.text = "".join(parts)
+        builder.add_reply(request, raw)
         return builder.finish()
 
     # ------------------------------------------------------------------ lifecycle

@@ -77,7 +77,8 @@ def test_folder_reads_every_supported_type_and_reports_the_rest(folder: Path) ->
     assert by_id["page"]["text"] == "Vienna\nVienna is the capital of Austria.\nThe Danube flows."
     assert "Freud lived in Vienna" in by_id["report"]["text"] and "London in 1938" in by_id["report"]["text"]
     assert by_id["report"]["title"] == "Freud"
-    assert by_id["j1"]["lang"] == "en" and by_id["sub/warsaw"]["title"] == ""
+    assert by_id["j1"]["lang"] == "en" and by_id["sub/warsaw"]["title"] == "Warsaw"  # its first heading
+    assert by_id["sub/warsaw"]["text"] == "Warsaw is the capital of Poland."
     reasons = {s.path: s.reason for s in skipped}
     assert reasons[".git/"] == "hidden" and "unsupported" in reasons["image.png"]
     assert reasons["empty.txt"] == "no text" and "scanned PDF" in reasons["scan.pdf"]
@@ -135,3 +136,36 @@ def test_file_names_are_not_titles_unless_the_caller_says_so(tmp_path):
     assert with_title("She walked home.", [], docs[0]["title"], AtomizerConfig().title_context) == ("She walked home.", [])
     named, _ = read_path(tmp_path, file_name_titles=True)
     assert named[0]["title"] == "Novel-10146"
+
+
+def test_plain_text_title_lines_become_titles(tmp_path):
+    """A .md file's first heading and a .txt file's title-like first line are the document's
+    title (moved out of the text); prose first lines are not; the switch turns it off."""
+    from atomicrag.data.ingest import read_path
+
+    (tmp_path / "curie.txt").write_text("Marie Curie\n\nShe was born in Warsaw.\n")
+    (tmp_path / "prose.txt").write_text("She was born in Warsaw.\nShe moved to Paris.\n")
+    (tmp_path / "letter.txt").write_text("Dear John,\nI write to you today.\n")
+    (tmp_path / "one_line.txt").write_text("Marie Curie\n")
+    (tmp_path / "acme.txt").write_text("Acme Inc.\nAcme makes anvils.\n")
+    (tmp_path / "notes.md").write_text("\n# The *Curie* [family](https://x.org) #\n\nPierre and Marie.\n")
+    (tmp_path / "setext.md").write_text("Radium\n======\nA chemical element.\n")
+    (tmp_path / "list.md").write_text("- item one\n- item two\n")
+    docs = {d["id"]: d for d in read_path(tmp_path)[0]}
+    assert (docs["curie"]["title"], docs["curie"]["text"]) == ("Marie Curie", "She was born in Warsaw.")
+    assert (docs["notes"]["title"], docs["notes"]["text"]) == ("The Curie family", "Pierre and Marie.")
+    assert (docs["setext"]["title"], docs["setext"]["text"]) == ("Radium", "A chemical element.")
+    assert docs["acme"]["title"] == "Acme Inc."
+    for untitled in ("prose", "letter", "one_line", "list"):
+        assert docs[untitled]["title"] == "", untitled
+    assert docs["one_line"]["text"].strip() == "Marie Curie"  # a file that is only a title line keeps it as text
+    off = {d["id"]: d for d in read_path(tmp_path, text_titles=False)[0]}
+    assert off["curie"]["title"] == "" and off["curie"]["text"].startswith("Marie Curie")
+
+
+def test_library_titles_plain_text_unless_switched_off(tmp_path):
+    from atomicrag.library.types import normalize_documents
+
+    (tmp_path / "curie.md").write_text("# Marie Curie\nShe was born in Warsaw.\n")
+    assert normalize_documents(tmp_path)[0].title == "Marie Curie"
+    assert normalize_documents(tmp_path, text_titles=False)[0].title == ""
