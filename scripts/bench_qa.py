@@ -247,7 +247,7 @@ def run_flags(runs_file: Path, args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace, rows_file: Path) -> None:
     from atomicrag.answer.readers import LLMReader
     from atomicrag.data.loaders import load_dataset
-    from atomicrag.engine.core import ConfigModels
+    from atomicrag.engine.engine import ConfigModels
     from atomicrag.llm.accounting import Accountant
 
     prov = Provenance.start()

@@ -111,7 +111,7 @@ def test_library_and_harness_answer_alike(tmp_path: Path) -> None:
     [pred] = map(json.loads, (run_dir(cfg) / "predictions.jsonl").open())
     rag = AtomicRAG(cfg, progress=False).index([{"doc_id": p["id"], "title": p["title"], "text": p["text"]}
                                                 for p in single])
-    [trace] = rag._core.retrieve(rag._index(), rag_questions(QUESTIONS[0]["question"])).traces
+    [trace] = rag._engine.retrieve(rag._index(), rag_questions(QUESTIONS[0]["question"])).traces
     assert [a["atom_id"] for a in trace.candidates[0]] == [a["atom_id"] for a in pred["candidates"][0]]
     for x, y in zip(trace.candidates[0], pred["candidates"][0]):
         assert abs(x["score"] - y["score"]) < 1e-6

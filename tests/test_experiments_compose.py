@@ -13,7 +13,7 @@ from atomicrag.core.config import Config, register_configs, to_dataclass
 from atomicrag.harness.rows import TABLE2_ROWS, ablation_label
 from atomicrag.harness.experiments import compose_experiment
 from atomicrag.harness.report_tables import TABLES, experiment_names
-from atomicrag.harness.report_tables.core import row_matches
+from atomicrag.harness.report_tables.table import row_matches
 from atomicrag.harness.report_tables.runs import Run, values_equal
 
 CONF = Path(__file__).resolve().parent.parent / "conf"

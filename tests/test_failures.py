@@ -141,7 +141,7 @@ def test_runs_written_before_the_status_field() -> None:
 
 def test_tables_carry_an_error_rate_column(tmp_path) -> None:
     from atomicrag.harness.report_tables import TABLES
-    from atomicrag.harness.report_tables.core import build, with_error_column
+    from atomicrag.harness.report_tables.table import build, with_error_column
     from atomicrag.harness.report_tables.runs import Run
 
     spec = with_error_column(TABLES["table2_smoke"]("f1"))

@@ -271,7 +271,7 @@ def test_cells_carry_n_bootstrap_interval_and_paired_drop(tmp_path: Path) -> Non
 
 
 def test_interval_marks_a_published_value_inside() -> None:
-    from atomicrag.harness.report_tables.core import Cell
+    from atomicrag.harness.report_tables.table import Cell
 
     assert Cell(measured=50.0, published=51.0, ci=(47.0, 53.0)).inside is True
     assert Cell(measured=50.0, published=60.0, ci=(47.0, 53.0)).inside is False

@@ -31,6 +31,9 @@ RUN_BY = {
     "atomicrag serve --stop": "test_cli_commands; tests/library/test_serve.py",
     "atomicrag serve": "tests/library/test_serve.py::test_query_reuses_the_served_vllm_server (real vLLM)",
     "atomicrag query": "test_cli_commands; tests/library/test_serve.py",
+    "atomicrag serve --index": "tests/library/test_http_server.py (every endpoint, on a real socket)",
+    "atomicrag data get": "tests/data/test_get.py (--from fixtures in each source's format; downloads "
+                          "through a faked HTTP client: no network here)",
 }
 
 

@@ -8,7 +8,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Batch": ".core", "ConfigModels": ".core", "Engine": ".core", "Models": ".core",
+    "Batch": ".engine", "ConfigModels": ".engine", "Engine": ".engine", "Models": ".engine",
     "CorpusIndex": ".corpus_index", "combined_stats": ".corpus_index",
 }
 

@@ -102,7 +102,7 @@ class AtomicRAG:
         from atomicrag.engine import Engine
 
         # the engine gets its models from this object (yours, or the config's on first use)
-        self._core = Engine(self.config, self, self.accountant,
+        self._engine = Engine(self.config, self, self.accountant,
                             progress=self._progress if self._progress.active else None)
         # a new index warns now; a loaded one (stats, docs, delete need no LLM) when it first answers
         self._check_answering(warn=not getattr(_LOADING, "active", False))
@@ -259,7 +259,7 @@ class AtomicRAG:
         for c in chunks:
             states[c.passage_id].chunks += 1
         step = len(chunks) if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS else _ATOMIZE_SLICE
-        for part, res in self._core.atomize_slices(chunks, step, progress=self._progress.bars):
+        for part, res in self._engine.atomize_slices(chunks, step, progress=self._progress.bars):
             for a in res.atoms:
                 states[a.passage_id].atoms.append(a)
             for t in res.triples:
@@ -281,7 +281,7 @@ class AtomicRAG:
             return
         triples = [t for i in self._docs for t in self._states[i].triples]
         titles = {d.id: d.title for d in self._docs.values() if d.title}
-        self._indexed = self._core.update(self._indexed, atoms, triples, meta={"passage_titles": titles})
+        self._indexed = self._engine.update(self._indexed, atoms, triples, meta={"passage_titles": titles})
 
     # ------------------------------------------------------------------ query
     def _index(self) -> Any:
@@ -324,10 +324,10 @@ class AtomicRAG:
         from atomicrag.core.schemas import Question
 
         with self._lock, reporting(self._progress):
-            batch = self._core.retrieve(self._index(), [Question(id="q0", question=question)])
+            batch = self._engine.retrieve(self._index(), [Question(id="q0", question=question)])
             kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
             self._warn_fake_llm()
-            yield from self._core.answer_stream(batch, "precise" if kind == "none" else kind)
+            yield from self._engine.answer_stream(batch, "precise" if kind == "none" else kind)
             self._progress("query", 1, 1)
             return self._result(batch.traces[0], batch.contexts[0], batch.outputs[0])
 
@@ -385,13 +385,13 @@ class AtomicRAG:
         check_questions(texts)  # before any model loads or the graph is touched
         if not texts:
             return []
-        batch = self._core.retrieve(self._index(), [Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
+        batch = self._engine.retrieve(self._index(), [Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
         kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
         outputs: list[Any] = [None] * len(texts)
         if answer or (answer is None and kind != "none"):
             kind = "precise" if kind == "none" else kind
             self._warn_fake_llm()
-            outputs = self._core.answer(batch, kind)
+            outputs = self._engine.answer(batch, kind)
         self._progress("query", len(texts), len(texts))
         results = [self._result(t, c, o) for t, c, o in zip(batch.traces, batch.contexts, outputs)]
         return results[0] if single else results

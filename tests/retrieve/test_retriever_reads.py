@@ -54,7 +54,7 @@ def _reads(variant: str, settings: dict[str, Any]) -> set[str]:
     rec = _Recording(**{f: getattr(base, f) for f in FIELDS})
     rec.__dict__["_seen"] = set()
     rag.config.retriever = rec  # the engine shares the library's config object
-    rag._core._retrievers.clear()  # built again from the recording config
+    rag._engine._retrievers.clear()  # built again from the recording config
     rag.query(["Where was Marie Curie born?", "Which river flows through the capital of France?"])
     rag.close()
     return set(rec.__dict__["_seen"])

@@ -15,7 +15,7 @@ from typing import Any
 
 from atomicrag.core.compose import CONF_DIR
 from atomicrag.harness.report_tables import figures, specs
-from atomicrag.harness.report_tables.core import (
+from atomicrag.harness.report_tables.table import (
     Cell,
     Column,
     Row,

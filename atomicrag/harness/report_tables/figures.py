@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from atomicrag.harness.report_tables import plots
-from atomicrag.harness.report_tables.core import Column, Row, TableSpec
+from atomicrag.harness.report_tables.table import Column, Row, TableSpec
 from atomicrag.harness.report_tables.runs import DATASET_NAMES, answer_prompt_tokens_per_call
 from atomicrag.harness.report_tables.specs import _acc_cols, _label
 

@@ -5,7 +5,7 @@ import csv
 import os
 from pathlib import Path
 
-from atomicrag.harness.report_tables.core import Cell, Column, TableResult
+from atomicrag.harness.report_tables.table import Cell, Column, TableResult
 
 MISSING = "—"
 MINUS = "\u2212"

@@ -13,7 +13,7 @@ from typing import Any
 
 from atomicrag.harness.rows import TABLE2_ROWS, ablation, ablation_label, preset_changes
 from atomicrag.harness.report_tables import plots
-from atomicrag.harness.report_tables.core import Column, Row, TableSpec, mean_of, minus_row, share_of
+from atomicrag.harness.report_tables.table import Column, Row, TableSpec, mean_of, minus_row, share_of
 from atomicrag.harness.report_tables.runs import (
     DATASET_NAMES,
     MODULES,
