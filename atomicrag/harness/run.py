@@ -99,6 +99,10 @@ def main(dcfg: DictConfig) -> float:
         sys.exit(130)
     print(format_comparison(rows))
     print("\n".join(format_failures(label, m) for label, m in rows))
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # the sweep's summary table reads it (harness/sweep_summary.py)
+        from atomicrag.harness.sweep_summary import write_point
+
+        write_point(hydra_cfg.runtime.output_dir, list(hydra_cfg.overrides.task), rows)
     try:
         raise_if_failed(rows)  # a run past cfg.max_failure_rate exits non-zero (and is not marked finished)
     except RunFailed as exc:
