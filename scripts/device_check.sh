@@ -10,14 +10,17 @@
 #
 # Steps: environment; CUDA tests (pytest -m gpu); retrieval benchmark on the device at HotpotQA
 # and 10x HotpotQA scale (certified top-k PPR; igraph when installed, else a float64 reference);
-# synonym KNN; bf16/fp16 embedding throughput (MiniLM-shaped encoder, random init if no weights).
+# synonym KNN; bf16/fp16 embedding throughput (MiniLM-shaped encoder, random init if no weights);
+# the float64 exact PPR solve against the CPU; the embedder's length clamp; the plan of a published row.
 set -u
 cd "$(dirname "$0")/.."
 SMALL=0
+ONLY=""  # --only=a,b: just these steps (the CI test runs the new ones on CPU)
 for arg in "$@"; do
   case "$arg" in
     --small|--dry) SMALL=1 ;;
-    *) echo "unknown argument: $arg (expected --small)" >&2; exit 2 ;;
+    --only=*) ONLY=",${arg#--only=}," ;;
+    *) echo "unknown argument: $arg (expected --small, --only=STEP,...)" >&2; exit 2 ;;
   esac
 done
 OUT=${OUT:-$PWD/device_check_out}
@@ -30,11 +33,12 @@ SUMMARY="$OUT/summary.txt"
 START=$(date +%s)
 
 if [ "$SMALL" = 1 ]; then
-  DEV=cpu; SCALES=medium; Q=128; BATCHES=64; KNN_E=4000; KNN_SLICE=2000; TEXTS=128; THREADS=2
+  DEV=cpu; SCALES=medium; Q=128; BATCHES=64; KNN_E=4000; KNN_SLICE=2000; TEXTS=128; THREADS=2; EXACT_N=3000
   BENCH_EXTRA="--reps 1 --sample 16 --b1 4"
   SLOW=3  # a shared 2-core CPU: the dry run checks the plumbing, give each step 3x its GPU limit
 else
   DEV=cuda; SCALES=hotpot,hotpot10x; Q=4096; BATCHES=256,1024,4096; KNN_E=1000000; KNN_SLICE=20000; TEXTS=20000
+  EXACT_N=200000
   BENCH_EXTRA="--reps 3 --sample 64 --b1 32"
   SLOW=1
   THREADS=$(nproc 2>/dev/null || echo 8)
@@ -45,6 +49,7 @@ note() { echo "$*" | tee -a "$SUMMARY"; }
 # step NAME LIMIT_S CMD...: run with a time limit, log to $OUT/NAME.log, keep the last line
 step() {
   local name=$1 limit=$(( $2 * SLOW )); shift 2
+  if [ -n "$ONLY" ] && [[ "$ONLY" != *",$name,"* ]]; then return 0; fi
   local t0=$(date +%s)
   timeout --kill-after=10 "$limit" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
@@ -94,5 +99,19 @@ step bench_knn 60 "$PY" scripts/bench_device.py knn --device "$DEV" --entities "
 
 # 4. embedding throughput fp32 vs bf16 (vs fp16 on CUDA)
 step bench_embed 60 "$PY" scripts/bench_device.py embed --device "$DEV" --texts "$TEXTS"
+
+# 5. the float64 exact PPR solve (fidelity.ppr_solve=exact) on the device, checked against the CPU
+step exact_ppr 60 "$PY" scripts/bench_device.py exact --device "$DEV" --nodes "$EXACT_N"
+
+# 6. an embedder configured past the model's length (bge-large's 2,048) is clamped on the device
+step embed_clamp 60 "$PY" scripts/bench_device.py clamp --device "$DEV"
+
+# 7. the plan of a published row (Table 1 Medical) on the shipped smoke set: no model loads
+if has hydra; then
+  step plan_row 60 "$PY" -m atomicrag.harness.plan "$OUT/plan_table1_medical.json" table1/medical_atomicrag \
+    dataset.split=smoke fidelity.prompts=own
+else
+  note "[plan_row] skipped: hydra-core is not installed"
+fi
 
 note "total $(( $(date +%s) - START ))s; logs in $OUT"

@@ -81,9 +81,28 @@ def main(dcfg: DictConfig) -> float:
             print(f"atomicrag: error: {exc}", file=sys.stderr)
             sys.exit(2)
         return 0.0
-    rows = run_with_baselines(cfg)
+    from hydra.types import RunMode
+
+    from atomicrag.llm.cache import LLMCacheDamagedError
+
+    try:
+        rows = run_with_baselines(cfg)
+    except (LLMCacheDamagedError, OSError) as exc:  # the machine's or a file's fault: say which, one line
+        if hydra_cfg.mode != RunMode.RUN:
+            raise
+        print(f"atomicrag: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        if hydra_cfg.mode != RunMode.RUN:
+            raise
+        print("atomicrag: interrupted; a re-run reuses the finished stages and answers", file=sys.stderr)
+        sys.exit(130)
     print(format_comparison(rows))
     print("\n".join(format_failures(label, m) for label, m in rows))
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # the sweep's summary table reads it (harness/sweep_summary.py)
+        from atomicrag.harness.sweep_summary import write_point
+
+        write_point(hydra_cfg.runtime.output_dir, list(hydra_cfg.overrides.task), rows)
     try:
         raise_if_failed(rows)  # a run past cfg.max_failure_rate exits non-zero (and is not marked finished)
     except RunFailed as exc:

@@ -71,6 +71,20 @@ def _serialised(method: Any) -> Any:
     return locked
 
 
+def library_paths(paths: Any) -> Any:
+    """``paths`` for the library: a relative default LLM cache (the harness's ``cache/`` beside a
+    checkout) goes to the user's cache folder instead, so a ``query`` run anywhere leaves no
+    ``cache/`` folder in the working directory; a path the user set is kept."""
+    import os
+
+    from atomicrag.core.config import PathsConfig
+
+    if paths.llm_cache != PathsConfig().llm_cache:
+        return paths
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    return dataclasses.replace(paths, llm_cache=str(home / "atomicrag" / "llm_cache.sqlite"))
+
+
 class AtomicRAG:
     """An Atom-Entity Graph index over a document collection.
 
@@ -143,7 +157,7 @@ class AtomicRAG:
         if self._llm is None:
             from atomicrag.llm.factory import build_llm
 
-            self._llm = build_llm(self.config.llm, self.config.paths, self.accountant)
+            self._llm = build_llm(self.config.llm, library_paths(self.config.paths), self.accountant)
             self._llm_owned = True
         return self._llm
 

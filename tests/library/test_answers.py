@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,3 +149,19 @@ def test_export_is_written_with_the_umask_mode(tmp_path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644  # was 0600 (mkstemp's mode)
+
+
+def test_a_query_leaves_no_cache_folder_in_the_working_directory(tmp_path: Path, monkeypatch) -> None:
+    """The library's LLM cache goes to the user's cache folder, not ./cache of wherever it runs."""
+    from atomicrag import AtomicRAG
+
+    work, home = tmp_path / "work", tmp_path / "xdg"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    with AtomicRAG({"llm": {"option": "fake", "cache": True}, "embedder": "fake", "reader": {"name": "precise"}},
+                   progress=False) as rag:
+        rag.index(["Marie Curie was born in Warsaw.", "Warsaw is the capital of Poland."])
+        assert rag.query("Where was Marie Curie born?").answer is not None
+    assert list(work.iterdir()) == []
+    assert (home / "atomicrag" / "llm_cache.sqlite").is_file()

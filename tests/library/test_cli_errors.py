@@ -190,3 +190,18 @@ def test_insert_into_a_missing_index_is_one_line_and_leaves_no_lock(tmp_path: Pa
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "no such index folder" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]  # no .nope.lock left beside it
+
+
+def test_harness_run_on_an_unwritable_results_folder_is_one_line(tmp_path: Path) -> None:
+    """``python -m atomicrag.run`` too: an OS error is one line naming the path, exit 2."""
+    blocker = tmp_path / "runs"
+    blocker.write_text("a file where the results folder should be")
+    env = {**os.environ, "ATOMICRAG_NO_PROGRESS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "atomicrag.run", "llm=fake", "embedder=fake", "reader=none",
+                           "baselines=[]", "dataset.limit=2", f"paths.results_dir={blocker}",
+                           f"paths.cache_dir={tmp_path / 'cache'}", f"paths.llm_cache={tmp_path / 'llm.sqlite'}"],
+                          cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("atomicrag: error:")]
+    assert len(lines) == 1 and str(blocker) in lines[0] and "Traceback" not in proc.stderr

@@ -1,0 +1,60 @@
+"""One table over the points of a Hydra multirun, printed and written when the sweep ends.
+
+Each point of a sweep writes ``atomicrag_point.json`` into its Hydra job folder (its overrides and
+its rows: the main system and its baselines). When the multirun ends, ``SweepSummary`` (a Hydra
+callback, ``conf/config.yaml``) reads every point's file from the sweep folder, so it works with
+any launcher whose workers share the file system (basic, joblib, SLURM), and labels each row by
+the overrides that differ between points (``retriever.top_k=10``), never by a label two points share.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+POINT_FILE = "atomicrag_point.json"
+
+
+def write_point(output_dir: str | Path, overrides: list[str], rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """The point's overrides and rows, for the summary (atomically: a reader never sees half a file)."""
+    from atomicrag.core.artifacts import write_text_atomic
+
+    write_text_atomic(Path(output_dir) / POINT_FILE,
+                      json.dumps({"overrides": list(overrides), "rows": [[label, m] for label, m in rows]},
+                                 default=str))
+
+
+def point_labels(points: list[dict[str, Any]]) -> list[str]:
+    """Each point's overrides that differ between points (``a=1 b=x``); every point's label is unique
+    because the points of a sweep differ in at least one override."""
+    keyed = [dict(o.split("=", 1) for o in p["overrides"] if "=" in o) for p in points]
+    keys = sorted({k for d in keyed for k in d})
+    varying = [k for k in keys if len({d.get(k) for d in keyed}) > 1]
+    return [" ".join(f"{k}={d.get(k, '–')}" for k in varying) or "(one point)" for d in keyed]
+
+
+def summary_table(sweep_dir: str | Path) -> str | None:
+    """The sweep's table (markdown), one row per point and system, or None without points."""
+    from atomicrag.harness.comparison import format_comparison
+
+    files = sorted(Path(sweep_dir).glob(f"*/{POINT_FILE}"), key=lambda p: (len(p.parent.name), p.parent.name))
+    points = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    if not points:
+        return None
+    rows = [(f"{label} · {system}", metrics)
+            for label, point in zip(point_labels(points), points) for system, metrics in point["rows"]]
+    return format_comparison(rows)
+
+
+class SweepSummary(Callback):
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        from atomicrag.core.artifacts import write_text_atomic
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        table = summary_table(sweep_dir)
+        if table is None:
+            return
+        write_text_atomic(sweep_dir / "summary.md", table + "\n")
+        print(f"\nsweep summary ({sweep_dir / 'summary.md'}):\n{table}")
