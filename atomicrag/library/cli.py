@@ -151,18 +151,19 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     check_questions(list(args.questions))  # exit status 2 before the index loads
     results = _query_server(args)
+    budget = "reader.max_tokens"  # the server's setting, when a server answered
     if results is None:  # no server holds this index (or the command changes its settings): load it
         from atomicrag.library.api import AtomicRAG  # torch and the engine: only when loading here
 
         with AtomicRAG.load(args.index, overrides=args.set or (), progress=_progress(args)) as rag:
             results = rag.query(list(args.questions), answer=False if args.no_answer else None)
+            budget = f"reader.max_tokens={rag.config.reader.max_tokens}"
     for r in results:
         if args.top is not None:
             r.items = r.items[: args.top]
     failed = [(r.query, e) for r in results for e in r.errors]
     # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero
-    budget = rag.config.reader.max_tokens
-    failed += [(r.query, f"the answer was cut at reader.max_tokens={budget} (raise it: --set reader.max_tokens=N)")
+    failed += [(r.query, f"the answer was cut at {budget} (raise it: --set reader.max_tokens=N)")
                for r in results if r.answer_cut]
     if args.json:
         payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"

@@ -130,6 +130,11 @@ def result_from_dict(data: dict[str, Any]) -> QueryResult:
     values = {k: v for k, v in data.items() if k in known}
     values["items"] = [ResultItem(**{k: v for k, v in it.items() if k in item_fields})
                        for it in data.get("items", [])]
+    from atomicrag.answer.citations import Source
+
+    source_fields = {f.name for f in dataclasses.fields(Source)}
+    values["sources"] = [Source(**{k: v for k, v in s.items() if k in source_fields})
+                         for s in data.get("sources", [])]
     return QueryResult(**values)
 
 

@@ -309,15 +309,10 @@ def _error(message: str) -> bytes:
 
 # -- comparing what two clients sent ------------------------------------------------------------
 def read_request_log(path: str | Path) -> list[dict[str, Any]]:
-    out = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise RecordingError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from exc
-    return out
+    """The entries of a request log (one JSON object per line; a bad line names the file and line)."""
+    from atomicrag.core.artifacts import read_jsonl
+
+    return read_jsonl(path)
 
 
 def first_difference(a: Any, b: Any, where: str = "$") -> str | None:

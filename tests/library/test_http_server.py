@@ -186,3 +186,15 @@ def test_cli_query_uses_a_running_server_and_falls_back(index_dir: Path, tmp_pat
     assert main(["query", QUESTIONS[0], "--index", str(index_dir), "--no-answer"]) == 0
     assert capsys.readouterr().out == loaded
     assert http_server.read_server_state(index_dir) is None
+
+
+def test_a_result_sent_by_the_server_keeps_its_sources_and_cut_flag() -> None:
+    """What the CLI prints from a server's answer (sources with their numbers, a cut answer) survives
+    the JSON round trip."""
+    from atomicrag.answer.citations import Source
+    from atomicrag.library.types import QueryResult
+
+    sent = QueryResult(query="q", answer="Warsaw", cited_answer="Warsaw [1]", answer_cut=True,
+                       sources=[Source(n=1, doc_id="curie", title="Marie Curie", how="cited")])
+    got = http_server.result_from_dict(json.loads(json.dumps(sent.to_dict())))
+    assert got.sources == sent.sources and got.answer_cut and got.cited_answer == "Warsaw [1]"

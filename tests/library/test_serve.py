@@ -108,7 +108,7 @@ def test_query_reuses_the_served_vllm_server(tmp_path: Path) -> None:
     (tmp_path / "docs" / "marie.txt").write_text("Marie Curie was born in Warsaw in 1867.")
     cfg = tmp_path / "rag.yaml"
     cfg.write_text("embedder: fake\nreader: {name: precise, max_tokens: 32}\n"
-                   "llm: {preset: vllm_cpu, n_threads: 1, max_model_len: 2048}\n")
+                   "llm: {option: vllm_cpu, n_threads: 1, max_model_len: 2048}\n")
     assert cli("-q", "index", "docs", "--out", "idx", "--config", str(cfg)).returncode == 0
     up = cli("serve", "--config", str(cfg))
     assert up.returncode == 0, up.stderr[-3000:]
