@@ -45,6 +45,8 @@ def test_experiment_runs_for_one_question(name: str, shared_cache: Path, tmp_pat
             name,
             [
                 "llm=fake", "embedder=fake", "dataset.split=smoke",
+                # the smoke sets hold their passage corpus only (a row may index the authors' chunk file)
+                "dataset.corpus_file=null",
                 "dataset.limit=1", "retriever.reranker=null", "retriever.query_entities=spacy",
                 # the released judge is gpt-4o-mini + bge-large; offline the fakes grade (judge=run)
                 "judge.llm_source=run", "judge.embedder_source=run",

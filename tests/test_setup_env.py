@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _dry(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "scripts/setup_env.sh"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "DRY_RUN": "1", **env}, check=False)
+                          env={**os.environ, "DRY_RUN": "1", "SKIP_VLLM": "0", **env}, check=False)
 
 
 def test_cuda_gets_a_cuda_torch_and_vllm_s_cuda_build_never_the_cpu_build() -> None:
