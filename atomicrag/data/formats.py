@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 Loaded = tuple[list[Passage], list[Question], list[Path]]
 
 # HippoRAG corpora are lists; passage ids are "<prefix>-<index:05d>". The 2Wiki prefix matches
-# the normalized copy (../shared/data/2wikimultihopqa), so gold ids agree between the two.
+# the normalized copy (``atomicrag data get 2wikimultihopqa``), so gold ids agree between the two.
 ID_PREFIX = {"2wikimultihopqa": "2wiki"}
 
 

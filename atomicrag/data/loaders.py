@@ -2,7 +2,7 @@
 
 ``load_dataset(cfg, data_dir)`` dispatches on ``cfg.format``:
 
-* ``normalized`` — this project's layout (``../shared/data/<name>/``, DESIGN.md §6):
+* ``normalized`` — this project's layout (``<data_dir>/<name>/``: the shipped smoke sets, or what ``atomicrag data get`` writes):
   ``corpus.jsonl`` + ``questions.{dev,heldout}.jsonl`` / ``questions.jsonl``, and
   ``smoke/{corpus,questions}.jsonl``. Validated strictly (exact field types).
 * ``graphrag_bench`` — the public GraphRAG-Bench release (``Corpus/*.json``, ``Questions/*_questions.json``).

@@ -218,10 +218,10 @@ class _CacheProbe:
             return 0
         keys = [cache_key(self.key_model, r) for r in requests]
         found = 0
-        for i in range(0, len(keys), 500):
-            part = keys[i:i + 500]
-            marks = ",".join("?" * len(part))
-            found += self.conn.execute(f"SELECT COUNT(*) FROM llm_cache WHERE key IN ({marks})", part).fetchone()[0]
+        for i in range(0, len(keys), 500):  # the keys go in as one JSON parameter: no SQL is built
+            part = json.dumps(keys[i:i + 500])
+            found += self.conn.execute("SELECT COUNT(*) FROM llm_cache WHERE key IN (SELECT value FROM json_each(?))",
+                                       (part,)).fetchone()[0]
         return found
 
     def close(self) -> None:

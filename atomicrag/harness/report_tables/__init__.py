@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-# experiments whose dataset is not in ../shared/data (HotpotQA: nothing; MuSiQue: no corpus)
+# experiments whose dataset needs more than the shipped smoke sets and the default offline data (HotpotQA: nothing; MuSiQue: no corpus)
 NEEDS_EXTERNAL_DATA = ("hotpotqa", "musique")
 
 
