@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from atomicrag.core.schemas import Atom, AtomizeResult, Triple
+from atomicrag.core.schemas import Atom, AtomizeResult, Chunk, Triple
 
 
 class TableEmbedder:
@@ -60,3 +60,20 @@ VECTORS = {
     "US": [0.0, 0.0, 1.0, 0.0],
     "euro": [0.0, 0.0, 0.0, 1.0],
 }
+
+
+class CountingAtomizer:
+    """An atomizer that returns the hand-made corpus and counts its calls (stage-cache tests)."""
+
+    name = "sentence"
+    uses_llm = False
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def atomize(self, chunks: list[Chunk]) -> AtomizeResult:
+        self.calls += 1
+        return corpus()
+
+
+CHUNKS = [Chunk(id="c0", passage_id="p0", text="x"), Chunk(id="c1", passage_id="p1", text="y")]

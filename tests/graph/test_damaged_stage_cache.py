@@ -8,24 +8,9 @@ import pytest
 import torch
 
 from atomicrag.core.config import Config
-from atomicrag.core.schemas import AtomizeResult, Chunk
 from atomicrag.graph.cached_build import index_corpus
 
-from .helpers import VECTORS, TableEmbedder, corpus
-
-CHUNKS = [Chunk(id="c0", passage_id="p0", text="x"), Chunk(id="c1", passage_id="p1", text="y")]
-
-
-class CountingAtomizer:
-    name = "sentence"
-    uses_llm = False
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def atomize(self, chunks: list[Chunk]) -> AtomizeResult:
-        self.calls += 1
-        return corpus()
+from .helpers import CHUNKS, VECTORS, CountingAtomizer, TableEmbedder
 
 
 def _index(root: Path, at: CountingAtomizer):

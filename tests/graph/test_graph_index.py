@@ -7,30 +7,12 @@ import pytest
 import torch
 
 from atomicrag.core.config import AtomizerConfig, Config, FidelityConfig, GraphConfig
-from atomicrag.core.schemas import AtomizeResult, Chunk
 from atomicrag.embed.fake import FakeEmbedder
 from atomicrag.graph.build import build_graph
 from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.io import load_graph, save_graph
 
-from .helpers import VECTORS, TableEmbedder, corpus
-
-
-class CountingAtomizer:
-    """An atomizer that returns the hand-made corpus and counts its calls."""
-
-    name = "sentence"
-    uses_llm = False
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def atomize(self, chunks: list[Chunk]) -> AtomizeResult:
-        self.calls += 1
-        return corpus()
-
-
-CHUNKS = [Chunk(id="c0", passage_id="p0", text="x"), Chunk(id="c1", passage_id="p1", text="y")]
+from .helpers import CHUNKS, VECTORS, CountingAtomizer, TableEmbedder, corpus
 
 
 def test_save_load_round_trip(tmp_path):

@@ -7,15 +7,9 @@ import torch
 
 from atomicrag.retrieve.propagate import PPR, topk_atoms
 
+from .threads import one_thread  # noqa: F401  (autouse fixture)
+
 K = 10
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def atom_entity_graph(num_e: int = 300, num_a: int = 400, seed: int = 0) -> torch.Tensor:

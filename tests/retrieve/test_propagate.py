@@ -13,16 +13,9 @@ from atomicrag.retrieve.propagate import (
     topk_atoms,
 )
 
+from .threads import one_thread  # noqa: F401  (autouse fixture)
+
 ig = pytest.importorskip("igraph")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny SpMMs: a second OpenMP thread only adds synchronisation (ms each on a busy machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def csr_from_edges(n: int, edges: list[tuple[int, int]], weights: list[float]) -> torch.Tensor:

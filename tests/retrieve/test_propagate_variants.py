@@ -21,13 +21,7 @@ from atomicrag.retrieve.propagate import (
     topk_atoms,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from .threads import one_thread  # noqa: F401  (autouse fixture)
 
 
 def csr(n: int, edges: list[tuple[int, int, float]]) -> torch.Tensor:
