@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from atomicrag.core.progress import progress_enabled  # noqa: F401  (atomizers read it from here)
 from atomicrag.core.schemas import AtomizeResult, Chunk
+from atomicrag.prompts._common import dedupe as dedupe_keep_order  # noqa: F401  (atomizers import it from here)
 
 T = TypeVar("T")
 
@@ -82,11 +83,3 @@ def batched(items: list[T], size: int) -> Iterator[list[T]]:
         yield items[i:i + size]
 
 
-def dedupe_keep_order(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for s in items:
-        if s and s not in seen:
-            seen.add(s)
-            out.append(s)
-    return out

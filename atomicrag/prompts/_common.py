@@ -1,6 +1,7 @@
 """Small helpers shared by the prompt modules (string cleaning, de-duplication)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -15,7 +16,7 @@ def clean_str(value: Any) -> str:
     return " ".join(value.split())
 
 
-def dedupe(items: list[str]) -> list[str]:
+def dedupe(items: Iterable[str]) -> list[str]:
     """Keep the first occurrence of each string (case-sensitive), drop empty ones."""
     seen: set[str] = set()
     out = []
