@@ -3,18 +3,21 @@
     from atomicrag.harness.report_tables import make_tables
     make_tables("results", tables=["table2_smoke"], metric="f1")
 
-``scripts/make_tables.py`` is the command-line face. ``experiment_names()`` lists every
-committed experiment (``conf/experiment/**.yaml``) as the name ``+experiment=`` takes.
+``scripts/make_tables.py`` is the command-line face. Each table is declared once, beside the
+experiments that fill it (``conf/experiment/<folder>/<table>.table.yml``, :mod:`.declared`).
+``experiment_names()`` lists every committed experiment (``conf/experiment/**.yaml``) as the name
+``+experiment=`` takes.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from atomicrag.core.compose import CONF_DIR
-from atomicrag.harness.report_tables import figures, specs
+from atomicrag.harness.report_tables import declared
 from atomicrag.harness.report_tables.table import (
     Cell,
     Column,
@@ -29,16 +32,11 @@ from atomicrag.harness.report_tables.runs import Run, load_runs, parse_where
 
 ROOT = CONF_DIR.parent  # the checkout (paper_tables.json is looked for beside it)
 
-# table name -> spec factory(metric)
-TABLES: dict[str, Callable[[str], TableSpec]] = {
-    "table1": specs.table1, "table2": specs.table2, "table2_smoke": specs.table2_smoke,
-    "table2_retrieval": specs.table2_retrieval_only,
-    "table3": specs.table3, "table4": specs.table4, "table6": specs.table6, "table7": specs.table7,
-    "table8": specs.table8, "table9": specs.table9, "table10": specs.table10, "table11": specs.table11,
-    "table12": specs.table12, "table13": specs.table13, "fig4": figures.fig4, "fig5": figures.fig5,
-}
-# tables whose measured cells are never ACC: their metric is fixed
-FIXED_METRIC = {"table2_smoke": "f1", "table2_retrieval": "recall"}
+# table name -> spec factory(metric), in the paper's order: one per declaration file
+DECLARATIONS = declared.declaration_files()
+TABLES: dict[str, Callable[[str], TableSpec]] = {name: partial(declared.spec, path) for name, path in DECLARATIONS.items()}
+# tables whose measured cells are never ACC: their metric is fixed (the declaration's ``metric``)
+FIXED_METRIC = {name: m for name, path in DECLARATIONS.items() if (m := declared.fixed_metric(path))}
 
 __all__ = [
     "NEEDS_EXTERNAL_DATA", "TABLES", "Cell", "Column", "Row", "Run", "TableResult", "TableSpec", "build",

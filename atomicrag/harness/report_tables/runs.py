@@ -1,9 +1,10 @@
 """Finished runs on disk, and the numbers a paper table reads from them.
 
 A run folder (``atomicrag.harness.tracking``) holds ``metrics.json`` (read through its schema,
-``harness.metrics_file``) and ``config.yaml``. Rows of a
-table are matched on the *resolved config* (``config.yaml``); when that file is missing, the
-short ``metrics["config"]`` summary is used instead.
+``harness.metrics_file``) and ``config.yaml``. A run fills the table row its experiment names:
+its ``experiment`` and recorded ``row_label`` (``report_tables.declared``). Config values (for
+``--where`` filters) come from the *resolved config* (``config.yaml``); when that file is
+missing, the short ``metrics["config"]`` summary is used instead.
 """
 from __future__ import annotations
 
@@ -33,11 +34,6 @@ GB_TYPES = {
     "fact": "Fact Retrieval", "reason": "Complex Reasoning", "summ": "Contextual Summarize",
     "creat": "Creative Generation",
 }
-# paper_tables.json dataset prefixes / names -> dataset.name of our runs
-DATASET_NAMES = {
-    "medical": "graphbench_medical", "novel": "graphbench_novel", "hotpotqa": "hotpotqa",
-    "2wiki": "2wikimultihopqa", "musique": "musique",
-}
 MODULES = ("index", "decompose", "retrieve", "sieve", "answer")  # the paper's modules (Table 7), judge excluded
 # paper module -> accounting keys in metrics["cost"]["modules"]: whose tokens add up, and whose wall
 # time counts (the first one present). The index timer covers atomization, whose LLM calls are
@@ -61,6 +57,11 @@ class Run:
     @property
     def experiment(self) -> str:
         return str(self.metrics.get("experiment") or self.config.get("experiment") or "")
+
+    @property
+    def row_label(self) -> str:
+        """The paper-table row the run recorded filling (its experiment file's ``row_label``)."""
+        return str(self.metrics.get("row_label") or self.config.get("row_label") or "")
 
     @property
     def dataset(self) -> str:

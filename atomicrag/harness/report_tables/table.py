@@ -1,9 +1,10 @@
 """Table model and engine: match runs to rows, fill cells, compare with the published numbers.
 
-A :class:`TableSpec` names the experiments its runs come from, its rows (each a config match)
-and its columns (each an extractor from one run, or a value derived from other cells). The
-engine fills every cell with the measured value, the published value from ``paper_tables.json``
-and, when both measure the same thing, their difference.
+A :class:`TableSpec` (built from a table's declaration, :mod:`.declared`) names the experiments
+its runs come from, its rows (each filled by the runs of the experiments that name it) and its
+columns (each an extractor from one run, or a value derived from other cells). The engine fills
+every cell with the measured value, the published value from ``paper_tables.json`` and, when both
+measure the same thing, their difference.
 """
 from __future__ import annotations
 
@@ -36,13 +37,16 @@ class Column:
 
 @dataclass
 class Row:
-    label: str  # shown in the table; also the published row key unless `published_row` is set
-    match: dict[str, Any] = field(default_factory=dict)  # dotted config key -> value or predicate
+    label: str  # shown in the table; also the published row key
+    # a further filter on the run's config (dotted key -> value or predicate), for specs built in
+    # code; declared tables match on ``sources`` alone
+    match: dict[str, Any] = field(default_factory=dict)
     dataset: str | None = None
-    published_row: str | None = None
     extract: dict[str, Extractor] = field(default_factory=dict)  # per-row column extractors
     x: float | None = None  # position on a sweep plot
-    experiments: tuple[str, ...] | None = None  # runs of these experiments fill the row (default: the spec's)
+    # (experiment, row_label) of the runs that fill the row: what the experiment files record
+    sources: tuple[tuple[str, str], ...] = ()
+    modules: tuple[str, ...] | None = None  # the paper modules the row's per-row extractors read (Table 7)
 
 
 @dataclass
@@ -112,7 +116,7 @@ class TableResult:
 def _published(spec: TableSpec, paper: dict[str, Any], row: Row, col: Column) -> float | None:
     if col.published is False:
         return None
-    label = row.published_row or row.label
+    label = row.label
     if spec.published_rows is not None:
         rows = spec.published_rows(paper) if callable(spec.published_rows) else spec.published_rows
         return _as_float((rows.get(label) or {}).get(col.key))
@@ -262,8 +266,8 @@ def _pick(
     key = dataset or "*"
     if key in used:
         return used[key]
-    hits = [r for r in select(runs, row.experiments or spec.experiments, dataset, where)
-            if row_matches(r, row, spec.name)]
+    experiments = tuple(dict.fromkeys(e for e, _ in row.sources)) or spec.experiments
+    hits = [r for r in select(runs, experiments, dataset, where) if row_matches(r, row)]
     if not hits:
         return None
     if len(hits) > 1:
@@ -275,13 +279,11 @@ def _pick(
     return hits[0]
 
 
-def row_matches(run: Run, row: Row, table: str) -> bool:
-    """A run of the table's own experiment that carries a ``row_label`` (every experiment file
-    sets one) fills the row of that label; any other run (another table's, or one made before
-    row labels) is matched on the row's config fields."""
-    label = run.cfg("row_label")
-    if label not in (None, "", "null") and run.experiment == table and row.experiments is None:
-        return str(label) == row.label
+def row_matches(run: Run, row: Row) -> bool:
+    """Whether ``run`` fills ``row``: it was made by one of the row's experiments (its folder and the
+    row label it recorded), and it holds the row's config filter if there is one."""
+    if row.sources and (run.experiment, run.row_label) not in row.sources:
+        return False
     return all(values_equal(run.cfg(k), v) for k, v in row.match.items())
 
 
