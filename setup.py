@@ -16,5 +16,7 @@ setup(
     # the smoke sets (atomicrag/datasets) and the paper's published numbers (atomicrag/published)
     # ship in the wheel, so the quickstart and make_tables need no download
     package_data={"atomicrag": ["py.typed", "published/*", "datasets/*.md", "datasets/*/SOURCE.md",
-                                "datasets/*/smoke/*.jsonl"], **{pkg: ["*.yaml"] for pkg in CONF}},
+                                "datasets/*/smoke/*.jsonl"],
+                  # *.table.yml: the paper tables' declarations beside their experiments (make_tables)
+                  **{pkg: ["*.yaml", "*.table.yml"] for pkg in CONF}},
 )

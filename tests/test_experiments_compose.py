@@ -13,18 +13,14 @@ from atomicrag.core.config import Config, register_configs, to_dataclass
 from atomicrag.harness.rows import TABLE2_ROWS, ablation_label
 from atomicrag.harness.experiments import compose_experiment
 from atomicrag.harness.report_tables import TABLES, experiment_names
-from atomicrag.harness.report_tables.table import row_matches
-from atomicrag.harness.report_tables.runs import Run, values_equal
+from atomicrag.harness.report_tables.declared import experiment_points
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 NAMES = experiment_names(CONF)
-# sweep files: one per table, a point per value of hydra.sweeper.params (the test composes each)
-SWEEPS = {"table12/sweep": ("retriever.damping", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"),
-          "table13/sweep": ("retriever.atom_seed_weight", "0.01,0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0"),
-          "fig4/sweep": ("retriever.top_k", "1,5,10,15,20,25"),
-          "fig5/sweep": ("sieve.max_context", "2,4,8,16,32,64")}
+# sweep files: a point per value of their hydra.sweeper.params (the test composes each)
+SWEEPS = {name: experiment_points(name) for name in NAMES if len(experiment_points(name)) > 1}
 POINTS = [name for name in NAMES if name not in SWEEPS] + [
-    f"{name} {field}={v}" for name, (field, values) in SWEEPS.items() for v in values.split(",")]
+    f"{name} {p.field}={p.value}" for name, points in SWEEPS.items() for p in points]
 
 
 def _compose(point: str):
@@ -60,9 +56,11 @@ def test_there_is_an_experiment_per_table_point() -> None:
 
 
 def test_sweep_files_sweep_every_point_of_their_table() -> None:
-    for name, (field, values) in SWEEPS.items():
-        text = (CONF / "experiment" / f"{name}.yaml").read_text()
-        assert f"      {field}: {values}\n" in text, name  # hydra.sweeper.params: what -m runs
+    """A sweep's table has one row per point of its hydra.sweeper.params (what -m runs), in order."""
+    assert set(SWEEPS) == {"table12/sweep", "table13/sweep", "fig4/sweep", "fig5/sweep"}
+    for name, points in SWEEPS.items():
+        spec = TABLES[name.split("/")[0]]("acc")
+        assert [r.sources for r in spec.rows] == [((p.experiment, p.label),) for p in points], name
 
 
 @pytest.mark.parametrize("name", POINTS)
@@ -171,19 +169,15 @@ def test_command_line_overrides_beat_the_experiment() -> None:
 
 @pytest.mark.parametrize("table", sorted(TABLES))
 def test_every_table_row_has_an_experiment(composed: dict, table: str) -> None:
-    """make_tables' row matching agrees with the committed configs: no row is left without a run to fill it."""
+    """Each row's (experiment, row label) is what the named experiment files record when composed
+    (a sweep's resolved per point), and one experiment point fills it per dataset it reads."""
     spec = TABLES[table]("acc")
-    runs = [Run(Path(name), {"experiment": cfg.experiment_name, "dataset": cfg.dataset.name}, plain)
-            for name, (cfg, plain) in composed.items()]
+    recorded = [(cfg.experiment_name, cfg.row_label, cfg.dataset.name) for cfg, _plain in composed.values()]
     for row in spec.rows:
-        exps = row.experiments or spec.experiments
         datasets = {c.dataset or row.dataset for c in spec.columns if c.measured and (c.extract or row.extract)}
         for ds in datasets:
-            hits = [r for r in runs if r.experiment in exps and (ds is None or r.dataset == ds)
-                    and row_matches(r, row, spec.name)]
-            assert len(hits) == 1, f"{table} row {row.label!r} on {ds}: {len(hits)} experiments match"
-            # the field match agrees with the label: a run without its label would land in the same row
-            assert all(values_equal(hits[0].cfg(k), v) for k, v in row.match.items()), (table, row.label)
+            hits = [r for r in recorded if (r[0], r[1]) in row.sources and (ds is None or r[2] == ds)]
+            assert len(hits) == 1, f"{table} row {row.label!r} on {ds}: {len(hits)} experiments fill it"
 
 
 def test_table2_rows_are_a_preset_and_a_list_of_ablations(composed: dict) -> None:

@@ -26,13 +26,14 @@ PAPER = json.loads(find_paper_tables().read_text())  # the package's copy: never
 def write_run(
     root: Path, experiment: str, dataset: str, name: str, cfg: dict, *, acc: float | None = None,
     f1: float = 50.0, recall5: float = 60.0, stats: dict | None = None, finished: str = "2025-01-01T00:00:00",
-    fidelity: str = "reference_code", predictions: list[dict] | None = None,
+    fidelity: str = "reference_code", predictions: list[dict] | None = None, row: str | None = None,
 ) -> Path:
-    """A run folder as atomicrag.harness.tracking writes it (metrics.json + config.yaml)."""
+    """A run folder as atomicrag.harness.tracking writes it (metrics.json + config.yaml); ``row`` is
+    the row label its experiment file records (make_tables fills that row), else the folder name."""
     path = root / experiment / dataset / "dev" / name
     path.mkdir(parents=True)
     full = {
-        "experiment": experiment,
+        "experiment": experiment, "row_label": row or name,
         "dataset": {"name": dataset, "split": "dev"},
         "llm": {"model": "gpt-4o-mini"}, "embedder": {"model": "BAAI/bge-large-en-v1.5"},
         "fidelity": {"preset": fidelity, "prompts": "released"},  # own prompts: tests/test_intervals_averages.py
@@ -58,7 +59,7 @@ def write_run(
             "wall_seconds": 60.0,
         },
         # the rest of what harness/metrics_file.py requires (load_runs skips a file without it)
-        "by_native_type": {}, "avg_over_types": {}, "row_label": name, "git_commit": None, "environment": {},
+        "by_native_type": {}, "avg_over_types": {}, "row_label": row or name, "git_commit": None, "environment": {},
         "models": {"llm": full["llm"]["model"], "embedder": full["embedder"]["model"]},
         "graph_stats": stats or {},
         "config": {"retriever": full["retriever"]["name"], "damping": full["retriever"]["damping"]},
@@ -85,7 +86,7 @@ ABLATIONS = {  # paper row -> config of our run
 def test_table2_markdown_and_csv_carry_published_numbers_and_differences(tmp_path: Path) -> None:
     results = tmp_path / "results"
     for i, (row, cfg) in enumerate(ABLATIONS.items()):
-        write_run(results, "table2", "graphbench_medical", f"run{i}", cfg, acc=70.0 - i)
+        write_run(results, "table2", "graphbench_medical", f"run{i}", cfg, acc=70.0 - i, row=row)
     written = make_tables(results, tables=["table2"], plots=False)
     md = written["table2"]["md"].read_text()
     # AtomicRAG on Medical: measured 70.0 beside the published 73.2 and the difference
@@ -114,7 +115,7 @@ def test_table2_smoke_labels_f1_and_shows_published_acc(tmp_path: Path) -> None:
     for i, (row, cfg) in enumerate(smoke.items()):
         cfg = {"atomizer.name": "sentence", **cfg}
         write_run(results, "table2_smoke", "2wikimultihopqa", f"run{i}", cfg, f1=40.0 - 2 * i, recall5=80.0 - i,
-                  fidelity="paper")
+                  fidelity="paper", row=row)
     md = make_tables(results, tables=["table2_smoke"], plots=False)["table2_smoke"]["md"].read_text()
     assert "F1" in md.split("\n| Variant")[0]  # the measured metric is named before the table
     header = next(line for line in md.splitlines() if line.startswith("| Variant"))
@@ -127,7 +128,7 @@ def test_table2_smoke_labels_f1_and_shows_published_acc(tmp_path: Path) -> None:
 
 def test_metric_f1_on_a_paper_table_is_not_differenced(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    write_run(results, "table2", "graphbench_medical", "full", {}, f1=30.0)
+    write_run(results, "table2", "graphbench_medical", "full", {}, f1=30.0, row="AtomicRAG")
     md = make_tables(results, tables=["table2"], metric="f1", plots=False)["table2"]["md"].read_text()
     full = next(line for line in md.splitlines() if line.startswith("| AtomicRAG |"))
     assert "31.5 ref (73.2) " in full + " "  # mean F1 over the four types beside the published ACC, no difference
@@ -138,7 +139,8 @@ def test_table12_sweep_writes_a_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     results = tmp_path / "results"
     for i, rho in enumerate([0.1, 0.3, 0.5, 0.7, 0.9]):
-        write_run(results, "table12", "graphbench_medical", f"rho{i}", {"retriever.damping": rho}, acc=65.0 + i)
+        write_run(results, "table12", "graphbench_medical", f"rho{i}", {"retriever.damping": rho}, acc=65.0 + i,
+                  row=str(rho))
     written = make_tables(results, tables=["table12", "table13"])
     png = written["table12"]["png"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
@@ -152,8 +154,8 @@ def test_graph_stats_and_cost_tables(tmp_path: Path) -> None:
     results = tmp_path / "results"
     stats = {"nodes": 100, "entities": 60, "atoms": 40, "edges": 300, "related_edges": 100, "synonym_edges": 120,
              "containment_edges": 80, "avg_degree": 6.0, "avg_clustering": 0.31, "containment_per_atom": 2.0}
-    write_run(results, "table6", "graphbench_medical", "g", {"decompose.name": "none"}, stats=stats)
-    write_run(results, "table4", "graphbench_medical", "ours", {}, acc=71.0)
+    write_run(results, "table6", "graphbench_medical", "g", {"decompose.name": "none"}, stats=stats, row="Medical")
+    write_run(results, "table4", "graphbench_medical", "ours", {}, acc=71.0, row="Ours")
     written = make_tables(results, tables=["table3", "table6", "table4", "table7"], plots=False)
     assert "100 ref (14,586, \u221214,486)" in written["table3"]["md"].read_text()
     t7 = written["table7"]["md"].read_text()
@@ -172,9 +174,9 @@ def test_graph_stats_and_cost_tables(tmp_path: Path) -> None:
 def test_newest_run_wins_and_where_filters(tmp_path: Path) -> None:
     results = tmp_path / "results"
     write_run(results, "table10", "graphbench_medical", "a", {"llm.model": "gpt-4o-mini"}, acc=60.0,
-              finished="2025-01-01T00:00:00")
+              finished="2025-01-01T00:00:00", row="GPT-4o-mini")
     write_run(results, "table10", "graphbench_medical", "b", {"llm.model": "gpt-4o-mini"}, acc=62.0,
-              finished="2025-02-01T00:00:00")
+              finished="2025-02-01T00:00:00", row="GPT-4o-mini")
     md = make_tables(results, tables=["table10"], plots=False)["table10"]["md"].read_text()
     assert "62.0 ref (73.1" in md and "2 runs match" in md
     md = make_tables(results, tables=["table10"], plots=False, where={"fidelity.preset": "paper"})[
@@ -191,7 +193,7 @@ def test_every_table_builds_with_no_runs(tmp_path: Path) -> None:
 
 def test_cli(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    write_run(results, "table2", "graphbench_medical", "full", {}, acc=70.0)
+    write_run(results, "table2", "graphbench_medical", "full", {}, acc=70.0, row="AtomicRAG")
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "make_tables.py"), "--results", str(results), "--table", "table2",
          "--no-plots"], capture_output=True, text=True, check=True,
@@ -224,9 +226,9 @@ def _preds(values: dict[str, float], metric: str = "acc", qtype: str = "Fact Ret
 
 def test_paper_fidelity_cells_are_labelled_and_never_differenced(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    write_run(results, "table12", "graphbench_medical", "ref", {"retriever.damping": 0.3}, acc=66.0)
+    write_run(results, "table12", "graphbench_medical", "ref", {"retriever.damping": 0.3}, acc=66.0, row="0.3")
     write_run(results, "table12", "graphbench_medical", "txt", {"retriever.damping": 0.5}, acc=60.0,
-              fidelity="paper")
+              fidelity="paper", row="0.5")
     md = make_tables(results, tables=["table12"], plots=False)["table12"]["md"].read_text()
     assert "66.0 ref (73.1, \u22127.1)" in md  # reference_code: compared with the published number
     row = next(line for line in md.splitlines() if line.startswith("| 0.5 |"))
@@ -244,9 +246,9 @@ def test_cells_carry_n_bootstrap_interval_and_paired_drop(tmp_path: Path) -> Non
     ergr = {q: max(0.0, v - 0.05 + 0.02 * rng.random()) for q, v in full.items()}  # every question a bit lower
     mean_full = 100 * sum(full.values()) / len(full)
     mean_ergr = 100 * sum(ergr.values()) / len(ergr)
-    write_run(results, "table2", "hotpotqa", "full", {}, acc=mean_full, predictions=_preds(full))
+    write_run(results, "table2", "hotpotqa", "full", {}, acc=mean_full, predictions=_preds(full), row="AtomicRAG")
     write_run(results, "table2", "hotpotqa", "ergr", {"retriever.name": "dense"}, acc=mean_ergr,
-              predictions=_preds(ergr))
+              predictions=_preds(ergr), row="w/o ERGR")
     for r in ("full", "ergr"):  # overall acc as the pipeline writes it for a multi-hop dataset
         m = results / "table2" / "hotpotqa" / "dev" / r / "metrics.json"
         d = json.loads(m.read_text())

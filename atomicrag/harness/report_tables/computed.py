@@ -119,24 +119,35 @@ def _ratio(numerator: str, denominator: str) -> Published:
 PUBLISHED: dict[str, Callable[..., Published]] = {"drops": _drops, "ratio": _ratio}
 
 
-def _text_number(paper: dict[str, Any], source: str, needle: str) -> float | None:
+def text_number(paper: dict[str, Any], source: str, needle: str) -> float | None:
+    """A number the paper quotes in its text (``text_numbers``: its source figure and what it is)."""
     for item in paper.get("text_numbers") or []:
         if item.get("source") == source and needle in str(item.get("what", "")):
             return float(item["value"])
     return None
 
 
-def fig4_published(paper: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Figure 4 prints no table: k=25 is the default (Table 1 'Ours' Medical) and the token lengths at
-    k=1 and k=25 are quoted in the text."""
-    ours = ((paper.get("tables") or {}).get("table1", {}).get("rows") or {}).get("Ours") or {}
-    k25 = {k: v for k, v in ours.items() if k.startswith("medical.")}
-    k25["tokens"] = _text_number(paper, "Figure 4", "k=25")
-    return {"k=25": k25, "k=1": {"tokens": _text_number(paper, "Figure 4", "k=1")}}
+def published_cells(declared: dict[str, dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Published rows for a figure that prints no table (a declaration's ``published_rows``):
+    ``{row label: {"row": [table, row label], column: {"text": [source, needle]}}}``; ``row`` copies
+    another table's published row, ``text`` takes a number quoted in the text."""
 
+    def get(paper: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        tables = paper.get("tables") or {}
+        out: dict[str, dict[str, Any]] = {}
+        for label, cells in declared.items():
+            row: dict[str, Any] = {}
+            if "row" in cells:
+                table, other = cells["row"]
+                row.update(((tables.get(table) or {}).get("rows") or {}).get(other) or {})
+            for key, value in cells.items():
+                if key != "row":
+                    row[key] = text_number(paper, *value["text"])
+            out[label] = row
+        return out
 
-# table-level published rows computed from paper_tables.json in place of tables.<paper_key>.rows
-PUBLISHED_ROWS: dict[str, Callable[[dict[str, Any]], dict[str, dict[str, Any]]]] = {"fig4": fig4_published}
+    return get
+
 
 PLOTS: dict[str, Callable[..., Any]] = {
     "sweep": lambda x_label, log_x=False: plots.sweep_plot(x_label, log_x=log_x),

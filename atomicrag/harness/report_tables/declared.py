@@ -31,7 +31,7 @@ from atomicrag.harness.report_tables.table import Column, Row, TableSpec
 SUFFIX = ".table.yml"
 TOP = {"title": str, "paper_key": (str, type(None)), "readme": str, "row_header": str, "metric": str,
        "measured_label": str, "published_label": str, "notes": list, "dataset": str, "plot": (str, dict),
-       "published_rows": str, "experiments": list, "rows": list, "columns": list}
+       "published_rows": dict, "experiments": list, "rows": list, "columns": list}
 REQUIRED = ("title", "published_label", "rows", "columns")
 ROW = {"runs": (str, list), "sweep": str, "label": str, "dataset": str, "modules": list}
 COLUMN = {"key": str, "title": str, "extract": (str, dict), "derive": dict, "dataset": str, "measured": bool,
@@ -73,7 +73,8 @@ class Point:
     """One run an experiment file makes: its folder, recorded row label and sweep value."""
     experiment: str  # the folder: the run's ``experiment``
     label: str
-    value: Any = None  # the swept value (sweep files)
+    field: str | None = None  # the swept field (sweep files): ``retriever.damping``
+    value: Any = None  # its value at this point
 
 
 def _fail(path: Path, where: str, what: str) -> TableDeclarationError:
@@ -104,7 +105,7 @@ def experiment_points(name: str, conf_dir: Path | None = None) -> tuple[Point, .
         value = yaml.safe_load(text.strip())  # Hydra's reading of a plain sweep value: 0.1, 25
         cfg = OmegaConf.create({"row_label": label})
         OmegaConf.update(cfg, field, value, force_add=True)
-        points.append(Point(folder, str(cfg.row_label), value))
+        points.append(Point(folder, str(cfg.row_label), field, value))
     return tuple(points)
 
 
@@ -256,6 +257,23 @@ def _columns(path: Path, decl: dict[str, Any], rows: list[Row], metric: str) -> 
     return cols
 
 
+def _published_rows(path: Path, declared: dict[str, Any], rows: list[Row]) -> Callable:
+    """``published_rows``: the published cells of a figure that prints no table (checked here)."""
+    labels = {r.label for r in rows}
+    for label, cells in declared.items():
+        where = f"published_rows.{label}"
+        if label not in labels:
+            raise _fail(path, where, f"no such row (rows: {', '.join(sorted(labels))})")
+        if not isinstance(cells, dict):
+            raise _fail(path, where, "expected {row: [table, row label], <column>: {text: [source, needle]}}")
+        for key, value in cells.items():
+            ok = (isinstance(value, list) and len(value) == 2 if key == "row"
+                  else isinstance(value, dict) and list(value) == ["text"] and len(value["text"]) == 2)
+            if not ok:
+                raise _fail(path, f"{where}.{key}", "expected [table, row label] for 'row', else {text: [source, needle]}")
+    return computed.published_cells(declared)
+
+
 def spec(path: Path, metric: str | None = None, conf_dir: Path | None = None) -> TableSpec:
     """The table declared in ``path``, its measured cells in ``metric`` (a declared ``metric`` wins)."""
     decl = load(path)
@@ -267,10 +285,7 @@ def spec(path: Path, metric: str | None = None, conf_dir: Path | None = None) ->
     if "plot" in decl:
         pname, args, kwargs = _call(path, "plot", decl["plot"], computed.PLOTS)
         plot = computed.PLOTS[pname](*args, **kwargs)
-    published_rows = None
-    if "published_rows" in decl:
-        pname = _call(path, "published_rows", decl["published_rows"], computed.PUBLISHED_ROWS)[0]
-        published_rows = computed.PUBLISHED_ROWS[pname]
+    published_rows = _published_rows(path, decl["published_rows"], rows) if "published_rows" in decl else None
     label = computed.metric_label(metric)
     notes = decl.get("notes", [])
     if not all(isinstance(n, str) for n in notes):
