@@ -2,14 +2,14 @@
 the paper's ablations (Table 2).
 
 Data only: the harness's row labels (``harness/pipeline``), the baselines it runs
-(:mod:`atomicrag.harness.baselines`), its config's checks (``HarnessConfig.baselines``) and
-make_tables' specs read it.
+(:mod:`atomicrag.harness.baselines`) and its config's checks (``HarnessConfig.baselines``) read it.
 
 Ablations are defined once, as the Hydra config group ``conf/ablation/``: a file
 ``<component>[_<variant>].yaml`` says what removing that component changes (``override /<group>:
 <preset>`` lines and field values). Experiments include them (``- /ablation: [ergr, aqd]``);
 :func:`ablation` reads the same files, so the harness's row labels (``harness/pipeline.row_label``)
-and make_tables' ablation rows (``harness/report_tables/specs.py``) match what the experiments run.
+match what the experiments run; make_tables' rows are the experiment files themselves
+(``conf/experiment/table2/table2.table.yml``).
 """
 from __future__ import annotations
 
