@@ -10,10 +10,10 @@ from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
 from atomicrag.core.config import Config, register_configs, to_dataclass
-from atomicrag.harness.rows import TABLE2_ROWS, ablation_label
 from atomicrag.harness.experiments import compose_experiment
 from atomicrag.harness.report_tables import TABLES, experiment_names
 from atomicrag.harness.report_tables.declared import experiment_points
+from atomicrag.harness.rows import TABLE2_ROWS, ablation_label
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 NAMES = experiment_names(CONF)

@@ -33,7 +33,7 @@ def test_every_row_names_an_experiment_and_every_experiment_fills_a_row() -> Non
     files = declared.declaration_files(CONF)
     assert list(files) == list(TABLES)
     named: dict[str, set[str]] = {}  # folder -> the experiments its declarations name
-    for name, path in files.items():
+    for path in files.values():
         for exp in _named(declared.load(path)):
             assert (CONF / "experiment" / f"{exp}.yaml").is_file(), f"{path.name}: no experiment {exp}"
             named.setdefault(path.parent.name, set()).add(exp)

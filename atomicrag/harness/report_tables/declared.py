@@ -297,8 +297,3 @@ def spec(path: Path, metric: str | None = None, conf_dir: Path | None = None) ->
         published_rows=published_rows, plot=plot, readme=decl.get("readme", ""),
         row_header=decl.get("row_header", "Row"),
     )
-
-
-def fixed_metric(path: Path) -> str | None:
-    """The metric a table always measures (``metric:``), or None: the caller's choice."""
-    return load(path).get("metric")
