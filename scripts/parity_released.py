@@ -39,18 +39,45 @@ sys.path.insert(0, str(ROOT))
 
 from atomicrag.llm.record_proxy import RecordProxy, compare_labels, read_request_log
 
-# stage ← a regular expression found at the start of the first message (the released prompts,
-# which both pipelines send under fidelity.prompts=released); anything else is "other"
-STAGE_RULES = {
-    "ner": r"^Your task is to extract named entities from the given paragraph",
-    "extraction": r"^Your task is to extract both RDF triples and knowledge fragments",
-    "triples": r"^Your task is to construct an RDF",
-    "fragments": r"^---Goal---",
-    "query_ner": r"^You're a very effective entity extraction system",
-    "decompose": r"^You are an expert assistant for a knowledge-graph RAG system",
-    "sieve": r"^Your input fields are:",
-    "reader": r"^As an advanced reading comprehension assistant",
+# stage <- the released template file whose text begins the request's first message. The rules are
+# built from the named checkout at run time (its prompts are not ours to store): every string
+# literal of a template file is a possible start of a message; its first PREFIX_CHARS characters
+# name that file's stage unless another stage's file has the same start. Anything else is "other".
+TEMPLATE_STAGES = {
+    "ner": "ner", "unified_triple_knowledge_fragment_extraction": "extraction", "triple_extraction": "triples",
+    "knowledge_fragment_extraction": "fragments", "ner_query": "query_ner", "question_analysis": "decompose",
+    "rag_qa_precise": "reader", "rag_qa_abstract": "reader",
 }
+PREFIX_CHARS = 32
+
+
+def stage_rules(checkout: str | Path) -> dict[str, str]:
+    """stage -> a regular expression anchored at the start of the first message, from the checkout."""
+    import ast
+    import re
+
+    from atomicrag.prompts import released, released_sieve
+
+    starts: dict[str, set[str]] = {}  # message start -> stages whose files hold it
+    for f in sorted((Path(checkout) / released.TEMPLATES_DIR).glob("*.py")):
+        stage = TEMPLATE_STAGES.get(f.stem)
+        if stage is None:
+            continue
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value.strip()) >= 24:
+                starts.setdefault(node.value.lstrip()[:PREFIX_CHARS], set()).add(stage)
+    sieve = released_sieve.load(str(checkout)).system
+    starts.setdefault(sieve.lstrip()[:PREFIX_CHARS], set()).add("sieve")
+    by_stage: dict[str, list[str]] = {}
+    for start, stages in sorted(starts.items()):
+        if len(stages) == 1:  # a start two stages share names neither
+            by_stage.setdefault(next(iter(stages)), []).append(re.escape(start))
+    missing = sorted({*TEMPLATE_STAGES.values(), "sieve"} - set(by_stage))
+    if missing:
+        raise SystemExit(f"parity_released: {checkout}: no message start found for stage(s) {missing}")
+    return {stage: r"^\s*(?:" + "|".join(pats) + ")" for stage, pats in sorted(by_stage.items())}
+
+
 EXPERIMENTS = {"2wikimultihopqa": "table1/2wiki_atomicrag", "medical": "table1/medical_atomicrag",
                "graphbench_medical": "table1/medical_atomicrag"}
 
@@ -342,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         upstream = server.base_url
     try:
         if not args.report_only:
-            with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=STAGE_RULES,
+            with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=stage_rules(released_code),
+                             digest_messages=True,
                              default_max_tokens=args.default_max_tokens or None) as proxy:
                 print(f"[parity] proxy {proxy.url} → {upstream}; recorded replies: {len(proxy.entries)}", flush=True)
                 ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
@@ -393,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
                  "data_files": {str(f.name): sha256_file(f)[:16] for f in files if f.is_file()},
                  "docs_sha256": hashlib.sha256(json.dumps(docs).encode()).hexdigest()[:16]},
         "proxy": stats,
-        "requests": compare_labels(read_request_log(req_log), "ours", "released"),
+        # 20 characters either side of a first difference: enough to see what differs, too little
+        # to store the released prompts in a committed report
+        "requests": compare_labels(read_request_log(req_log), "ours", "released", window=20),
         "compare": compare(ours, rel, len(docs), args.top_k),
         "ours_seconds": ours["seconds"], "released_seconds": rel["seconds"],
         "ours_failures": ours["failures"], "released_statistics": rel.get("statistics"),

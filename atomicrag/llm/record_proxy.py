@@ -16,6 +16,12 @@ Clients are told apart by a path prefix: ``http://host:port/c/<label>/v1/...`` i
 (``requests.jsonl``: label, key, stage, hit/miss, usage) is what ``compare_labels`` reads to count
 equal and differing bodies per stage and show the first difference.
 
+With ``digest_messages=True`` the recording keeps each message's content only as its sha256
+(``{"sha256": ...}``): a recording may then be committed although the prompts it saw are not
+ours to store (the released code's prompts, read from a checkout at run time). Replay needs only
+the key, which is always the hash of the whole body as sent; the request log (a work file) keeps
+the full bodies for the first-difference report.
+
 Stages are named by prompt prefix: ``stage_rules`` maps a name to a regular expression searched in
 the first message's content (the system prompt, or the user turn when there is none); the first
 rule that matches names the stage, else the stage is ``other``.
@@ -54,6 +60,25 @@ def request_key(method: str, path: str, body: Any) -> str:
     """sha256 of method, path (without the label prefix) and the canonical body."""
     text = f"{method.upper()} {path}\n{canonical_json(body)}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def content_digest(content: Any) -> dict[str, str]:
+    """What a hashed recording keeps of one message content: its sha256 (of the canonical JSON)."""
+    return {"sha256": hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()}
+
+
+def hash_messages(body: Any) -> Any:
+    """``body`` with each chat message's content (and a completion prompt) replaced by its digest;
+    two bodies with equal messages still have equal hashed messages."""
+    if not isinstance(body, dict):
+        return body
+    out = dict(body)
+    if isinstance(body.get("messages"), list):
+        out["messages"] = [{**m, "content": content_digest(m.get("content"))} if isinstance(m, dict) else m
+                           for m in body["messages"]]
+    if "prompt" in body:
+        out["prompt"] = content_digest(body["prompt"])
+    return out
 
 
 def first_message_text(body: Any) -> str:
@@ -132,7 +157,8 @@ class RecordProxy:
     def __init__(self, recording: str | Path, *, upstream: str | None = None, mode: str = "record",
                  host: str = "127.0.0.1", port: int = 0, request_log: str | Path | None = None,
                  stage_rules: dict[str, str] | list[tuple[str, str]] | None = None,
-                 timeout_s: float = 1800.0, default_max_tokens: int | None = None) -> None:
+                 timeout_s: float = 1800.0, default_max_tokens: int | None = None,
+                 digest_messages: bool = False) -> None:
         if mode not in ("record", "replay"):
             raise ValueError(f"RecordProxy: mode must be 'record' or 'replay', got {mode!r}")
         if mode == "record" and not upstream:
@@ -152,6 +178,7 @@ class RecordProxy:
         # which on a CPU server takes tens of minutes; None forwards bodies untouched
         self.default_max_tokens = default_max_tokens
         self.capped = 0
+        self.digest_messages = digest_messages  # the recording keeps message digests, not texts
         self.rules = compile_rules(stage_rules)
         self.entries = load_recording(self.recording)
         self.stats = ProxyStats()
@@ -220,7 +247,8 @@ class RecordProxy:
                         self.stats.upstream_errors += 1
                     self._log(label, key, stage, method, path, body, "upstream_error", None)
                     return status, json.dumps(reply).encode("utf-8")
-                entry = {"key": key, "method": method, "path": path, "body": body, "status": status,
+                stored = hash_messages(body) if self.digest_messages else body
+                entry = {"key": key, "method": method, "path": path, "body": stored, "status": status,
                          "reply": reply, "stage": stage}
                 with self._lock:
                     _append_line(self.recording, entry)
@@ -315,34 +343,36 @@ def read_request_log(path: str | Path) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
-def first_difference(a: Any, b: Any, where: str = "$") -> str | None:
-    """A short path and values of the first place two JSON values differ; None when equal."""
+def first_difference(a: Any, b: Any, where: str = "$", window: int = 60) -> str | None:
+    """A short path and values of the first place two JSON values differ; None when equal. Strings
+    are shown ``window`` characters either side of the first differing character (a report that is
+    committed keeps this short: the texts may be prompts that are not ours to store)."""
     if type(a) is not type(b):
         return f"{where}: {type(a).__name__} vs {type(b).__name__}"
     if isinstance(a, dict):
         for k in sorted(set(a) | set(b)):
             if k not in a or k not in b:
                 return f"{where}.{k}: only in {'second' if k not in a else 'first'}"
-            d = first_difference(a[k], b[k], f"{where}.{k}")
+            d = first_difference(a[k], b[k], f"{where}.{k}", window)
             if d:
                 return d
         return None
     if isinstance(a, list):
         for i, (x, y) in enumerate(zip(a, b)):
-            d = first_difference(x, y, f"{where}[{i}]")
+            d = first_difference(x, y, f"{where}[{i}]", window)
             if d:
                 return d
         return None if len(a) == len(b) else f"{where}: length {len(a)} vs {len(b)}"
     if a != b:
         if isinstance(a, str) and isinstance(b, str):
             i = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            lo = max(0, i - 60)
-            return f"{where} @char {i}: {a[lo:i + 80]!r} vs {b[lo:i + 80]!r}"
+            lo = max(0, i - window)
+            return f"{where} @char {i}: {a[lo:i + window]!r} vs {b[lo:i + window]!r}"
         return f"{where}: {a!r} vs {b!r}"
     return None
 
 
-def compare_labels(entries: list[dict[str, Any]], first: str, second: str) -> dict[str, Any]:
+def compare_labels(entries: list[dict[str, Any]], first: str, second: str, window: int = 60) -> dict[str, Any]:
     """Per stage: requests each label sent, bodies both sent (multiset), each label's extra ones,
     the first differing pair (the n-th unmatched body of each side, in send order), and tokens."""
     by: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: {first: [], second: []})
@@ -359,7 +389,7 @@ def compare_labels(entries: list[dict[str, Any]], first: str, second: str) -> di
         only_b = [e for e in b if not _take(cb, ca, e["key"])]
         diff = None
         if only_a and only_b:
-            diff = first_difference(only_a[0]["body"], only_b[0]["body"])
+            diff = first_difference(only_a[0]["body"], only_b[0]["body"], window=window)
         elif only_a or only_b:
             diff = f"only {first if only_a else second} sent {len(only_a or only_b)} more request(s)"
         # the messages alone (sampling parameters aside): is the prompt the same, only the settings not?
@@ -371,7 +401,7 @@ def compare_labels(entries: list[dict[str, Any]], first: str, second: str) -> di
         for e in a:
             other = by_msg.get(_messages_key(e))
             if other is not None and other["key"] != e["key"]:
-                param_diff = param_diff or first_difference(e["body"], other["body"])
+                param_diff = param_diff or first_difference(e["body"], other["body"], window=window)
                 x, y = e["body"], other["body"]
                 fields |= {k for k in set(x) | set(y) if k != "messages" and x.get(k) != y.get(k)}
         report[stage] = {

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from atomicrag.core.schemas import Chunk, Question
-from atomicrag.llm.record_proxy import RecordProxy, canonical_json, read_request_log
+from atomicrag.llm.record_proxy import RecordProxy, canonical_json, hash_messages, read_request_log
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "2wiki_smoke_c5_q3"
@@ -67,7 +67,7 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path)
 
     log = tmp_path / "requests.jsonl"
     with RecordProxy(FIXTURE / "recording.jsonl", mode="replay", request_log=log,
-                     stage_rules=parity.STAGE_RULES) as proxy:
+                     stage_rules=parity.stage_rules(RELEASED)) as proxy:
         args = type("A", (), {"dataset": meta["dataset"], "llm": meta["llm"], "embedder": meta["embedder"],
                               "released_code": str(RELEASED), "set": meta["set"]})()
         cfg = parity.compose(args, [f"llm.base_url={proxy.client_url('ours')}", "llm.max_retries=0",
@@ -79,7 +79,8 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path)
         assert ours[key] == expected[key], f"replayed {key} differ from the recorded run"
     assert [a["answer"] for a in ours["answers"]] == [a["answer"] for a in expected["answers"]]
 
-    # stage by stage: our prompts equal the released code's where they did when recorded
+    # stage by stage: our prompts equal the released code's where they did when recorded (the
+    # recording keeps message digests: the released prompts are not stored here)
     recorded = {json.loads(line)["key"]: json.loads(line) for line in (FIXTURE / "recording.jsonl").open()}
     released = defaultdict(Counter)
     for e in map(json.loads, (FIXTURE / "requests.jsonl").open()):
@@ -88,7 +89,33 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path)
     now = defaultdict(Counter)
     for e in read_request_log(log):
         if e["label"] == "ours" and e["method"] == "POST":
-            now[e["stage"]][canonical_json(e["body"].get("messages"))] += 1
+            now[e["stage"]][canonical_json(hash_messages(e["body"]).get("messages"))] += 1
     for stage, n_equal in meta["messages_equal"].items():
         same = sum((now[stage] & released[stage]).values())
         assert same >= n_equal, f"stage {stage}: {same} of our prompts equal the released code's, recorded {n_equal}"
+
+
+@pytest.mark.skipif(not (RELEASED / "atomicrag" / "atomicrag.py").is_file(),
+                    reason="needs the released checkout at ../shared/released_code/AtomicRAG")
+def test_stage_rules_from_the_checkout_name_each_released_prompt() -> None:
+    """The parity report's stages come from the checkout at run time: each released prompt, rendered,
+    is named by its stage; one of our own prompts is "other"."""
+    from atomicrag.llm.record_proxy import classify_stage, compile_rules
+    from atomicrag.prompts import released, released_sieve
+    from atomicrag.prompts.ner import build_messages
+
+    parity = _parity_module()
+    rules = compile_rules(parity.stage_rules(RELEASED))
+    released.load.cache_clear()
+    p = released.load(str(RELEASED))
+    bodies = {
+        "ner": p.ner("Anna Berg was born in Oslo."),
+        "extraction": p.extraction("Anna Berg was born in Oslo.", ["Anna Berg", "Oslo"]),
+        "decompose": p.decomposition("Where was the director of Blood Street born?", 3),
+        "reader": p.reader("precise", "Question: Where was Anna Berg born?"),
+        "sieve": released_sieve.load(str(RELEASED)).messages("Where was Anna Berg born?", ["Anna Berg was born in Oslo."]),
+    }
+    for stage, messages in bodies.items():
+        assert classify_stage({"messages": messages}, rules) == stage, stage
+    assert classify_stage({"messages": p.reader("abstract", "Question: q")}, rules) == "reader"
+    assert classify_stage({"messages": build_messages("Anna Berg was born in Oslo.")}, rules) == "other"
