@@ -8,7 +8,11 @@ context budget (``--context-tokens`` regex tokens), on Qwen2.5-Coder-0.5B-Instru
 CPU vLLM server. Systems:
 
 - ``atomicrag``: the default retriever (``retriever=hybrid``) and the default reader context
-  (ranked documents filled to the budget, ``retrieve/reader_context.py``);
+  (ranked documents filled to the budget, ``retrieve/reader_context.py``, sized to the reader:
+  a reader of at most ``reader.small_reader_b`` billion parameters reads only the first
+  ``reader.small_reader_documents`` documents);
+- ``atomicrag_budget``: the same, not sized to the reader (every ranked document the budget
+  holds; ``reader.small_reader_documents=0``; the default before the sizing rule; optional row);
 - ``atomicrag_atoms``: the same retrieval, the paper's atom-list context (``reader.context=atoms``,
   ``--atoms-context`` atoms; optional row);
 - ``atomicrag_top5``: the default's documents context from its first 5 documents only (vanilla's
@@ -18,7 +22,8 @@ CPU vLLM server. Systems:
 
 Questions go in blocks: every system answers a block before the next starts, and each answer
 is appended to ``<out>/answers.jsonl`` at once, so a run stopped early still gives paired rows.
-The summary (EM/F1 with 95% bootstrap intervals, paired F1 differences) is printed and written
+The summary (EM/F1 with 95% bootstrap intervals, paired F1 differences to vanilla and, when the
+gold row ran, to the gold passages) is printed and written
 to ``<out>/summary.json`` from whatever rows are there; ``--summary-only`` re-reads them.
 
     python scripts/bench_qa.py --n 333 --out results/qa_2wiki/odd333
@@ -44,7 +49,7 @@ from atomicrag.core.artifacts import write_json_atomic
 from atomicrag.harness.provenance import Provenance
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5")
+SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5", "atomicrag_budget")
 
 
 # each system is the base config plus Hydra overrides (the one composer, core/compose.py); its
@@ -53,6 +58,7 @@ SYSTEM_OVERRIDES: dict[str, list[str]] = {
     "atomicrag": [],
     "atomicrag_atoms": ["reader.context=atoms"],
     "atomicrag_top5": ["reader.max_documents=5"],
+    "atomicrag_budget": ["reader.small_reader_documents=0"],
     "vanilla": ["retriever=dense_passage", "retriever.passage_top_k=5"],
 }
 
@@ -150,6 +156,9 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
         diff = [by_q[q][s]["f1"] - by_q[q]["vanilla"]["f1"] for q in done]
         out["systems"][s]["F1_minus_vanilla"] = round(100 * sum(diff) / len(diff), 1)
         out["systems"][s]["F1_minus_vanilla_ci95"] = bootstrap(diff)
+    if "gold" in systems and done:  # system -> [paired F1 difference to the gold passages, 95% CI]
+        out["F1_minus_gold"] = {s: [round(100 * sum(d) / len(d), 1), bootstrap(d)] for s in systems if s != "gold"
+                                for d in [[by_q[q][s]["f1"] - by_q[q]["gold"]["f1"] for q in done]]}
     types = sorted({by_q[q][systems[0]]["type"] for q in done}) if done else []
     out["F1_by_type"] = {  # question type -> [n, {system: F1}]
         t: [len(qs), {s: round(100 * sum(by_q[q][s]["f1"] for q in qs) / len(qs), 1) for s in systems}]
@@ -171,6 +180,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         d = (f"{m['F1_minus_vanilla']:+.1f} {m['F1_minus_vanilla_ci95']}" if "F1_minus_vanilla" in m else "—")
         print(f"{s:18s} {m['EM']:5.1f} {m['EM_ci95']!s:>14s} {m['F1']:5.1f} {m['F1_ci95']!s:>14s} {d:>26s} "
               f"{m['gold_in_reply']:14.1f} {m['failed']:7d} {m['context_tokens_mean']:8.1f} {m['R@5']!s:>6s}")
+    if summary.get("F1_minus_gold"):
+        print("  F1 - gold passages: " + ", ".join(f"{s} {d:+.1f} {ci}" for s, (d, ci) in summary["F1_minus_gold"].items()))
     for t, (n, f1) in summary.get("F1_by_type", {}).items():
         diffs = summary.get("F1_minus_vanilla_by_type", {}).get(t, {})
         print(f"  F1 on {t} (n = {n}): " + ", ".join(

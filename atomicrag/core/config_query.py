@@ -247,6 +247,13 @@ class ReaderConfig:
     neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
     atoms_first: bool = True  # documents: a long document's ranked atoms first, their neighbours after all of them
     max_documents: int = 0  # documents: read at most this many ranked documents (0: as many as the budget holds)
+    # documents: a small reader (an LLM of at most small_reader_b billion parameters, llm.params_b
+    # or read from the model's name) reads at most small_reader_documents ranked documents (0: no
+    # limit) unless max_documents is set. A 0.5B reader given every document that fits the budget
+    # loses the answer in the extra passages: 2 was chosen on the even half of 2Wiki DEV
+    # (docs/reader_context.md), the odd half reports it
+    small_reader_b: float = 1.0
+    small_reader_documents: int = 2
     # precise reader, our prompts: a reply without "Answer:" (a small model often writes one sentence
     # and stops) gets one more short call for the span. continue = the model continues its reply
     # after "Answer:" (backends that can: vLLM, transformers); ask = a new turn asks for the short
@@ -258,7 +265,18 @@ class ReaderConfig:
         check_modes(self)
         _choice(self, "name", registry.READERS.names())
         _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
-        _range(self, 0, None, "neighbour_sentences", "max_documents")
+        _range(self, 0, None, "neighbour_sentences", "max_documents", "small_reader_documents")
+        _range(self, 0.0, None, "small_reader_b")
+
+    def document_limit(self, reader_params_b: float | None) -> int:
+        """How many ranked documents the reader reads (0: as many as context_tokens holds):
+        max_documents when set, else small_reader_documents for a reader of known size at most
+        small_reader_b billion parameters."""
+        if self.max_documents:
+            return self.max_documents
+        if reader_params_b is not None and reader_params_b <= self.small_reader_b:
+            return self.small_reader_documents
+        return 0
 
     def uses_documents(self, fidelity_preset: str) -> bool:
         """True when the reader's context is built by token budget from the ranked documents."""

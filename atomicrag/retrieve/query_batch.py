@@ -195,7 +195,8 @@ class BatchRetriever:
             keep = {a.passage_id for a in kept}
             ranked_docs = [d for d in ranked_docs if d in keep]
         return build_document_context(ranked_docs, kept, self._store, rc.context_tokens, rc.whole_doc_tokens,
-                                      rc.neighbour_sentences, rc.atoms_first, rc.max_documents)
+                                      rc.neighbour_sentences, rc.atoms_first,
+                                      rc.document_limit(self.cfg.llm.params_billions()))
 
     # -- the batch ------------------------------------------------------------------------
     def run(self, questions: list[Question]) -> RetrievalResult:

@@ -36,7 +36,8 @@ def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, 
     from atomicrag.retrieve.query_batch import BatchRetriever
     from atomicrag.retrieve.reader_context import fit_budget
 
-    args = args_for(tmp_path, smoke_data, ["atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5"])
+    args = args_for(tmp_path, smoke_data, ["atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5",
+                                          "atomicrag_budget"])
     cfg = bench_qa.base_config(args)
     data = load_dataset(cfg.dataset, cfg.paths.resolved_data_dir())
     questions = data.questions[1::2][:5]
@@ -55,7 +56,8 @@ def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, 
     assert ranked["vanilla"] == [t.retrieved_passages for t in vtraces]
     graph = index_corpus(chunks, cfg, None, emb, args.cache_dir, data.name, progress=False)
     for system, reader_change, budget in (("atomicrag", {}, False), ("atomicrag_atoms", {"context": "atoms"}, True),
-                                          ("atomicrag_top5", {"max_documents": 5}, False)):
+                                          ("atomicrag_top5", {"max_documents": 5}, False),
+                                          ("atomicrag_budget", {"small_reader_documents": 0}, False)):
         scfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, **reader_change))
         res = BatchRetriever(scfg, graph, emb).run(questions)
         want = [fit_budget(c, 600) for c in res.contexts] if budget else res.contexts
