@@ -159,7 +159,9 @@ class LLMConfig:
     n_ctx: int = 4096  # llama.cpp context
     n_threads: int = 2  # llama.cpp threads / CPU vLLM cores (explicit: a guess oversubscribes small VMs)
     tensor_parallel_size: int = 1  # vLLM
-    gpu_memory_utilization: float = 0.9  # vLLM
+    # vLLM on CUDA: the card's share the server takes. None: the harness sets it from the run plan's
+    # GPU needs (embedder, graph, PPR blocks; core/gpu_memory.py), 0.9 for a server started elsewhere
+    gpu_memory_utilization: float | None = None
     max_model_len: int = 8192  # vLLM context window (prompts are budgeted to it)
     server_python: str | None = None  # vLLM's own interpreter; None = $ATOMICRAG_VLLM_PYTHON, ./.venv-vllm, this one
     enforce_eager: bool = True  # vLLM: no torch.compile / CUDA graphs (CPU start-up ~25 s instead of ~80 s)
@@ -181,7 +183,8 @@ class LLMConfig:
         _range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
         _range(self, 0, 65535, "port")
         _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
-        _range(self, 0.01, 1.0, "gpu_memory_utilization")
+        if self.gpu_memory_utilization is not None:
+            _range(self, 0.01, 1.0, "gpu_memory_utilization")
         _range(self, -1.0, None, "price_per_mtok_in", "price_per_mtok_out")  # -1: the price table
         _text(self, "model", "host", nonempty=True)
         _text(self, "model_path", "base_url", "server_python")

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.gpu_memory import oom_names_stage
 from atomicrag.core.schemas import Atom, AtomizeResult, Triple
 from atomicrag.embed.protocol import Embedder
 from atomicrag.graph.edges import adjacency, containment_edges, drop_pairs, entity_nodes, relevance_edges
@@ -40,7 +41,8 @@ GRAPH_FIELDS = ("synonym_threshold", "synonym_max_neighbors", "synonym_min_alnum
 def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
     """Record wall and process CPU seconds of a stage (CPU time stays meaningful on a busy machine)."""
     w, c = time.perf_counter(), time.process_time()
-    yield
+    with oom_names_stage(name):  # a CUDA OOM names the graph stage and its setting
+        yield
     timings[f"{name}_s"] = round(time.perf_counter() - w, 3)
     timings[f"{name}_cpu_s"] = round(time.process_time() - c, 3)
 

@@ -82,6 +82,9 @@ def run_one(cfg: Config) -> dict[str, Any]:
     from atomicrag.harness.plan import planned
 
     run_plan = planned(cfg)  # printed before any spending; recorded next to the measured numbers
+    from atomicrag.harness.gpu_share import choose_llm_server_share
+
+    gpu_share = choose_llm_server_share(cfg, run_plan)  # before the models (and the server) start
     t_start = time.perf_counter()
     prov = Provenance.start()
     seed_everything(cfg.seed)
@@ -142,6 +145,8 @@ def run_one(cfg: Config) -> dict[str, Any]:
     predictions = [
         {**t.to_dict(), **pq, **gold_fields(q, t, passages)} for q, t, pq in zip(questions, traces, per_question)
     ]
+    if gpu_share is not None:
+        run["gpu_memory"] = gpu_share
     if run_plan is not None:
         from atomicrag.harness.plan import actual_vs_plan
 

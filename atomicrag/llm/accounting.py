@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from atomicrag.core import progress
+from atomicrag.core.gpu_memory import oom_names_stage
 from atomicrag.llm.protocol import ChatRequest, ChatResult, LLMBackend
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ class Accountant:
         """``with accountant.time("sieve"): ...`` adds the block's wall time to the module."""
         t0 = time.perf_counter()
         try:
-            yield
+            with oom_names_stage(module):  # a CUDA OOM names this stage and its setting
+                yield
         finally:
             self.add_time(module, time.perf_counter() - t0)
 

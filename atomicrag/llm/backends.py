@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from atomicrag.core.config import LLMConfig, PathsConfig
 from atomicrag.core.config_checks import warn_if_key_missing
+from atomicrag.core.gpu_memory import DEFAULT_FRACTION
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import LLMBackend
@@ -131,7 +132,9 @@ def launch_vllm_for(cfg: LLMConfig, paths: PathsConfig) -> LocalServer:
         hf_model(cfg.model_path or cfg.model, python, paths.cache_dir), log_dir=_log_dir(paths),
         served_model_name=cfg.model, host=cfg.host, port=cfg.port,
         tensor_parallel_size=cfg.tensor_parallel_size,
-        gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
+        gpu_memory_utilization=(DEFAULT_FRACTION if cfg.gpu_memory_utilization is None
+                                else cfg.gpu_memory_utilization),
+        max_model_len=cfg.max_model_len,
         extra_args=cfg.extra_args, startup_timeout_s=cfg.startup_timeout_s, python=python,
         device="cpu" if device == "cpu" else "cuda", enforce_eager=cfg.enforce_eager,
         kv_cache_gb=cfg.kv_cache_gb, cpu_threads=cfg.n_threads,

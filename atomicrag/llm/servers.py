@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from atomicrag.core.gpu_memory import server_oom_hint
 from atomicrag.llm.openai_client import normalize_base_url
 
 if TYPE_CHECKING:
@@ -125,9 +126,11 @@ class LocalServer:
         while True:
             code = self.proc.poll() if self.proc else None
             if code is not None:
+                last = tail(self.log_path)
+                hint = server_oom_hint(last)
                 raise ServerStartError(
                     f"{self.name} exited with code {code} before it was ready; "
-                    f"last lines of {self.log_path}:\n{tail(self.log_path)}"
+                    + (f"{hint}; " if hint else "") + f"last lines of {self.log_path}:\n{last}"
                 )
             if is_ready(self.base_url):
                 log.info("%s ready at %s", self.name, self.base_url)

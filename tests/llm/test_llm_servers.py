@@ -161,6 +161,7 @@ def test_vllm_cpu_default_config_reaches_the_cpu_command(tmp_path: Path, monkeyp
 
 def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """conf/llm/vllm_qwen14b.yaml + llm.tensor_parallel_size=2, through build_backend's launch path."""
+    from atomicrag.core.gpu_memory import DEFAULT_FRACTION
     from atomicrag.llm.openai_client import OpenAIClient
 
     cfg, server, llm = _launch_recorded("vllm_qwen14b.yaml", tmp_path, monkeypatch, tensor_parallel_size=2)
@@ -173,7 +174,8 @@ def test_vllm_qwen14b_config_reaches_the_vllm_command(tmp_path: Path, monkeypatc
     assert arg("--model") == "Qwen/Qwen2.5-14B-Instruct" == arg("--served-model-name")
     assert arg("--tensor-parallel-size") == "2"
     assert arg("--max-model-len") == str(cfg.max_model_len)
-    assert arg("--gpu-memory-utilization") == str(cfg.gpu_memory_utilization)
+    # unset in the file: a server launched outside the harness (no run plan) takes vLLM's usual share
+    assert cfg.gpu_memory_utilization is None and arg("--gpu-memory-utilization") == str(DEFAULT_FRACTION)
     assert int(arg("--port")) == server.port > 0  # port 0 in the config = a free one picked here
     assert "--enforce-eager" not in cmd and "--dtype" not in cmd  # CUDA graphs, the model's dtype
     assert "VLLM_CPU_KVCACHE_SPACE" not in (server.env or {}) and "HF_HUB_OFFLINE" not in (server.env or {})
