@@ -109,6 +109,7 @@ class RunPlan:
     stages: list[StagePlan] = field(default_factory=list)
     gpu_bytes: dict[str, int] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
+    data_files: list[str] = field(default_factory=list)  # what the plan read (hashed in its record)
 
     @property
     def calls(self) -> int:
@@ -134,6 +135,7 @@ class RunPlan:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("data_files")  # hashed in the record's provenance instead
         out.update(calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
                    cost_usd=round(self.cost_usd(), 4), max_cost_usd=round(self.cost_usd(worst=True), 4),
                    gpu_total_bytes=sum(self.gpu_bytes.values()))
@@ -273,6 +275,7 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
     price_in, price_out = prices(cfg)
     plan = RunPlan(label or getattr(cfg, "row_label", None) or cfg.retriever.name, data.name, cfg.dataset.split,
                    len(passages), len(questions), f"{cfg.llm.name}:{cfg.llm.model}", price_in, price_out)
+    plan.data_files = [str(f) for f in data.files]
     probe = _CacheProbe(cfg)
     qtexts = [q.question for q in questions]
     atoms = _atoms(passages, cfg)
@@ -499,7 +502,11 @@ def main(argv: list[str] | None = None) -> int:
     from atomicrag.core.config import to_dataclass
     from atomicrag.harness.experiments import compose_experiment
 
+    from atomicrag.harness.provenance import Provenance
+
     out, name, overrides = args[0], args[1], args[2:]
+    command = ["python", "-m", "atomicrag.harness.plan", out, name, *overrides]
+    prov = Provenance.start(command)
     cfg = to_dataclass(compose_experiment(name, overrides))
     try:
         plan = plan_run(cfg, label=f"{name} ({getattr(cfg, 'row_label', '') or cfg.retriever.name})")
@@ -508,7 +515,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(plan.format())
     record = plan.to_dict()
-    record["command"] = " ".join(["python -m atomicrag.harness.plan", out, name, *overrides])
+    record["command"] = " ".join(command)
+    # commit, composed config, data file hashes: the record says what made it (no model was loaded)
+    record["provenance"] = prov.finish(cfg, data_files=plan.data_files, uses_llm=False, uses_embedder=False)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(out).with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
