@@ -83,7 +83,8 @@ def make_tables(
     where: dict[str, str] | None = None,
     plots: bool = True,
 ) -> dict[str, dict[str, Path]]:
-    """Write ``<out_dir>/<table>.md`` and ``.csv`` (+ ``.png`` for sweeps) and the results index.
+    """Write ``<out_dir>/<table>.md`` and ``.csv`` (+ ``.png`` for sweeps) and the index: results/README.md
+    for the default ``out_dir``, ``<out_dir>/README.md`` for another.
 
     Returns ``{table: {"md": path, "csv": path[, "png": path]}}``."""
     results = Path(results_dir)
@@ -111,8 +112,11 @@ def make_tables(
         files = {"md": md, "csv": out / f"{name}.csv", **files}
         written[name] = files
         entries.append((result, files))
-    results.mkdir(parents=True, exist_ok=True)
-    write_index(_index_entries(entries, out, runs, paper, where, names, metric), results)
+    # the index sits beside the default tables folder; tables written elsewhere get theirs there
+    # (results/README.md is never rewritten by a run that put its tables in another folder)
+    index_dir = results if not out_dir else out
+    index_dir.mkdir(parents=True, exist_ok=True)
+    write_index(_index_entries(entries, out, runs, paper, where, names, metric), index_dir)
     return written
 
 
