@@ -69,8 +69,10 @@ def git_state(where: str | Path | None = None) -> dict[str, Any]:
                                 cwd=here, check=False).stdout.strip()
         if not commit:
             return {"commit": None, "dirty": None}
-        # tracked files only: a results folder or a cache being written is not a code change
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+        # tracked files outside results/ only: a cache, or a committed record being rewritten by
+        # the command that made it, is not a code change
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ":(top)", ":(top,exclude)results"], capture_output=True,
                                text=True, timeout=5, cwd=here, check=False).stdout.strip()
         return {"commit": commit, "dirty": bool(dirty)}
     except (OSError, subprocess.SubprocessError):

@@ -89,3 +89,24 @@ def test_memo_embedder_encodes_each_text_once_per_role() -> None:
     memo.clear()
     memo.encode(["a"])
     assert inner.calls[-1] == ["a"]  # cleared: encoded cold again
+
+
+def test_dirty_means_code_changed_not_a_record_being_rewritten(tmp_path: Path) -> None:
+    """A command that rewrites its committed record under results/ still ran committed code; an
+    edited source file makes the checkout dirty."""
+    from atomicrag.harness.provenance import git_state
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "plan.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    assert git_state(tmp_path)["dirty"] is False
+    (tmp_path / "results" / "plan.json").write_text('{"calls": 3}')
+    assert git_state(tmp_path)["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert git_state(tmp_path)["dirty"] is True
