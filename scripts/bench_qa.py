@@ -160,6 +160,13 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
         out["F1_minus_gold"] = {s: [round(100 * sum(d) / len(d), 1), bootstrap(d)] for s in systems if s != "gold"
                                 for d in [[by_q[q][s]["f1"] - by_q[q]["gold"]["f1"] for q in done]]}
     types = sorted({by_q[q][systems[0]]["type"] for q in done}) if done else []
+    if {"atomicrag", "atomicrag_budget"} <= set(systems) and done:  # the reader-size rule's paired gain
+        def gain(qs: list[str]) -> list[Any]:
+            d = [by_q[q]["atomicrag"]["f1"] - by_q[q]["atomicrag_budget"]["f1"] for q in qs]
+            return [round(100 * sum(d) / len(d), 1), bootstrap(d), len(d)]
+
+        out["F1_sized_minus_budget"] = {"all": gain(done), **{
+            t: gain([q for q in done if by_q[q][systems[0]]["type"] == t]) for t in types}}
     out["F1_by_type"] = {  # question type -> [n, {system: F1}]
         t: [len(qs), {s: round(100 * sum(by_q[q][s]["f1"] for q in qs) / len(qs), 1) for s in systems}]
         for t in types for qs in [[q for q in done if by_q[q][systems[0]]["type"] == t]]}
@@ -180,6 +187,9 @@ def print_summary(summary: dict[str, Any]) -> None:
         d = (f"{m['F1_minus_vanilla']:+.1f} {m['F1_minus_vanilla_ci95']}" if "F1_minus_vanilla" in m else "—")
         print(f"{s:18s} {m['EM']:5.1f} {m['EM_ci95']!s:>14s} {m['F1']:5.1f} {m['F1_ci95']!s:>14s} {d:>26s} "
               f"{m['gold_in_reply']:14.1f} {m['failed']:7d} {m['context_tokens_mean']:8.1f} {m['R@5']!s:>6s}")
+    if summary.get("F1_sized_minus_budget"):
+        print("  F1 atomicrag - atomicrag_budget (paired): " + ", ".join(
+            f"{t} {d:+.1f} {ci} n={n}" for t, (d, ci, n) in summary["F1_sized_minus_budget"].items()))
     if summary.get("F1_minus_gold"):
         print("  F1 - gold passages: " + ", ".join(f"{s} {d:+.1f} {ci}" for s, (d, ci) in summary["F1_minus_gold"].items()))
     for t, (n, f1) in summary.get("F1_by_type", {}).items():

@@ -25,8 +25,8 @@ def strip_ci(obj: Any) -> Any:
     """``obj`` without bootstrap intervals (keys ending in ``_ci95``, the [low, high] of [d, [low, high]])."""
     if isinstance(obj, dict):
         return {k: strip_ci(v) for k, v in obj.items() if not k.endswith("_ci95")}
-    if isinstance(obj, list) and len(obj) == 2 and isinstance(obj[0], float) and (obj[1] is None or isinstance(obj[1], list)):
-        return obj[0]
+    if isinstance(obj, list) and len(obj) in (2, 3) and isinstance(obj[0], float) and (obj[1] is None or isinstance(obj[1], list)):
+        return obj[0] if len(obj) == 2 else [obj[0], obj[2]]  # [d, ci] or [d, ci, n]
     return obj
 
 
@@ -45,7 +45,7 @@ def test_qa_summary_rederives_from_its_answer_rows(folder: Path, monkeypatch: py
     stated = json.loads((folder / "summary.json").read_text())
     rows = [json.loads(x) for x in (folder / "answers.jsonl").read_text().splitlines() if x.strip()]
     derived = bench_qa.summarize(rows, list(stated["systems"]))
-    for key in ("n", "systems", "F1_by_type", "F1_minus_vanilla_by_type"):
+    for key in ("n", "systems", "F1_by_type", "F1_minus_vanilla_by_type", "F1_minus_gold", "F1_sized_minus_budget"):
         if key not in stated:  # a summary written before the scorer had this section
             continue
         assert strip_ci(derived.get(key)) == strip_ci(stated.get(key)), f"{folder}: {key}"
