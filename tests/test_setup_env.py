@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,3 +40,26 @@ def test_the_gpu_extra_leaves_vllm_to_its_own_environment() -> None:
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert not [r for r in extras["gpu"] if r.lower().startswith("vllm")]
+
+
+def test_the_gpu_extra_resolves_beside_the_torch_pin(tmp_path: Path) -> None:
+    """The resolver (uv, against the package index, for a Linux x86_64 GPU machine) finds one set of
+    versions for atomicrag[gpu] with torch pinned as the set-up pins it: no conflict, no vLLM."""
+    import shutil
+    import sys
+
+    uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    if not Path(uv).exists():
+        pytest.skip("uv is not installed")
+    pin = tmp_path / "constraints.txt"
+    pin.write_text("torch==2.13.0\n")
+    out = subprocess.run([uv, "pip", "compile", "pyproject.toml", "--extra", "gpu", "--extra", "hf",
+                          "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28",
+                          "-c", str(pin), "--no-annotate", "--no-header"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    if out.returncode and re.search(r"(?i)network|connect|dns|resolve host|timed out", out.stderr):
+        pytest.skip(f"no package index here: {out.stderr.strip().splitlines()[-1]}")
+    assert out.returncode == 0, out.stderr
+    pins = dict(line.split("==", 1) for line in out.stdout.splitlines() if "==" in line)
+    assert pins["torch"] == "2.13.0" and "faiss-gpu-cu12" in pins
+    assert not any(name.startswith("vllm") for name in pins)
