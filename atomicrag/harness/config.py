@@ -30,6 +30,9 @@ class LoggerConfig:
 class HarnessConfig(Config):
     experiment_name: str = "quickstart"  # results/<experiment_name>/... (the group +experiment=... sets it)
     run_name: str | None = None  # default: derived from the config, deterministic
+    # the conf/retriever option the run composed (Hydra's choice, set by the harness): the run
+    # folder is named by it (hybrid, ppr_minilm, ...) rather than by the propagation method
+    retriever_preset: str | None = None
     row_label: str | None = None  # the paper-table row this run fills (set by experiment files; read by make_tables)
     overwrite: bool = False  # re-run a finished run
     baselines: list[str] = field(default_factory=list)  # extra rows computed in the same run
@@ -46,7 +49,7 @@ class HarnessConfig(Config):
         super().__post_init__()
         from atomicrag.harness.rows import BASELINES  # data only; imported late, rows reads conf/
 
-        _path_name(self, "experiment_name", "run_name")  # folders of results/
+        _path_name(self, "experiment_name", "run_name", "retriever_preset")  # folders of results/
         _text(self, "row_label")  # free text: a paper-table row label
         _unit(self, "max_failure_rate")
         _mark(self, ("baselines",))

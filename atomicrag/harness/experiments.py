@@ -32,12 +32,16 @@ def experiment_choice(choices: Mapping[str, str | None]) -> str | None:
     return None
 
 
-def name_experiment(cfg: DictConfig, choice: str | None, overrides: Sequence[str] = ()) -> DictConfig:
+def name_experiment(cfg: DictConfig, choice: str | None, overrides: Sequence[str] = (),
+                    retriever_choice: str | None = None) -> DictConfig:
     """``cfg`` with ``experiment_name`` set from the experiment ``choice`` (Hydra's runtime choice
-    of the ``experiment`` group), unless there is none or ``overrides`` set the name explicitly."""
+    of the ``experiment`` group), unless there is none or ``overrides`` set the name explicitly,
+    and ``retriever_preset`` from Hydra's choice of the ``retriever`` group (names the run folder)."""
     explicit = any(o.lstrip("+~").split("=", 1)[0] == "experiment_name" for o in overrides)
     if choice and not explicit:
         cfg.experiment_name = folder_of(choice)
+    if retriever_choice and "retriever_preset" in cfg and cfg.retriever_preset is None:
+        cfg.retriever_preset = retriever_choice
     return cfg
 
 
@@ -52,10 +56,15 @@ def compose_experiment(name: str | None, overrides: Sequence[str] = ()) -> DictC
     from atomicrag.core.config import register_configs
 
     register_configs()
+    from omegaconf import open_dict
+
     args = ([f"+{EXPERIMENT_GROUP}={name}"] if name else []) + list(overrides)
     if GlobalHydra.instance().is_initialized():
-        cfg = compose("config", overrides=args)
+        cfg = compose("config", overrides=args, return_hydra_config=True)
     else:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", overrides=args)
-    return name_experiment(cfg, name, overrides)
+            cfg = compose("config", overrides=args, return_hydra_config=True)
+    retriever_choice = cfg.hydra.runtime.choices.get("retriever")
+    with open_dict(cfg):
+        del cfg["hydra"]  # what `python -m atomicrag.run` hands its task: the config without Hydra's own
+    return name_experiment(cfg, name, overrides, retriever_choice)

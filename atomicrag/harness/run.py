@@ -42,7 +42,8 @@ def main(dcfg: DictConfig) -> float:
     from atomicrag.harness.pipeline import run_with_baselines
 
     hydra_cfg = HydraConfig.get()  # results/<experiment folder>/...: no experiment file states it
-    name_experiment(dcfg, experiment_choice(hydra_cfg.runtime.choices), hydra_cfg.overrides.task)
+    name_experiment(dcfg, experiment_choice(hydra_cfg.runtime.choices), hydra_cfg.overrides.task,
+                    hydra_cfg.runtime.choices.get("retriever"))
     cfg = to_dataclass(dcfg)
     from atomicrag.core.config_query import unread_settings
 

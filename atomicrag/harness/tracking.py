@@ -10,6 +10,7 @@ question). Files are always written first, atomically; W&B only mirrors them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from atomicrag.harness.metrics_file import read_metrics as read_run_metrics
 
 # fields that do not change what a run computes, so they do not enter its name
 _NAME_EXCLUDE = {"run_name", "overwrite", "experiment_name", "row_label", "baselines", "paths", "logger",
-                 "max_failure_rate"}
+                 "max_failure_rate", "retriever_preset"}
 
 
 def config_hash(cfg: Config) -> str:
@@ -30,22 +31,45 @@ def config_hash(cfg: Config) -> str:
     return content_hash(d, length=8)
 
 
+@functools.lru_cache(maxsize=64)
+def _preset_method(preset: str) -> str | None:
+    """The ``retriever.name`` the conf/retriever option ``preset`` composes to (None: no such option)."""
+    from atomicrag.core.compose import load_config
+
+    try:
+        return load_config({"retriever": preset}, env_prefix=None).retriever.name
+    except ValueError:
+        return None
+
+
+def _retriever_part(cfg: Config) -> str:
+    """The retriever preset the run composed (``hybrid``), unless the run changed its method
+    (then the method: the folder must not name a preset that did not run)."""
+    preset = getattr(cfg, "retriever_preset", None)
+    if preset and _preset_method(preset) == cfg.retriever.name:
+        return preset.replace("/", "-")
+    return cfg.retriever.name
+
+
+def _model_name(model: str) -> str:
+    return model.split("/")[-1].replace(".", "_")
+
+
 def run_name(cfg: Config) -> str:
-    """Deterministic, readable: the choices that matter plus a hash of everything else."""
+    """Deterministic, readable: the retriever preset, the atomizer, the models that run (an LLM only
+    when a stage or the judge calls one, the embedder only when one embeds), the two optional LLM
+    modules, the fidelity preset, and a hash of everything else."""
     if cfg.run_name:
         return cfg.run_name
-    llm = cfg.llm.model.split("/")[-1].replace(".", "_") if cfg.llm.name != "fake" else "fake"
-    emb = cfg.embedder.model.split("/")[-1].replace(".", "_")
-    parts = [
-        cfg.retriever.name,
-        cfg.atomizer.name if cfg.retriever.name != "dense_passage" else "passages",
-        emb,
-        llm,
-        f"aqd-{cfg.decompose.name}",
-        f"as-{cfg.sieve.name}",
-        cfg.fidelity.preset,
-        config_hash(cfg),
-    ]
+    from atomicrag.core.needs import needs
+
+    graph = needs(cfg, "graph", ("retriever",))
+    parts = [_retriever_part(cfg), cfg.atomizer.name if graph else "passages"]
+    if needs(cfg, "embedder"):
+        parts.append(_model_name(cfg.embedder.model))
+    if needs(cfg, "llm"):
+        parts.append(_model_name(cfg.llm.model) if cfg.llm.name != "fake" else "fake")
+    parts += [f"aqd-{cfg.decompose.name}", f"as-{cfg.sieve.name}", cfg.fidelity.preset, config_hash(cfg)]
     return "_".join(parts)
 
 
