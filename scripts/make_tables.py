@@ -6,6 +6,7 @@
     python scripts/make_tables.py --table table2_smoke    # the CPU smoke ablation (F1/EM/recall)
     python scripts/make_tables.py --table table2 --metric f1   # runs made without the judge
     python scripts/make_tables.py --where llm.model=Qwen/Qwen2.5-14B-Instruct --where fidelity.preset=paper
+    python scripts/make_tables.py --sweep multirun/2026-12-03/10-00-00   # any multirun: plot + table
 
 Writes results/tables/<table>.md and .csv (and .png for fig4, fig5, table12, table13) and the
 index results/README.md. A cell reads `measured [95% CI] n=N fidelity (published, measured −
@@ -36,7 +37,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="keep only runs whose config has KEY=VALUE (dotted key, e.g. llm.model=gpt-4o-mini)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--sweep", action="append", default=[], metavar="DIR",
+                        help="a multirun's sweep folder: plot its points (x = the swept number) with 95%% intervals "
+                             "and print their table; writes DIR/sweep_<metric>.png and DIR/sweep_<metric>.md")
+    parser.add_argument("--sweep-metric", default="auto",
+                        help="the sweep's metric (auto: the first of acc, f1, em, recall@5, recall@2 every row has)")
     args = parser.parse_args(argv)
+    if args.sweep:
+        from atomicrag.core.artifacts import write_text_atomic
+        from atomicrag.harness.report_tables.sweep_plot import plot_sweep
+
+        for folder in args.sweep:
+            try:
+                png, table = plot_sweep(folder, args.sweep_metric)
+            except ValueError as exc:
+                print(f"make_tables: error: {exc}", file=sys.stderr)
+                return 2
+            write_text_atomic(png.with_suffix(".md"), table + "\n")
+            print(f"{folder}: {png}, {png.with_suffix('.md')}\n{table}")
+        if not args.table:
+            return 0
     written = make_tables(
         args.results, tables=args.table, metric=args.metric, out_dir=args.out, paper_tables=args.paper_tables,
         where=parse_where(args.where), plots=not args.no_plots,

@@ -103,7 +103,7 @@ def main(dcfg: DictConfig) -> float:
     if hydra_cfg.mode == RunMode.MULTIRUN:  # the sweep's summary table reads it (harness/sweep_summary.py)
         from atomicrag.harness.sweep_summary import write_point
 
-        write_point(hydra_cfg.runtime.output_dir, list(hydra_cfg.overrides.task), rows)
+        write_point(hydra_cfg.runtime.output_dir, list(hydra_cfg.overrides.task), rows, cfg.paths.results_dir)
     try:
         raise_if_failed(rows)  # a run past cfg.max_failure_rate exits non-zero (and is not marked finished)
     except RunFailed as exc:

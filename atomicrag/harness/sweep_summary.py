@@ -17,13 +17,23 @@ from hydra.experimental.callback import Callback
 POINT_FILE = "atomicrag_point.json"
 
 
-def write_point(output_dir: str | Path, overrides: list[str], rows: list[tuple[str, dict[str, Any]]]) -> None:
-    """The point's overrides and rows, for the summary (atomically: a reader never sees half a file)."""
+def _run_dir(results_dir: str | Path | None, m: dict[str, Any]) -> str | None:
+    """The run folder a row's metrics came from (its predictions give the sweep plot its intervals)."""
+    parts = [m.get(k) for k in ("experiment", "dataset", "split", "run_name")]
+    if results_dir is None or not all(isinstance(p, str) and p for p in parts):
+        return None
+    return str(Path(results_dir).resolve().joinpath(*parts))
+
+
+def write_point(output_dir: str | Path, overrides: list[str], rows: list[tuple[str, dict[str, Any]]],
+                results_dir: str | Path | None = None) -> None:
+    """The point's overrides, rows and their run folders, for the summary and ``make_tables --sweep``
+    (atomically: a reader never sees half a file)."""
     from atomicrag.core.artifacts import write_text_atomic
 
     write_text_atomic(Path(output_dir) / POINT_FILE,
-                      json.dumps({"overrides": list(overrides), "rows": [[label, m] for label, m in rows]},
-                                 default=str))
+                      json.dumps({"overrides": list(overrides), "rows": [[label, m] for label, m in rows],
+                                  "run_dirs": [_run_dir(results_dir, m) for _, m in rows]}, default=str))
 
 
 def point_labels(points: list[dict[str, Any]]) -> list[str]:
@@ -38,9 +48,9 @@ def point_labels(points: list[dict[str, Any]]) -> list[str]:
 def summary_table(sweep_dir: str | Path) -> str | None:
     """The sweep's table (markdown), one row per point and system, or None without points."""
     from atomicrag.harness.comparison import format_comparison
+    from atomicrag.harness.report_tables.sweep_plot import load_points
 
-    files = sorted(Path(sweep_dir).glob(f"*/{POINT_FILE}"), key=lambda p: (len(p.parent.name), p.parent.name))
-    points = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    points = load_points(sweep_dir)
     if not points:
         return None
     rows = [(f"{label} · {system}", metrics)
