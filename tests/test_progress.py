@@ -101,3 +101,14 @@ def test_http_requests_are_not_logged_at_info() -> None:
     import atomicrag.llm.openai_client  # noqa: F401
 
     assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)
+
+
+def test_a_nested_task_of_the_same_unit_is_part_of_the_outer_bar() -> None:
+    """A caching embedder embeds its misses inside "embed the atoms": one bar, moved by the misses
+    and topped up by the caller, never a second bar (or the outer bar reset to the part's size)."""
+    seen, sink = _recorder()
+    with reporting(sink), task("embed_atoms", 10, unit="text") as outer:
+        with task("embed_atoms", 4, unit="text"):  # the 4 texts the cache did not hold
+            progress.advance("text", 3)
+        outer.settle(10)  # the caller knows the other 6 came from the cache
+    assert seen == [("embed_atoms", 0, 10), ("embed_atoms", 3, 10), ("embed_atoms", 4, 10), ("embed_atoms", 10, 10)]

@@ -37,8 +37,9 @@ _default_bars: Any = None
 class Task:
     """One batch of work: ``done`` of ``total`` units, reported to ``sink`` as it moves."""
 
-    def __init__(self, stage: str, total: int, unit: str, sink: Sink | None) -> None:
+    def __init__(self, stage: str, total: int, unit: str, sink: Sink | None, parent: Task | None = None) -> None:
         self.stage, self.total, self.unit, self.sink = stage, int(total), unit, sink
+        self.parent = parent  # an open task of the same unit this one is part of (it shows the bar)
         self.done = 0
 
     def advance(self, n: int = 1) -> None:
@@ -46,6 +47,8 @@ class Task:
             before = self.done
             self.done = min(self.total, self.done + int(n))
             done = self.done
+        if self.parent is not None and done != before:
+            self.parent.advance(done - before)  # one bar per stage: the part moves the whole
         if self.sink is not None and done != before:
             self.sink(self.stage, done, self.total)
 
@@ -82,9 +85,13 @@ def current_sink() -> Sink | None:
 
 @contextmanager
 def task(stage: str, total: int, unit: str) -> Iterator[Task]:
-    """Open a task of ``total`` units; on normal exit it is complete (``done == total``)."""
-    t = Task(stage, total, unit, current_sink() if total > 0 else None)
+    """Open a task of ``total`` units; on normal exit it is complete (``done == total``).
+
+    Inside an open task of the same unit (a caching embedder's batch of misses inside "embed the
+    atoms") it is a part of that task: no bar of its own, its units move the outer one."""
     with _lock:
+        outer = next((o for o in reversed(_tasks) if o.unit == unit), None)
+        t = Task(stage, total, unit, None if outer is not None or total <= 0 else current_sink(), parent=outer)
         _tasks.append(t)
     if t.sink is not None:
         t.sink(stage, 0, t.total)
