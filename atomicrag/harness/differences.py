@@ -1,4 +1,4 @@
-"""What a run does differently from the released pipeline, named beside its numbers (issue 19, item 9).
+"""What a run does differently from the released pipeline, named beside its numbers.
 
 ``differences(cfg)`` lists, for metrics.json, every way a run's setup departs from the released
 code that produced the published numbers: the prompt source, each fidelity switch off its
