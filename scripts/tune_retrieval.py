@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Ablation and grid search of the hybrid offline retriever on one half of 2Wiki DEV.
 
-Loads (or builds) the cached sentence-atom graph once and runs the batched BatchRetriever per
-retriever variant (seconds each), printing passage Recall@2/@5 with 95% bootstrap intervals and
+Loads (or builds) the cached sentence-atom graph once through ``Engine.index_passages`` and runs
+each retriever variant through ``Engine.retrieve`` over it (seconds each), printing passage Recall@2/@5 with 95% bootstrap intervals and
 ms per question. Choose on the even half (``--half even``); report the odd half (``--half odd``),
 which the search never saw (experiments/retrieval_2wiki/README.md).
 
@@ -20,7 +20,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ATOMICRAG_NO_PROGRESS", "1")
@@ -30,13 +30,11 @@ from bench_stats import HALF_CHOICES, bootstrap, half_name, select_half, write_r
 from atomicrag.core.compose import load_config
 from atomicrag.core.config import Config, RetrieverConfig
 from atomicrag.data.loaders import load_dataset
-from atomicrag.data.token_windows import chunk_passages
 from atomicrag.embed.factory import build_embedder
 from atomicrag.embed.memo import MemoEmbedder
+from atomicrag.engine.engine import Engine
 from atomicrag.evaluate.metrics import recall_at_k
-from atomicrag.graph.cached_build import index_corpus
 from atomicrag.harness.provenance import Provenance
-from atomicrag.retrieve.query_batch import BatchRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULTS = dataclasses.asdict(RetrieverConfig())  # the paper's values
@@ -81,19 +79,13 @@ def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
-class MemoEngine(BatchRetriever):
-    """BatchRetriever whose spaCy query entities are memoised per (mode, question) across variants."""
+@dataclasses.dataclass
+class SharedModels:
+    """The Engine's models for every variant: one memoising embedder (a question is embedded once
+    across variants), no LLM (retrieval only, reader=none)."""
 
-    memo: ClassVar[dict[tuple[str, float, str], list[str]]] = {}
-
-    def query_entities(self, queries: list[str]) -> list[list[str]]:
-        rc = self.cfg.retriever
-        key = lambda q: (rc.query_entities, rc.query_entity_max_df, q)
-        todo = [q for q in dict.fromkeys(queries) if key(q) not in self.memo]
-        if todo:
-            for q, ents in zip(todo, super().query_entities(todo)):
-                self.memo[key(q)] = ents
-        return [list(self.memo[key(q)]) for q in queries]
+    embedder: MemoEmbedder
+    llm: Any = None
 
 
 def with_retriever(base: Config, fields: dict[str, Any]) -> Config:
@@ -103,13 +95,13 @@ def with_retriever(base: Config, fields: dict[str, Any]) -> Config:
     return load_config(d)
 
 
-def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict[str, Any]:
+def evaluate(engine: Engine, index: Any, questions: list[Any], timing: bool) -> dict[str, Any]:
+    """Recall@2/5 (with 95% intervals) and ms per question of one variant, through ``Engine.retrieve``."""
     if timing:  # warm-up and no memo: the ms/question a user sees (spaCy, embedding, BM25, PPR)
-        engine.run(questions[:8])
-        MemoEngine.memo.clear()
-        engine.embedder.clear()
+        engine.retrieve(index, questions[:8])
+        engine.models.embedder.clear()
     t0, c0 = time.perf_counter(), time.process_time()
-    traces = engine.run(questions).traces
+    traces = engine.retrieve(index, questions).traces
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     out: dict[str, Any] = {"n": len(questions), "ms_per_q": round(1000 * wall / len(questions), 1),
                            "cpu_ms_per_q": round(1000 * cpu / len(questions), 1)}
@@ -120,7 +112,7 @@ def evaluate(engine: BatchRetriever, questions: list[Any], timing: bool) -> dict
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--half", default="even", choices=HALF_CHOICES,
                     help="DEV questions: even (0, where settings are chosen), odd (1, reported) or all")
@@ -134,21 +126,25 @@ def main() -> None:
                     "index it first with scripts/index_self_contained.py)")
     ap.add_argument("--entity-filter", action="store_true", help="atomizer.entity_filter=true (no numbers-only or "
                     "stop-word mentions; indexes the corpus once more, embeddings of unchanged texts reused)")
+    ap.add_argument("--split", default="dev", help="dev (the benchmark) or smoke (a plumbing check)")
+    ap.add_argument("--data-dir", default="auto", help="paths.data_dir (auto: ./data, ../shared/data, the shipped sets)")
     ap.add_argument("--cache-dir", default="cache")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     prov = Provenance.start()
     base = load_config({
-        "dataset": {"name": "2wikimultihopqa", "split": "dev", "format": "normalized", "reader": "precise"},
+        "dataset": {"name": "2wikimultihopqa", "split": args.split, "format": "normalized", "reader": "precise"},
+        "paths": {"data_dir": args.data_dir},
         "embedder": {"name": "onnx", "model": "minilm", "batch_size": 32}, "atomizer": {"name": "sentence", "resolve_subject": args.resolve,
                      "entity_filter": args.entity_filter},
         "reader": {"name": "none"}, "retriever": {"name": "ppr"},
     })
     data = load_dataset(base.dataset, base.paths.resolved_data_dir(dataset=base.dataset))
     questions = select_half(data.questions, args.half)
-    embedder = MemoEmbedder(build_embedder(base.embedder, base.fidelity))
-    graph = index_corpus(chunk_passages(data.passages, base.dataset), base, None, embedder, args.cache_dir,
-                         data.name, progress=False)
-    print(f"{len(questions)} questions ({half_name(args.half)} half), graph of {graph.num_nodes:,} nodes; "
+    models = SharedModels(MemoEmbedder(build_embedder(base.embedder, base.fidelity)))
+    # one index (the cached sentence-atom graph), every variant retrieving over it through Engine
+    index = Engine(base, models, cache_dir=args.cache_dir, dataset_name=data.name).index_passages(data.passages)
+    nodes = sum(g.graph.num_nodes for g in index.graphs.values())
+    print(f"{len(questions)} questions ({half_name(args.half)} half), graph of {nodes:,} nodes; "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     points: list[tuple[str, dict[str, Any]]] = ablation_rows() if args.rows else []
     points += [(p, {**PPR_MINILM, **json.loads(p)}) for p in args.point]
@@ -160,7 +156,7 @@ def main() -> None:
             points.append((json.dumps({f: v for (f, _), v in zip(fields, combo)}), point))
     results = []
     for label, fields in points:
-        res = evaluate(MemoEngine(with_retriever(base, fields), graph, embedder), questions, args.timing)
+        res = evaluate(Engine(with_retriever(base, fields), models), index, questions, args.timing)
         results.append({"label": label, "retriever": fields, "resolve_subject": args.resolve,
                         "entity_filter": args.entity_filter, **res})
         print(f"{label:60s} R@2 {res['R@2']:5.1f} {res['R@2_ci95']}  R@5 {res['R@5']:5.1f} {res['R@5_ci95']}  "

@@ -25,3 +25,21 @@ def test_ablation_rows_compose_to_the_committed_records_configurations() -> None
     assert list(rows) == list(measured)
     for label, fields in rows.items():
         assert t.with_retriever(base, fields).retriever == t.with_retriever(base, measured[label]).retriever, label
+
+
+def test_a_variant_runs_through_the_engine_and_writes_its_record(tmp_path: Path, smoke_data: Path) -> None:
+    """On the shipped 2Wiki smoke set: the script indexes and retrieves through Engine, and its record
+    holds recall with intervals and the provenance that made it."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import tune_retrieval as t
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    out = tmp_path / "rows.json"
+    t.main(["--split", "smoke", "--half", "all", "--data-dir", str(smoke_data), "--cache-dir", str(tmp_path / "cache"),
+            "--point", "{}", "--point", '{"passage_ranking": "bridge"}', "--json", str(out)])
+    record = json.loads(out.read_text())
+    assert [r["label"] for r in record["results"]] == ["{}", '{"passage_ranking": "bridge"}']
+    for row in record["results"]:
+        assert row["n"] == 20 and 0 < row["R@2"] <= row["R@5"] <= 100 and len(row["R@5_ci95"]) == 2
+    assert record["provenance"]["command"].startswith("python") and record["provenance"]["data_files"]
