@@ -18,8 +18,9 @@ status):
 ``GET /v1/models``          one model, ``atomicrag``
 ``POST /v1/chat/completions``  OpenAI-compatible: the last user message is the question, answered
                             from the index; ``"stream": true`` replies with server-sent events
-                            (``chat.completion.chunk`` objects, then ``data: [DONE]``). The reply
-                            carries the full result (sources) under ``"atomicrag"``.
+                            (``chat.completion.chunk`` objects as the reader writes the answer,
+                            then ``data: [DONE]``). The reply (the stream's last chunk) carries the
+                            full result (parsed answer, sources) under ``"atomicrag"``.
 ==========================  =======================================================================
 
 Insert and delete save the index folder at once (under its write lock), so the folder on disk
@@ -33,6 +34,7 @@ removes a record whose process is gone or does not answer for that index.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -258,19 +260,57 @@ class IndexService:
         }
         return reply, result
 
-    def chat_chunks(self, reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """``reply`` as ``chat.completion.chunk`` objects: the role, the content, the finish.
+    def chat_stream(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """``chat.completion.chunk`` objects of the answer to ``body`` as the reader writes it.
 
-        The content arrives as one chunk once the answer is complete: the reader's tokens are
-        not streamed from the LLM yet, so a client sees the whole answer at once, after
-        retrieval and generation, in the stream format OpenAI clients read."""
-        base = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
-                "model": reply["model"]}
-        content = reply["choices"][0]["message"]["content"]
-        yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
-        yield {**base, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
-        yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-               "atomicrag": reply["atomicrag"]}
+        Retrieval runs, and the reader's first text arrives, before the first chunk is yielded, so
+        a bad request or a failed retrieval is still a JSON error with its status. The content
+        streamed is what the model writes after its "Answer:" marker (its reasoning before it is
+        not the answer), token by token from an LLM that streams; a reply with no marker sends the
+        parsed answer once, at the end. The last chunk carries the finish reason ("length" when
+        the budget cut the answer) and the whole result (parsed answer, sources) under
+        ``"atomicrag"``."""
+        question = _last_user_message(body)
+        stream = self.rag.query_stream(question)
+        first = next(stream, None)  # retrieval, then the first words of the reply
+        base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": str(body.get("model") or MODEL_ID)}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+        def chunks() -> Iterator[dict[str, Any]]:
+            yield chunk({"role": "assistant"})
+            after = AfterMarker()
+            for text in (itertools.chain([first], stream) if first is not None else ()):
+                if out := after.feed(text):
+                    yield chunk({"content": out})
+            result = stream.get_result()
+            if not after.found and result.answer:
+                yield chunk({"content": result.answer})
+            yield chunk({}, "length" if result.answer_cut else "stop", atomicrag=result.to_dict())
+
+        return chunks()
+
+
+class AfterMarker:
+    """Feeds of a streamed reply in, the text after its first "Answer:" out (leading spaces dropped)."""
+
+    MARKER = "Answer:"
+
+    def __init__(self) -> None:
+        self.found = False
+        self._head = ""  # text before the marker, kept until the marker is complete
+
+    def feed(self, text: str) -> str:
+        if self.found:
+            return text
+        self._head += text
+        at = self._head.find(self.MARKER)
+        if at < 0:
+            return ""
+        self.found = True
+        return self._head[at + len(self.MARKER):].lstrip()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -318,11 +358,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             body = self._body()
             if path == "/v1/chat/completions":
-                reply, _ = service.chat(body)
                 if body.get("stream"):
-                    self._stream(service.chat_chunks(reply))
+                    self._stream(service.chat_stream(body))
                 else:
-                    self._send(200, reply)
+                    self._send(200, service.chat(body)[0])
                 return
             post = {"/query": service.query, "/search": lambda b: service.query(b, answer=False),
                     "/insert": service.insert, "/delete": service.delete}
@@ -344,9 +383,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")  # the stream's end is the connection's end
         self.end_headers()
-        for chunk in chunks:
-            self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False, default=str)}\n\n".encode())
-            self.wfile.flush()
+        try:
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False, default=str)}\n\n".encode())
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client left: stop generating for it
+            chunks.close() if hasattr(chunks, "close") else None
+            self.close_connection = True
+            return
+        except Exception as exc:  # the headers are sent: the error goes in the stream, as OpenAI's do
+            log.exception("stream failed")
+            self.wfile.write(f"data: {json.dumps({'error': f'{type(exc).__name__}: {exc}'})}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True

@@ -210,7 +210,8 @@ class AnswerStream:
         try:
             return next(self._chunks)
         except StopIteration as stop:
-            self.result = stop.value
+            if stop.value is not None:  # an exhausted generator stops again with None: keep the result
+                self.result = stop.value
             raise
 
     def get_result(self) -> QueryResult:

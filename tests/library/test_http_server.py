@@ -128,8 +128,54 @@ def test_openai_chat_completions_and_streaming(served: str, index_dir: Path) -> 
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     assert all(c["object"] == "chat.completion.chunk" for c in chunks)
-    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == want.answer
+    streamed = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert streamed.startswith(want.answer)  # the answer as written (a citation may follow it)
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["atomicrag"]["answer"] == want.answer and chunks[-1]["atomicrag"]["documents"] == want.documents
+
+
+def test_a_streaming_reader_is_streamed_token_by_token(index_dir: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With an LLM that streams, the answer after "Answer:" reaches the client in many chunks, each
+    sent as the reader writes it (not once the reply is complete); the reasoning before it is not."""
+    from atomicrag.llm.fake import FakeLLM
+    from atomicrag.llm.protocol import ChatResult
+
+    released = threading.Event()
+    sent: list[str] = []
+
+    class Streaming(FakeLLM):
+        def stream(self, request):  # what OpenAIClient.stream does over SSE
+            reply = "Thought: the passage says so.\nAnswer: Warsaw, in the Kingdom of Poland"
+            for i in range(0, len(reply), 4):
+                sent.append(reply[i:i + 4])
+                if len(sent) == 18:  # hold the model here until the client has seen a first token
+                    assert released.wait(30)
+                yield reply[i:i + 4]
+            return ChatResult(text=reply, finish_reason="stop", completion_tokens=12)
+
+    monkeypatch.setenv("ATOMICRAG_STATE_DIR", str(tmp_path / "state"))
+    rag = AtomicRAG.load(index_dir, llm=Streaming())
+    httpd = http_server.make_server(rag, index_dir, port=0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        contents: list[str] = []
+        with httpx.stream("POST", f"{httpd.url}/v1/chat/completions", timeout=60,
+                          json={"messages": [{"role": "user", "content": QUESTIONS[0]}], "stream": True}) as resp:
+            for line in resp.iter_lines():
+                if line.startswith("data: {"):
+                    c = json.loads(line[len("data: "):])
+                    if c["choices"][0]["delta"].get("content"):
+                        contents.append(c["choices"][0]["delta"]["content"])
+                        released.set()  # a token arrived while the model was still writing
+                    last = c
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        rag.close()
+    assert released.is_set() and len(contents) > 3
+    assert "".join(contents) == "Warsaw, in the Kingdom of Poland" and "Thought" not in "".join(contents)
+    assert last["choices"][0]["finish_reason"] == "stop" and last["atomicrag"]["answer"]
 
 
 def test_openai_client_library_talks_to_it(served: str, index_dir: Path) -> None:
