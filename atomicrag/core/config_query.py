@@ -85,6 +85,9 @@ class FidelityConfig:
     # decompose.max_tokens) | released (no cap sent, as the released run script's max_new_tokens=None;
     # the reader still keeps reader.max_tokens free in the window when it trims the context)
     budgets: str = mode(Literal["own", "released"], "own")
+    # the seed of every LLM request: sent (llm.seed, judge.llm.seed; a seeded sampled call is
+    # reproducible and cacheable) | none (released: no seed in any request body)
+    request_seed: str = mode(Literal["sent", "none"], "sent")
 
     def __post_init__(self) -> None:
         check_modes(self)

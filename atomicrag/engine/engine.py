@@ -235,7 +235,7 @@ class Engine:
                             released=released_prompts.for_fidelity(self.cfg.fidelity),
                             answer_extraction=self.cfg.fidelity.answer_extraction,
                             uncapped=self.cfg.fidelity.budgets == "released",
-                            **sampling(self.cfg.llm, self.cfg.reader.max_tokens))
+                            **sampling(self.cfg.llm, self.cfg.reader.max_tokens, self.cfg.fidelity))
 
     def answer(self, batch: Batch, kind: str, *, checkpoint: str | Path | None = None) -> list[Any]:
         """Reader outputs for every question of ``batch`` (``kind``: precise | abstract | none).
@@ -314,7 +314,7 @@ def sampling_deps(cfg: Config, llm: Any) -> dict[str, Any]:
     """Sampling for an LLM atomizer (temperature and seed; its completion budgets are atomizer fields)."""
     if llm is None:
         return {}
-    s = sampling(cfg.llm)
+    s = sampling(cfg.llm, fidelity=cfg.fidelity)
     return {"temperature": s["temperature"], "seed": s["seed"]}
 
 

@@ -80,7 +80,9 @@ def judge_from_config(cfg: Config, run_llm: Any, run_embedder: Any, accountant: 
     llm, owns = judge_llm(cfg, run_llm, accountant) if "llm" in needs else (None, False)
     try:
         emb = judge_embedder(cfg, run_embedder) if "embedder" in needs and cfg.fidelity.acc_weight < 1 else None
-        seed = cfg.judge.llm.seed if cfg.judge.llm_source == "own" else cfg.llm.seed
+        from atomicrag.llm.sampling import request_seed
+
+        seed = request_seed(cfg.judge.llm.seed if cfg.judge.llm_source == "own" else cfg.llm.seed, cfg.fidelity)
         impl = build_judge(cfg.judge.name, llm, emb, cfg.fidelity, seed=seed, max_tokens=cfg.judge.max_tokens)
     except BaseException:
         if owns:

@@ -113,9 +113,9 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     them (each with what the released code does)."""
     out: list[dict[str, Any]] = []
     fid = cfg.fidelity
-    if cfg.llm.seed is not None:
-        out.append(_item("seed", f"seed {cfg.llm.seed} sent with every request (llm.seed; llm.seed=null "
-                         "sends none)", "no seed sent"))
+    if cfg.llm.seed is not None and fid.request_seed == "sent":
+        out.append(_item("seed", f"seed {cfg.llm.seed} sent with every request (llm.seed; "
+                         "fidelity.request_seed=none or llm.seed=null sends none)", "no seed sent"))
     if cfg.llm.structured_output:
         stages = ["passage NER", "extraction"] + (["query NER"] if cfg.retriever.query_entities == "llm" else [])
         stages += [] if fid.decompose_parse == "released" else ["decomposition"]

@@ -25,6 +25,7 @@ from atomicrag.core.config import Config
 from atomicrag.llm.budget import MESSAGE_OVERHEAD
 from atomicrag.llm.cache import cache_key
 from atomicrag.llm.protocol import ChatRequest
+from atomicrag.llm.sampling import request_seed
 
 # Prices in USD per million tokens (input, output) of the hosted models the presets name; a local
 # model (vllm, llamacpp, transformers, fake) costs nothing per token. Override per run with
@@ -311,7 +312,7 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
                 q, max_sub_questions=cfg.decompose.max_sub_questions, threshold=cfg.decompose.complexity_threshold,
                 trigger=cfg.fidelity.decompose_trigger, released=released),
                 None if cfg.fidelity.decompose_parse == "released" else decompose_prompt.SCHEMA,
-                max_tokens=budget, seed=cfg.llm.seed) for q in qtexts]
+                max_tokens=budget, seed=request_seed(cfg.llm.seed, cfg.fidelity)) for q in qtexts]
             plan.stages.append(_stage("decompose", reqs, budget, probe))
         per_sub_query = cfg.fidelity.sieve_target == "sub_query"  # one sieve prompt per query
         n_cands = cfg.retriever.top_k * (DECOMPOSED_CANDIDATE_FACTOR if decomposed and not per_sub_query else 1.0)

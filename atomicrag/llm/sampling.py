@@ -15,11 +15,17 @@ from typing import Any
 from atomicrag.core.config import LLMConfig
 
 
-def sampling(cfg: LLMConfig, max_tokens: int | None = None) -> dict[str, Any]:
+def sampling(cfg: LLMConfig, max_tokens: int | None = None, fidelity: Any = None) -> dict[str, Any]:
     """``{"temperature", "max_tokens", "seed"}`` of a stage: ``max_tokens`` is the stage's own budget
-    field (None: ``llm.max_tokens``)."""
+    field (None: ``llm.max_tokens``); no seed under ``fidelity.request_seed=none`` (the released code
+    sends none)."""
     return {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens if max_tokens is None else max_tokens,
-            "seed": cfg.seed}
+            "seed": request_seed(cfg.seed, fidelity)}
+
+
+def request_seed(seed: int | None, fidelity: Any = None) -> int | None:
+    """``seed`` unless the fidelity config says requests carry none."""
+    return None if getattr(fidelity, "request_seed", "sent") == "none" else seed
 
 
 RETRY_TEMPERATURE = 0.7

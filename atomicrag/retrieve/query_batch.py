@@ -71,8 +71,8 @@ class BatchRetriever:
         self.llm = llm
         self.accountant = accountant
         self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm,
-                                           **sampling(cfg.llm, cfg.decompose.max_tokens))
-        self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, cfg.sieve.max_tokens))
+                                           **sampling(cfg.llm, cfg.decompose.max_tokens, cfg.fidelity))
+        self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, cfg.sieve.max_tokens, cfg.fidelity))
         self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
         self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(cfg)
@@ -137,7 +137,7 @@ class BatchRetriever:
             raise ValueError("retriever.query_entities=llm needs an LLM (llm=... not fake-less)")
         reqs = [
             ChatRequest(messages=ner.build_messages(q, released=self.released), schema=ner.SCHEMA, module="retrieve_ner",
-                        **sampling(self.cfg.llm, self.cfg.retriever.query_ner_max_tokens))
+                        **sampling(self.cfg.llm, self.cfg.retriever.query_ner_max_tokens, self.cfg.fidelity))
             for q in queries
         ]
         out = []
