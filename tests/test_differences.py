@@ -86,15 +86,16 @@ def test_ner_budgets_below_the_released_ones_are_listed() -> None:
 
 def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
     """Under reference_code with the released prompts the sieve is the released one (no 'sieve
-    prompt' item, its timeout named), no seed is sent (no 'seed' item); structured output, entity keys,
-    synonym rules and the fragment-entity alignment are named with what the released code does."""
+    prompt' item, its timeout named), no seed is sent and entities are keyed as released (no 'seed' or
+    'entity keys' item); structured output, synonym rules and the fragment-entity alignment are named
+    with what the released code does."""
     from atomicrag.core.config import SieveConfig
 
     fid = dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released")
     t = _topics(HarnessConfig(fidelity=fid, sieve=SieveConfig(name="llm", max_tokens=512)))
     assert "sieve prompt" not in t and "budget: sieve max_tokens" not in t and "sieve timeout" in t
-    assert {"structured output and retries", "entity keys", "synonym edges",
-            "fragment-entity alignment"} <= set(t) and "seed" not in t
+    assert {"structured output and retries", "synonym edges", "fragment-entity alignment"} <= set(t)
+    assert "seed" not in t and "entity keys" not in t
     assert "sieve" not in t["structured output and retries"]["ours"]
     own = _topics(HarnessConfig(fidelity=dataclasses.replace(fid, sieve_prompt="own"), sieve=SieveConfig(name="llm")))
     assert own["sieve prompt"]["released"].startswith("released filter prompt") and "fidelity.sieve_prompt" in own

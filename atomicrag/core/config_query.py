@@ -88,6 +88,10 @@ class FidelityConfig:
     # the seed of every LLM request: sent (llm.seed, judge.llm.seed; a seeded sampled call is
     # reproducible and cacheable) | none (released: no seed in any request body)
     request_seed: str = mode(Literal["sent", "none"], "sent")
+    # entity node keys: unicode (Unicode letters/digits, spaces collapsed; a name with none gets no
+    # node) | ascii (released: ASCII letters/digits/spaces only, inner spaces kept; every name with
+    # no ASCII letter or digit shares one empty-key node)
+    entity_keys: str = mode(Literal["unicode", "ascii"], "unicode")
 
     def __post_init__(self) -> None:
         check_modes(self)

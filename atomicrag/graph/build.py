@@ -20,6 +20,7 @@ from atomicrag.core.config import FidelityConfig, GraphConfig
 from atomicrag.core.gpu_memory import oom_names_stage
 from atomicrag.core.schemas import Atom, AtomizeResult, Triple
 from atomicrag.embed.protocol import Embedder
+from atomicrag.graph.canon import entity_key_function
 from atomicrag.graph.edges import adjacency, containment_edges, drop_pairs, entity_nodes, relevance_edges
 from atomicrag.graph.embedding import Progress, embed_reusing, encode  # noqa: F401  (encode re-exported)
 from atomicrag.graph.incremental import IndexedGraph, SynonymRows, rows_to_edges, update_synonym_rows
@@ -77,13 +78,14 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
     atoms, triples = prepare_atoms_triples(atoms, triples, fidelity)  # released-code dedupe/merge switches
     timings: dict[str, float] = {}
     with _timed(timings, "structure"):
-        ents = entity_nodes(atoms, triples, fidelity.entity_nodes)
+        key_of = entity_key_function(fidelity.entity_keys)
+        ents = entity_nodes(atoms, triples, fidelity.entity_nodes, key_of)
         num_e, num_a = len(ents.keys), len(atoms)
         if num_e == 0:
             log.warning("graph has no entity nodes (entity_nodes=%s, %d triples): atoms will be isolated",
                         fidelity.entity_nodes, len(triples))
-        contain, dropped = containment_edges(atoms, ents, fidelity.containment_keys)
-        relevance = relevance_edges(triples, ents, fidelity.relevance_weight)
+        contain, dropped = containment_edges(atoms, ents, fidelity.containment_keys, key_of)
+        relevance = relevance_edges(triples, ents, fidelity.relevance_weight, key_of)
 
     g = prev.graph if prev is not None else None
     atom_emb = ent_emb = None

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from atomicrag.core.schemas import Atom, Triple
-from atomicrag.graph.canon import canonical_key
+from atomicrag.graph.canon import ascii_key, canonical_key
 from atomicrag.graph.structure import EdgeList
 
 
@@ -23,19 +24,23 @@ class EntityTable:
     index: dict[str, int]  # key -> node id
 
 
-def entity_nodes(atoms: list[Atom], triples: list[Triple], mode: str) -> EntityTable:
+def entity_nodes(atoms: list[Atom], triples: list[Triple], mode: str,
+                 key_of: Callable[[str], str] = canonical_key) -> EntityTable:
     """The entity nodes, in first-seen order.
 
     ``all``: every entity of every atom plus triple subjects/objects (the paper's E_i).
     ``triples_only``: only triple subjects/objects (the released code).
+    ``key_of``: the entity key (``canonical_key``; ``ascii_key`` as released, under which the empty
+    key of every name without an ASCII letter or digit is one node, as in the released graph).
     """
     keys: list[str] = []
     texts: list[str] = []
     index: dict[str, int] = {}
+    empty_is_a_node = key_of is ascii_key
 
     def add(surface: str) -> None:
-        key = canonical_key(surface)
-        if key and key not in index:
+        key = key_of(surface)
+        if (key or empty_is_a_node) and key not in index:
             index[key] = len(keys)
             keys.append(key)
             texts.append(surface.strip())
@@ -52,7 +57,8 @@ def entity_nodes(atoms: list[Atom], triples: list[Triple], mode: str) -> EntityT
     return EntityTable(keys, texts, index)
 
 
-def containment_edges(atoms: list[Atom], ents: EntityTable, keys_mode: str) -> tuple[EdgeList, int]:
+def containment_edges(atoms: list[Atom], ents: EntityTable, keys_mode: str,
+                      key_of: Callable[[str], str] = canonical_key) -> tuple[EdgeList, int]:
     """Atom-entity edges of weight 1, and the number of atom entity mentions that found no node
     (under ``canonical`` with all entity nodes, only mentions without any letter or digit).
 
@@ -69,7 +75,7 @@ def containment_edges(atoms: list[Atom], ents: EntityTable, keys_mode: str) -> t
     for i, atom in enumerate(atoms):
         linked: set[int] = set()
         for mention in atom.entities:
-            key = canonical_key(mention) if keys_mode == "canonical" else mention
+            key = key_of(mention) if keys_mode == "canonical" else mention
             node = ents.index.get(key)
             if node is None:
                 dropped += 1
@@ -82,7 +88,8 @@ def containment_edges(atoms: list[Atom], ents: EntityTable, keys_mode: str) -> t
                     torch.ones(n, dtype=torch.float32)), dropped
 
 
-def relevance_edges(triples: list[Triple], ents: EntityTable, weight_mode: str) -> EdgeList:
+def relevance_edges(triples: list[Triple], ents: EntityTable, weight_mode: str,
+                    key_of: Callable[[str], str] = canonical_key) -> EdgeList:
     """Entity-entity edges from triples.
 
     ``distinct_relations`` (paper Eq. 2): weight = number of distinct relation labels between
@@ -95,8 +102,8 @@ def relevance_edges(triples: list[Triple], ents: EntityTable, weight_mode: str) 
     labels: dict[tuple[int, int], set[str]] = defaultdict(set)
     count: dict[tuple[int, int], int] = defaultdict(int)
     for t in triples:
-        a = ents.index.get(canonical_key(t.subject))
-        b = ents.index.get(canonical_key(t.object))
+        a = ents.index.get(key_of(t.subject))
+        b = ents.index.get(key_of(t.object))
         if a is None or b is None or a == b:
             continue
         pair = (a, b) if a < b else (b, a)

@@ -128,10 +128,11 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     if fid.judge_replies == "released" and cfg.judge.name != "none":
         out.append(_item("judge statement repair", "json, then this project's JSON repair",
                          "json, json5, json_repair"))
-    out.append(_item("entity keys", "Unicode-aware (non-alphanumerics -> space, spaces collapsed); a name "
-                     "with no letter or digit gets no node",
-                     "ASCII-only ([^A-Za-z0-9 ] -> space, stripped, inner spaces kept); every name with no "
-                     "ASCII letter or digit falls on one empty-key node"))
+    if fid.entity_keys == "unicode":
+        out.append(_item("entity keys", "Unicode-aware (non-alphanumerics -> space, spaces collapsed); a name "
+                         "with no letter or digit gets no node (fidelity.entity_keys=ascii: as released)",
+                         "ASCII-only ([^A-Za-z0-9 ] -> space, stripped, inner spaces kept); every name with no "
+                         "ASCII letter or digit falls on one empty-key node"))
     out.append(_item("synonym edges", f"both ends need at least graph.synonym_min_alnum="
                      f"{cfg.graph.synonym_min_alnum} (Unicode) alphanumerics; a pair's relevance edge handled "
                      "as a whole by fidelity.synonym_overwrites_relevance",

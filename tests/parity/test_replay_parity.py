@@ -37,12 +37,13 @@ RELEASED = ROOT.parent / "shared" / "released_code" / "AtomicRAG"
 
 
 # The fixture was recorded before the released sieve, budgets, answer extraction, decomposition and
-# judge parsing, and the request seed, became fidelity switches (all "released" under fidelity=reference_code now). Each
+# judge parsing, the request seed and the entity keys became fidelity switches (all "released" under fidelity=reference_code now). Each
 # switch keeps its former behaviour as its other value, so replaying with these values checks that
 # the pipeline still sends exactly the recorded bodies; the released values' parity is measured by
 # re-recording (the command in meta.json, with --fresh), not by this replay.
 RECORDED_WITH = ("fidelity.budgets=own", "fidelity.sieve_prompt=own", "fidelity.answer_extraction=own",
-                 "fidelity.decompose_parse=own", "fidelity.judge_replies=structured", "fidelity.request_seed=sent")
+                 "fidelity.decompose_parse=own", "fidelity.judge_replies=structured", "fidelity.request_seed=sent",
+                 "fidelity.entity_keys=unicode")
 
 
 def _parity_module():
