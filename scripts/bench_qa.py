@@ -266,9 +266,8 @@ def run_flags(runs_file: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, rows_file: Path) -> None:
-    from atomicrag.answer.readers import LLMReader
     from atomicrag.data.loaders import load_dataset
-    from atomicrag.engine.engine import ConfigModels
+    from atomicrag.engine.engine import ConfigModels, Engine
     from atomicrag.llm.accounting import Accountant
 
     prov = Provenance.start()
@@ -286,7 +285,8 @@ def run(args: argparse.Namespace, rows_file: Path) -> None:
         done = {(r["id"], r["system"]) for r in map(json.loads, rows_file.read_text().splitlines()) if r}
     units = [(start, system) for start in range(0, len(questions), args.block) for system in args.systems]
     try:
-        reader = LLMReader(models.llm, "precise", cfg.reader, temperature=0.0, seed=0, max_tokens=args.max_tokens)
+        # the Engine's reader: the config's sampling (llm.temperature/seed) and reader.max_tokens (--max-tokens)
+        reader = Engine(cfg, models).reader("precise")
         print(f"reader follow-up for replies without 'Answer:': {reader.followup}", flush=True)
         while True:
             # AtomicRAG's rows wait for its index (--wait-for: a file the index build writes when done,
