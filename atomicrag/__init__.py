@@ -33,7 +33,7 @@ def _import_registrations() -> None:
         importlib.import_module(f"atomicrag.{package}.registrations")
 
 
-from atomicrag.core.registry import on_first_use
+from atomicrag.core.registry import on_first_use  # noqa: E402 - after the hook it registers
 
 on_first_use(_import_registrations)
 

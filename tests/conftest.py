@@ -48,9 +48,8 @@ def released_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     """A synthetic checkout of the released code (invented texts) named by the environment, for
     tests of the switches that read it (embed_instruction=released, prompts=released); returns its
     embedding instructions by linking method."""
-    from tests.prompts.released_tree import make_tree
-
     from atomicrag.prompts.released import ENV_VAR, load
+    from tests.prompts.released_tree import make_tree
 
     root = make_tree(tmp_path_factory.mktemp("released_checkout"))
     monkeypatch.setenv(ENV_VAR, str(root))

@@ -52,7 +52,7 @@ def test_core_names_no_module_above_it() -> None:
     """import-linter sees imports, not ``importlib`` paths: a registry table of module strings in
     ``core`` would tie it to every layer. Registrations live in each package's ``registrations``."""
     # a command in a message (``python -m atomicrag.run``) names no module to import
-    pattern = __import__("re").compile(r"(?<!-m )\batomicrag\.(%s)\b" % "|".join(UPPER))
+    pattern = __import__("re").compile(r"(?<!-m )\batomicrag\.(" + "|".join(UPPER) + r")\b")
     found = [(p.name, s) for p in sorted((ROOT / "atomicrag" / "core").glob("*.py"))
              for s in _code_strings(p) if pattern.search(s)]
     assert not found, found

@@ -11,9 +11,9 @@ from atomicrag.core.compose import group_config
 from atomicrag.core.config_query import DecomposeConfig, FidelityConfig, ReaderConfig
 from atomicrag.harness.config import HarnessConfig
 from atomicrag.harness.differences import differences, footnote
-from atomicrag.harness.report_tables.table import Column, Row, TableSpec, build
 from atomicrag.harness.report_tables.render import to_markdown
 from atomicrag.harness.report_tables.runs import load_runs, overall
+from atomicrag.harness.report_tables.table import Column, Row, TableSpec, build
 from tests.test_make_tables import write_run
 
 

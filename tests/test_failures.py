@@ -141,8 +141,8 @@ def test_runs_written_before_the_status_field() -> None:
 
 def test_tables_carry_an_error_rate_column(tmp_path) -> None:
     from atomicrag.harness.report_tables import TABLES
-    from atomicrag.harness.report_tables.table import build, with_error_column
     from atomicrag.harness.report_tables.runs import Run
+    from atomicrag.harness.report_tables.table import build, with_error_column
 
     spec = with_error_column(TABLES["table2_smoke"]("f1"))
     col, fq = spec.columns[-2:]

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from atomicrag.harness.report_tables.table import Column, Row, TableSpec, build, mean_of, minus_row
 from atomicrag.harness.report_tables.intervals import bootstrap_ci, strata
 from atomicrag.harness.report_tables.runs import Run, load_runs, overall
+from atomicrag.harness.report_tables.table import Column, Row, TableSpec, build, mean_of, minus_row
 from tests.test_make_tables import write_run
 
 

@@ -7,7 +7,6 @@ runs fails ``test_every_readme_command_is_run_by_a_test``.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex

@@ -15,7 +15,13 @@ from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest, continues_replies
 from atomicrag.prompts import reader as prompt
-from atomicrag.prompts.reader import ParsedAnswer, format_context, parse_answer, parse_answer_released, short_answer
+from atomicrag.prompts.reader import (
+    ParsedAnswer,
+    format_context,
+    parse_answer,
+    parse_answer_released,
+    short_answer,
+)
 from atomicrag.prompts.released import ReleasedPrompts
 
 MODULE = "answer"

@@ -17,8 +17,8 @@ w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,7 +46,6 @@ from atomicrag.core.config_query import (
     RetrieverConfig,
     SieveConfig,
 )
-
 
 # a size in a model's name: "0.5b" (qwen0.5b), "14B", "135m", not inside a longer number and
 # followed by a dash, underscore, dot or the end

@@ -258,7 +258,7 @@ class ReaderConfig:
     # or read from the model's name) reads at most small_reader_documents ranked documents (0: no
     # limit) unless max_documents is set. A 0.5B reader given every document that fits the budget
     # loses the answer in the extra passages: 2 was chosen on the even half of 2Wiki DEV
-    # (docs/reader_context.md), the odd half reports it
+    # (experiments/answers/README.md, "Reader context sized to the reader"), the odd half reports it
     small_reader_b: float = 1.0
     small_reader_documents: int = 2
     # precise reader, our prompts: a reply without "Answer:" (a small model often writes one sentence

@@ -89,7 +89,7 @@ class Atom:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Atom":
+    def from_dict(cls, d: dict[str, Any]) -> Atom:
         span = d.get("span")
         return cls(
             id=d["id"],

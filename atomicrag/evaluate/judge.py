@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from atomicrag.core.config import FidelityConfig, JudgeConfig
-from atomicrag.llm.protocol import ChatRequest
 from atomicrag.evaluate import judge_released
+from atomicrag.llm.protocol import ChatRequest
 from atomicrag.prompts import judge as prompt
 from atomicrag.prompts.released import for_fidelity
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from atomicrag.llm.json_repair import ReplyParseError, repair_json
 
-
 _FENCES = re.compile(r"```(?:json)?|```")
 _BLOCK = re.compile(r"\{[\s\S]*\}")
 _LIST_KEYS = ("statements", "answers", "items", "list", "output", "result")

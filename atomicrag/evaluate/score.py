@@ -5,7 +5,8 @@ values in ``predictions.jsonl`` stay in [0, 1].
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from atomicrag.core.schemas import QueryTrace, Question
 from atomicrag.evaluate.aggregate import aggregate, row_for

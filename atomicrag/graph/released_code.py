@@ -83,7 +83,7 @@ def prepare_atoms_triples(atoms: list[Atom], triples: list[Triple],
     return res.atoms, res.triples
 
 
-def directed_rows_to_edges(rows: "SynonymRows", num_entities: int) -> EdgeList:
+def directed_rows_to_edges(rows: SynonymRows, num_entities: int) -> EdgeList:
     """``synonym_direction="directed"``: each direction found adds half its cosine (a mutual pair
     keeps its cosine, a one-way pair gets half), as the released code's two igraph entries do.
     Residual difference: the rows exclude short entities as neighbours; the released code only

@@ -502,7 +502,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from atomicrag.core.config import to_dataclass
     from atomicrag.harness.experiments import compose_experiment
-
     from atomicrag.harness.provenance import Provenance
 
     out, name, overrides = args[0], args[1], args[2:]

@@ -52,9 +52,8 @@ def main(dcfg: DictConfig) -> float:
     for setting in unread_settings(cfg.retriever):
         log.info("retriever=%s does not read retriever.%s", cfg.retriever.name, setting)
     from atomicrag.core.hub_models import HubModelMissing, prepare_hub_access
-    from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
-
     from atomicrag.data.loaders import DatasetMissing, check_present
+    from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
 
     try:  # no data, no released checkout, or hub weights not cached: say so before any work starts
         check_present(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))

@@ -45,10 +45,15 @@ def point_labels(points: list[dict[str, Any]]) -> list[str]:
     return [" ".join(f"{k}={d.get(k, '–')}" for k in varying) or "(one point)" for d in keyed]
 
 
+def load_points(sweep_dir: str | Path) -> list[dict[str, Any]]:
+    """The sweep's points in job order (0, 1, ..., 10: by name length, then name)."""
+    files = sorted(Path(sweep_dir).glob(f"*/{POINT_FILE}"), key=lambda p: (len(p.parent.name), p.parent.name))
+    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
+
+
 def summary_table(sweep_dir: str | Path) -> str | None:
     """The sweep's table (markdown), one row per point and system, or None without points."""
     from atomicrag.harness.comparison import format_comparison
-    from atomicrag.harness.report_tables.sweep_plot import load_points
 
     points = load_points(sweep_dir)
     if not points:

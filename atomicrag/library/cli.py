@@ -101,9 +101,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_insert(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
-    from atomicrag.library.types import normalize_documents
-
     from atomicrag.library.io import index_lock
+    from atomicrag.library.types import normalize_documents
 
     # the write lock from load to save: a second writer waits, then loads this one's result
     _existing_index(args.index)  # before the lock: a missing index leaves no lock file behind
@@ -133,7 +132,6 @@ def cmd_insert(args: argparse.Namespace) -> int:
 
 def cmd_delete(args: argparse.Namespace) -> int:
     from atomicrag.library.api import AtomicRAG
-
     from atomicrag.library.io import index_lock
 
     # the write lock from load to save: a second writer waits, then loads this one's result

@@ -1,7 +1,8 @@
 """Small helpers shared by the retrievers when they assemble traces."""
 from __future__ import annotations
 
-from typing import Hashable, Iterable, TypeVar
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
 
 T = TypeVar("T", bound=Hashable)
 

@@ -18,16 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from atomicrag.harness.sweep_summary import POINT_FILE, point_labels
+from atomicrag.harness.sweep_summary import POINT_FILE, load_points, point_labels
 
 METRIC_ORDER = ("acc", "f1", "em", "recall@5", "recall@2")  # "auto": the first every row has
 RESAMPLES = 2000
-
-
-def load_points(sweep_dir: str | Path) -> list[dict[str, Any]]:
-    """The sweep's points in job order (0, 1, ..., 10: by name length, then name)."""
-    files = sorted(Path(sweep_dir).glob(f"*/{POINT_FILE}"), key=lambda p: (len(p.parent.name), p.parent.name))
-    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
 
 
 def _number(text: str | None) -> float | None:
