@@ -112,3 +112,17 @@ def test_a_nested_task_of_the_same_unit_is_part_of_the_outer_bar() -> None:
             progress.advance("text", 3)
         outer.settle(10)  # the caller knows the other 6 came from the cache
     assert seen == [("embed_atoms", 0, 10), ("embed_atoms", 3, 10), ("embed_atoms", 4, 10), ("embed_atoms", 10, 10)]
+
+
+def test_loading_a_model_draws_no_bar_of_the_library_underneath(capfd: pytest.CaptureFixture[str]) -> None:
+    """transformers' "Loading weights" bar is not one of our stages: building the embedder is quiet,
+    and the library's own switch is restored after."""
+    from transformers.utils import logging as hf_logging
+
+    from atomicrag.core.config import EmbedderConfig
+    from atomicrag.embed.factory import build_embedder
+
+    assert hf_logging.is_progress_bar_enabled()
+    build_embedder(EmbedderConfig(name="sentence_transformers", model="minilm"))
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()

@@ -166,6 +166,27 @@ class Progress:
         self._bars.clear()
 
 
+@contextmanager
+def no_loading_bars() -> Iterator[None]:
+    """No "Loading weights" bar from transformers while a model loads (a local model loads in a
+    second; the bar is noise beside the stage bars that follow), restored after."""
+    if "transformers" not in sys.modules:
+        try:
+            import transformers  # noqa: F401 - the caller is about to load a model with it
+        except ImportError:
+            yield
+            return
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
 _QUIET_ENV = {"ATOMICRAG_NO_PROGRESS": "1", "TQDM_DISABLE": "1",  # tqdm >= 4.66 reads TQDM_* defaults
               "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error",
               "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}

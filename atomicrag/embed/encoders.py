@@ -109,8 +109,9 @@ class SentenceTransformerEmbedder(_Encoder):
         except ImportError:
             from sentence_transformers.models import Normalize, Pooling
 
-        st = SentenceTransformer(self.path, device=self.device, local_files_only=self.local_only,
-                                 trust_remote_code=self.trust_remote_code)
+        with progress.no_loading_bars():
+            st = SentenceTransformer(self.path, device=self.device, local_files_only=self.local_only,
+                                     trust_remote_code=self.trust_remote_code)
         # past the model's position table an input is a CUDA device-side assert (bge-large: 512)
         self.max_length = clamp_max_length(st.tokenizer, self.max_length, _position_limit(st))
         st.max_seq_length = self.max_length
@@ -200,8 +201,9 @@ class TransformersEmbedder(_Encoder):
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=self.local_only,
                                                        trust_remote_code=self.trust_remote_code)
-        model = AutoModel.from_pretrained(self.path, local_files_only=self.local_only,
-                                          trust_remote_code=self.trust_remote_code)
+        with progress.no_loading_bars():
+            model = AutoModel.from_pretrained(self.path, local_files_only=self.local_only,
+                                              trust_remote_code=self.trust_remote_code)
         # cast after loading: the dtype keyword was renamed across transformers releases
         self.model = model.to(self.dtype).to(self.device).train(False)
         if self.pooling == "auto":

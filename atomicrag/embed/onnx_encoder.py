@@ -64,7 +64,8 @@ def export_onnx(path: str, model_id: str, local_only: bool, tokenizer: Any, targ
     """Export the encoder at ``path`` to ``target`` (atomic: temp file, then rename)."""
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(path, local_files_only=local_only).float().train(False)
+    with progress.no_loading_bars():
+        model = AutoModel.from_pretrained(path, local_files_only=local_only).float().train(False)
     names = [n for n in tokenizer.model_input_names if n in ("input_ids", "attention_mask", "token_type_ids")]
     sample = tokenizer(["an example sentence to trace", "short"], padding=True, return_tensors="pt")
     args = tuple(sample[n] for n in names)
