@@ -87,15 +87,22 @@ def test_ner_budgets_below_the_released_ones_are_listed() -> None:
 def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
     """Under reference_code with the released prompts the sieve is the released one (no 'sieve
     prompt' item, its timeout named), no seed is sent and entities are keyed as released (no 'seed' or
-    'entity keys' item); structured output, synonym rules and the fragment-entity alignment are named
-    with what the released code does."""
+    'entity keys' item), every LLM stage reads free text as released (no 'structured output' item)
+    and the entity lists are aligned by position (no 'fragment-entity alignment' item); the synonym
+    rules are named with what the released code does. With the structured replies back, the NER
+    and extraction stages and the alignment are named again."""
     from atomicrag.core.config import SieveConfig
 
     fid = dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released")
     t = _topics(HarnessConfig(fidelity=fid, sieve=SieveConfig(name="llm", max_tokens=512)))
     assert "sieve prompt" not in t and "budget: sieve max_tokens" not in t and "sieve timeout" in t
-    assert {"structured output and retries", "synonym edges", "fragment-entity alignment"} <= set(t)
+    assert "synonym edges" in t
+    assert "structured output and retries" not in t and "fragment-entity alignment" not in t
     assert "seed" not in t and "entity keys" not in t
-    assert "sieve" not in t["structured output and retries"]["ours"]
+    assert not [k for k in t if k.startswith("budget: ")]  # nothing capped that the released code leaves uncapped
+    structured = _topics(HarnessConfig(fidelity=dataclasses.replace(fid, extraction_replies="structured"),
+                                       sieve=SieveConfig(name="llm", max_tokens=512)))
+    assert structured["structured output and retries"]["ours"].startswith("JSON schemas (guided decoding) at passage NER, extraction;")
+    assert "fragment-entity alignment" in structured
     own = _topics(HarnessConfig(fidelity=dataclasses.replace(fid, sieve_prompt="own"), sieve=SieveConfig(name="llm")))
     assert own["sieve prompt"]["released"].startswith("released filter prompt") and "fidelity.sieve_prompt" in own

@@ -13,6 +13,14 @@ them concurrently. Robustness, in order:
 ``fragment_entities`` that do not line up with the fragments are rebuilt by finding the
 chunk's entity strings inside each fragment; such chunks are counted. Every finished chunk is
 appended to a JSONL checkpoint, so a restarted run skips it.
+
+Under ``fidelity.extraction_replies=released`` the two calls are asked as the released code asks
+them (no JSON schema, no re-asking; no cap under ``fidelity.budgets=released``) and read by
+``prompts/released_replies.py``: an unreadable reply is an empty result, as released, and each one
+is counted (``released_fallback_ner`` / ``released_fallback_extraction`` in the stats; a run fails
+past ``max_failure_rate``). A request that fails outright (transport, HTTP, an empty reply) is
+still a failed chunk, retried by the next run: the released code would index it as empty, which
+hides a dead server.
 """
 from __future__ import annotations
 
@@ -42,6 +50,7 @@ from atomicrag.prompts import extraction as extraction_prompt
 from atomicrag.prompts import ner as ner_prompt
 from atomicrag.prompts._common import PromptParseError
 from atomicrag.prompts.released import ReleasedPrompts
+from atomicrag.prompts.released_replies import read_extraction, read_ner
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +69,8 @@ class _State:
     entities: list[str] | None = None
     extraction: extraction_prompt.Extraction | None = None
     errors: list[str] = field(default_factory=list)
+    fallbacks: dict[str, str] = field(default_factory=dict)  # released reading: call -> why it read empty
+    padded: bool = False  # released reading: entity lists cut or padded to the fragments by position
 
 
 def reply_object(res: ChatResult, required: tuple[str, ...] = ()) -> tuple[Any, bool]:
@@ -94,6 +105,7 @@ class LLMAtomizer:
                  ner_max_tokens: int | None = None, extraction_max_tokens: int | None = None,
                  temperature: float = 0.0, seed: int | None = 0,
                  progress: bool | None = None, released_prompts: ReleasedPrompts | None = None,
+                 extraction_replies: str = "structured", uncapped: bool = False,
                  **_: Any) -> None:
         if llm is None:
             raise ValueError("the llm atomizer needs an LLM backend (llm=...)")
@@ -109,6 +121,13 @@ class LLMAtomizer:
         self.temperature, self.seed = temperature, seed  # llm.temperature/seed (llm.sampling)
         self.progress = progress_enabled(progress)
         self.released = released_prompts  # fidelity.prompts=released: the released templates
+        if extraction_replies not in ("structured", "released"):
+            raise ValueError(f"extraction_replies must be 'structured' or 'released', got {extraction_replies!r}")
+        # fidelity.extraction_replies=released: free text read the released way, never re-asked
+        self.released_replies = extraction_replies == "released"
+        if self.released_replies:
+            self.retries = 0
+        self.uncapped = uncapped  # fidelity.budgets=released: no max_tokens sent
 
     def fingerprint(self) -> dict[str, Any]:
         """What besides the chunks and the config decides the output (for cache keys)."""
@@ -120,11 +139,15 @@ class LLMAtomizer:
             "max_tokens": [self.ner_max_tokens, self.extraction_max_tokens],
             "retries": self.retries,
             **sampling_fingerprint(self.temperature, self.seed),
+            # only when set, so caches written before these switches stay valid
+            **({"replies": "released"} if self.released_replies else {}),
+            **({"max_tokens": None} if self.uncapped else {}),
         }
 
     # ----------------------------------------------------------------- requests
     def _request(self, messages: list[dict[str, str]], schema: dict, max_tokens: int, attempt: int) -> ChatRequest:
-        return ChatRequest(messages=messages, schema=schema, max_tokens=max_tokens, module=MODULE,
+        return ChatRequest(messages=messages, schema=None if self.released_replies else schema,
+                           max_tokens=None if self.uncapped else max_tokens, module=MODULE,
                            **attempt_sampling(self.temperature, self.seed, attempt))
 
     def _phase(self, states: list[_State], kind: str) -> None:
@@ -152,6 +175,9 @@ class LLMAtomizer:
                 st.retries += attempt > 0
                 st.prompt_tokens += res.prompt_tokens
                 st.completion_tokens += res.completion_tokens
+                if self.released_replies and res.error is None:
+                    self._read_released(st, kind, res)
+                    continue
                 try:
                     obj, salvaged = reply_object(res, ("knowledge_fragments",) if kind != "ner" else ())
                     if kind == "ner":
@@ -166,6 +192,24 @@ class LLMAtomizer:
                     st.errors.append(f"{kind} attempt {attempt + 1}: {exc}"[:300])
                     still.append(st)
             pending = still
+
+    @staticmethod
+    def _read_released(st: _State, kind: str, res: ChatResult) -> None:
+        """A reply read as the released code reads it; an unreadable one is empty and counted."""
+        truncated = res.finish_reason == "length"
+        if kind == "ner":
+            ner = read_ner(res.text, truncated)
+            st.entities = ner.entities
+            if ner.fallback:
+                st.fallbacks["ner"] = ner.fallback
+            return
+        ext = read_extraction(res.text, truncated)
+        st.extraction = extraction_prompt.Extraction(
+            triples=ext.triples, fragments=ext.fragments, fragment_entities=ext.fragment_entities,
+            aligned=True, dropped_triples=ext.dropped_triples)
+        st.padded = ext.padded or ext.truncated_lists or bool(ext.malformed_entity_lists)
+        if ext.fallback:
+            st.fallbacks["extraction"] = ext.fallback
 
     # ----------------------------------------------------------------- records
     def _record(self, st: _State) -> dict[str, Any]:
@@ -184,7 +228,9 @@ class LLMAtomizer:
             frag_ents = repair_alignment(ext.fragments, cands)
         return {**base, "status": "ok", "entities": st.entities, "triples": [list(t) for t in ext.triples],
                 "fragments": ext.fragments, "fragment_entities": frag_ents, "repaired_alignment": repaired,
-                "salvaged": st.salvaged, "dropped_triples": ext.dropped_triples}
+                "salvaged": st.salvaged, "dropped_triples": ext.dropped_triples,
+                **({"released_fallbacks": st.fallbacks, "positional_alignment": st.padded}
+                   if self.released_replies else {})}
 
     def _run_batch(self, chunks: list[Chunk]) -> list[dict[str, Any]]:
         states = [_State(c) for c in chunks]
@@ -240,6 +286,9 @@ class LLMAtomizer:
         failures: list[ChunkFailure] = []
         counts = {"repaired_alignment": 0, "salvaged": 0, "dropped_triples": 0, "retries": 0,
                   "llm_attempts": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        if self.released_replies:  # replies read as empty the released way, and lists aligned by position
+            counts.update({"released_fallback_ner": 0, "released_fallback_extraction": 0,
+                           "positional_alignment": 0})
         calls = 0
         for c in chunks:
             r = records[c.id]
@@ -254,6 +303,11 @@ class LLMAtomizer:
             counts["repaired_alignment"] += bool(r["repaired_alignment"])
             counts["salvaged"] += bool(r["salvaged"])
             counts["dropped_triples"] += r["dropped_triples"]
+            if self.released_replies:
+                fb = r.get("released_fallbacks") or {}
+                counts["released_fallback_ner"] += "ner" in fb
+                counts["released_fallback_extraction"] += "extraction" in fb
+                counts["positional_alignment"] += bool(r.get("positional_alignment"))
             if self.cfg.atom_unit == "chunks":  # "w/o KA": the chunk is the node, entities kept
                 ents = dedupe_keep_order([e for fe in r["fragment_entities"] for e in fe] + list(r.get("entities") or []))
                 atoms.append(Atom(id=atom_id(c.id, 0), text=c.text, chunk_id=c.id, passage_id=c.passage_id,

@@ -81,9 +81,15 @@ class FidelityConfig:
     # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
     # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
     judge_replies: str = mode(Literal["structured", "released"], "structured")
-    # completion budgets of the reader and the decomposition: own (reader.max_tokens,
-    # decompose.max_tokens) | released (no cap sent, as the released run script's max_new_tokens=None;
-    # the reader still keeps reader.max_tokens free in the window when it trims the context)
+    # NER, extraction and query NER replies: structured (JSON schemas / guided decoding; an unreadable
+    # reply re-asked warmer with a new seed, a chunk that still fails counted as failed) | released
+    # (free text read the released way, prompts/released_replies.py: an unreadable reply is an empty
+    # result, counted as a fallback; no re-asking; fragment entity lists aligned by position)
+    extraction_replies: str = mode(Literal["structured", "released"], "structured")
+    # completion budgets: own (reader.max_tokens, decompose.max_tokens, atomizer.ner_max_tokens /
+    # extraction_max_tokens, retriever.query_ner_max_tokens) | released (no cap sent, as the released
+    # run script's max_new_tokens=None; the reader still keeps reader.max_tokens free in the window
+    # when it trims the context)
     budgets: str = mode(Literal["own", "released"], "own")
     # the seed of every LLM request: sent (llm.seed, judge.llm.seed; a seeded sampled call is
     # reproducible and cacheable) | none (released: no seed in any request body)

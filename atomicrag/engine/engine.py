@@ -121,6 +121,7 @@ class Engine:
 
         llm = self.llm_for(INDEX_STAGES)
         deps.setdefault("released_prompts", released_prompts.for_fidelity(self.cfg.fidelity))
+        deps.update(atomizer_fidelity(self.cfg))
         return build_atomizer(self.cfg.atomizer, llm=llm, **sampling_deps(self.cfg, llm), **deps)
 
     def atomize_slices(self, chunks: list[Chunk], step: int | None = None,
@@ -308,6 +309,11 @@ class Engine:
                 outputs[i] = out
             cp.add([(keys[i], batch.questions[i].id, out) for i, out in zip(part, got)])
         return outputs
+
+
+def atomizer_fidelity(cfg: Config) -> dict[str, Any]:
+    """How an LLM atomizer asks and reads (fidelity.extraction_replies, fidelity.budgets)."""
+    return {"extraction_replies": cfg.fidelity.extraction_replies, "uncapped": cfg.fidelity.budgets == "released"}
 
 
 def sampling_deps(cfg: Config, llm: Any) -> dict[str, Any]:

@@ -6,7 +6,10 @@ A run's failures come from three places:
   errors, HTTP 4xx/5xx, replies with no usable content); the accountant counts them per module;
 - questions whose trace records a failed step (reader, decomposition, sieve, judge): they were
   answered from a degraded pipeline, or not at all;
-- chunks the atomizer could not atomize (and vocabulary-filter batches kept unfiltered).
+- chunks the atomizer could not atomize (and vocabulary-filter batches kept unfiltered);
+- under ``fidelity.extraction_replies=released``, NER/extraction replies the released reading
+  could not read and turned into an empty result, as the released code does (counted per call,
+  ``released_fallbacks``; they keep their empty result but count against the threshold).
 
 ``summarize_run`` puts them in ``metrics.json`` (top-level ``failures``, ``error_rate`` and
 ``status``). A run is ``failed`` when the failed fraction of chunks, of questions or of any
@@ -82,6 +85,10 @@ def summarize_run(threshold: float, modules: dict[str, dict[str, Any]], predicti
     exceeded = []
     if _rate(failed_chunks, chunks) > threshold or (failed_chunks and not chunks):
         exceeded.append(f"{failed_chunks} of {chunks} chunks failed to atomize")
+    fallbacks = {call: int(st.get(f"released_fallback_{call}", 0) or 0) for call in ("ner", "extraction")}
+    for call, n in fallbacks.items():
+        if _rate(n, chunks) > threshold:
+            exceeded.append(f"{n} of {chunks} {call} replies were unreadable (read as empty, as released)")
     if _rate(len(failed_q), len(preds)) > threshold:
         exceeded.append(f"{len(failed_q)} of {len(preds)} questions had a failed step")
     for m, s in per_module.items():
@@ -91,6 +98,7 @@ def summarize_run(threshold: float, modules: dict[str, dict[str, Any]], predicti
         "llm_requests": calls, "llm_failures": failures, "by_module": per_module,
         "questions": len(preds), "failed_questions": len(failed_q), "failed_question_ids": failed_q[:100],
         "chunks": chunks, "failed_chunks": failed_chunks,
+        **({"released_fallbacks": fallbacks} if any(f"released_fallback_{c}" in st for c in fallbacks) else {}),
         "cut_by_budget": {m: {"questions": len(ids), "question_ids": ids[:100],
                               "budget": next(iter({(p.get("cut") or {}).get(m) for p in preds} - {None}), None)}
                           for m, ids in sorted(cut.items())},

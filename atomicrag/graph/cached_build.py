@@ -69,7 +69,9 @@ def atomize_cached(chunks: list[Chunk], cfg: Config, llm: Any, cache_dir: str | 
         from atomicrag.prompts.released import for_fidelity
 
         atomizer = build_atomizer(cfg.atomizer, llm=llm, progress=progress,
-                                  released_prompts=for_fidelity(cfg.fidelity))
+                                  released_prompts=for_fidelity(cfg.fidelity),
+                                  extraction_replies=cfg.fidelity.extraction_replies,
+                                  uncapped=cfg.fidelity.budgets == "released")
     inputs = atomize_inputs(ckey, cfg.atomizer, atomizer)
     key = content_hash("atomize", inputs)
     cache = StageCache(cache_dir, dataset_name, "atomize", key)

@@ -86,13 +86,13 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
     released_sieve = cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
     if cfg.sieve.max_tokens != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none" and not released_sieve:
         out.append(_item("budget: sieve max_tokens", cfg.sieve.max_tokens, RELEASED_SIEVE_BUDGET))
-    if cfg.retriever.query_entities == "llm" and cfg.retriever.query_ner_max_tokens != RELEASED_BUDGET:
+    capped = cfg.fidelity.budgets != "released"
+    if capped and cfg.retriever.query_entities == "llm":
         out.append(_item("budget: query NER max_tokens", cfg.retriever.query_ner_max_tokens, RELEASED_BUDGET))
-    if cfg.atomizer.name == "llm":  # the llm atomizer's two calls
+    if capped and cfg.atomizer.name == "llm":  # the llm atomizer's two calls
         for call, budget in (("passage NER", cfg.atomizer.ner_max_tokens),
                              ("extraction", cfg.atomizer.extraction_max_tokens)):
-            if budget != RELEASED_BUDGET:
-                out.append(_item(f"budget: {call} max_tokens", budget, RELEASED_BUDGET))
+            out.append(_item(f"budget: {call} max_tokens", budget, RELEASED_BUDGET))
     if cfg.llm.model != RELEASED_MODELS["llm"]:
         out.append(_item("generator", cfg.llm.model, RELEASED_MODELS["llm"]))
     if cfg.embedder.model != RELEASED_MODELS["embedder"]:
@@ -116,11 +116,14 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.llm.seed is not None and fid.request_seed == "sent":
         out.append(_item("seed", f"seed {cfg.llm.seed} sent with every request (llm.seed; "
                          "fidelity.request_seed=none or llm.seed=null sends none)", "no seed sent"))
+    stages: list[str] = []  # where a JSON schema is sent and an unreadable reply re-asked
     if cfg.llm.structured_output:
-        stages = ["passage NER", "extraction"] + (["query NER"] if cfg.retriever.query_entities == "llm" else [])
+        stages += [] if fid.extraction_replies == "released" else (
+            ["passage NER", "extraction"] + (["query NER"] if cfg.retriever.query_entities == "llm" else []))
         stages += [] if fid.decompose_parse == "released" else ["decomposition"]
         stages += [] if fid.sieve_prompt == "released" and fid.prompts == "released" else ["sieve"]
         stages += [] if fid.judge_replies == "released" else ["judge"]
+    if stages:
         out.append(_item("structured output and retries",
                          f"JSON schemas (guided decoding) at {', '.join(stages)}; an unreadable reply retried "
                          "at temperature 0.3 with a new seed (the atomizer re-asks at 0.7), failures counted",
@@ -138,8 +141,10 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
                      "as a whole by fidelity.synonym_overwrites_relevance",
                      "only the searching entity needs more than 3 ASCII alphanumerics, its neighbours may be "
                      "short; each direction is written on its own, so the reverse relevance entry is kept"))
-    out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts",
-                     "positional: the entity lists truncated or padded to the fragments"))
+    if fid.extraction_replies != "released":
+        out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts "
+                         "(fidelity.extraction_replies=released: positional, as released)",
+                         "positional: the entity lists truncated or padded to the fragments"))
     return out
 
 

@@ -243,6 +243,12 @@ def _stage(name: str, requests: list[ChatRequest], budget: int, probe: _CachePro
     return StagePlan(name, n, round(per_call * n), round(reply * n), hits, int(budget * n), note)
 
 
+def _sent_cap(cfg: Config, budget: int) -> int | None:
+    """The max_tokens a stage sends: none under fidelity.budgets=released (the plan still bounds
+    the stage's output by ``budget``)."""
+    return None if cfg.fidelity.budgets == "released" else budget
+
+
 def _window(cfg: Config) -> int | None:
     """The context window the stages fit prompts into (llm/backends.py's choice)."""
     return cfg.llm.n_ctx if cfg.llm.name == "llamacpp" else cfg.llm.max_model_len if cfg.llm.name == "vllm" else None
@@ -279,6 +285,9 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
     plan.data_files = [str(f) for f in data.files]
     probe = _CacheProbe(cfg)
     qtexts = [q.question for q in questions]
+    # the NER requests as the run sends them (so the cache probe finds their replies)
+    ner_schema = None if cfg.fidelity.extraction_replies == "released" else ner_prompt.SCHEMA
+    seed = request_seed(cfg.llm.seed, cfg.fidelity)
     atoms = _atoms(passages, cfg)
     from atomicrag.core.needs import needs
 
@@ -287,11 +296,12 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
         if not graph:
             _passage_row(cfg, plan, passages, qtexts, data.reader, released, probe)
         elif cfg.atomizer.name == "llm":
-            reqs = [ChatRequest(ner_prompt.build_messages(p.text, p.title, released), ner_prompt.SCHEMA,
-                                max_tokens=cfg.atomizer.ner_max_tokens) for p in passages]
+            reqs = [ChatRequest(ner_prompt.build_messages(p.text, p.title, released), ner_schema,
+                                max_tokens=_sent_cap(cfg, cfg.atomizer.ner_max_tokens), seed=seed) for p in passages]
             plan.stages.append(_stage("ner", reqs, cfg.atomizer.ner_max_tokens, probe))
             reqs = [ChatRequest(extraction_prompt.build_messages(p.text, [], p.title), None,
-                                max_tokens=cfg.atomizer.extraction_max_tokens) for p in passages]
+                                max_tokens=_sent_cap(cfg, cfg.atomizer.extraction_max_tokens), seed=seed)
+                    for p in passages]
             mean_passage = sum(len(p.text) for p in passages) / max(len(passages), 1) / PLAN_CHARS_PER_TOKEN
             plan.stages.append(_stage("extraction", reqs, cfg.atomizer.extraction_max_tokens, probe,
                                       expected=EXTRACTION_REPLY_FACTOR * mean_passage,
@@ -301,8 +311,9 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
         decomposed = graph and cfg.decompose.name == "llm"
         queries_per_q = 1 + (cfg.decompose.max_sub_questions if decomposed else 0)
         if graph and cfg.retriever.query_entities == "llm":
-            reqs = [ChatRequest(ner_prompt.build_messages(q, released=released), ner_prompt.SCHEMA,
-                                max_tokens=cfg.retriever.query_ner_max_tokens) for q in qtexts]
+            reqs = [ChatRequest(ner_prompt.build_messages(q, released=released), ner_schema,
+                                max_tokens=_sent_cap(cfg, cfg.retriever.query_ner_max_tokens), seed=seed)
+                    for q in qtexts]
             plan.stages.append(_stage("query_ner", reqs, cfg.retriever.query_ner_max_tokens, probe,
                                       calls=len(qtexts) * queries_per_q if decomposed else None,
                                       note="at most: every question split fully" if decomposed else ""))

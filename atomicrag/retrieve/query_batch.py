@@ -22,6 +22,7 @@ from atomicrag.embed.factory import embedding_fidelity
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
 from atomicrag.prompts.released import for_fidelity
+from atomicrag.prompts.released_replies import read_ner
 from atomicrag.retrieve.context import unique_in_order
 from atomicrag.retrieve.decompose import Decomposition, build_decomposer
 from atomicrag.retrieve.hybrid import HybridRetriever, uses_hybrid
@@ -77,6 +78,7 @@ class BatchRetriever:
         self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(cfg)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
+        self._ner_fallbacks: list[str | None] = []  # per query: why a released-read reply gave no entities
         self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
         self._nlp: Any = None
         self._store: DocumentStore | None = None  # documents for the reader's context, built on first use
@@ -135,16 +137,31 @@ class BatchRetriever:
 
         if self.llm is None:
             raise ValueError("retriever.query_entities=llm needs an LLM (llm=... not fake-less)")
+        fid = self.cfg.fidelity
+        released_reading = fid.extraction_replies == "released"  # free text, read the released way
+        params = sampling(self.cfg.llm, self.cfg.retriever.query_ner_max_tokens, fid)
+        if fid.budgets == "released":
+            params["max_tokens"] = None  # no cap sent, as released
         reqs = [
-            ChatRequest(messages=ner.build_messages(q, released=self.released), schema=ner.SCHEMA, module="retrieve_ner",
-                        **sampling(self.cfg.llm, self.cfg.retriever.query_ner_max_tokens, self.cfg.fidelity))
+            ChatRequest(messages=ner.build_messages(q, released=self.released),
+                        schema=None if released_reading else ner.SCHEMA, module="retrieve_ner", **params)
             for q in queries
         ]
-        out = []
+        out: list[list[str]] = []
+        self._ner_fallbacks = []
         results = self.llm.chat(reqs)
         for res in results:
             # a failed NER call leaves the query with atom seeds only; it is counted by the accountant
-            out.append(ner.parse(res.parsed) if res.ok else [])
+            if not res.ok:
+                out.append([])
+                self._ner_fallbacks.append(None)
+            elif released_reading:  # an unreadable reply: no entities, as released, and a question error
+                read = read_ner(res.text, res.finish_reason == "length")
+                out.append(read.entities)
+                self._ner_fallbacks.append(read.fallback)
+            else:
+                out.append(ner.parse(res.parsed))
+                self._ner_fallbacks.append(None)
         self._ner_tokens = [(int(r.prompt_tokens or 0), int(r.completion_tokens or 0)) for r in results]
         return out
 
@@ -246,5 +263,8 @@ class BatchRetriever:
             for j in range(offsets[i], offsets[i + 1]):
                 if j < len(self._ner_tokens):
                     traces[-1].add_tokens("retrieve_ner", *self._ner_tokens[j])
-        self._ner_tokens = []
+                if j < len(self._ner_fallbacks) and self._ner_fallbacks[j]:
+                    traces[-1].errors.append(f"retrieve_ner: released reading found no entities: "
+                                             f"{self._ner_fallbacks[j]}")
+        self._ner_tokens, self._ner_fallbacks = [], []
         return RetrievalResult(traces, contexts, decomps, sieved)

@@ -14,7 +14,9 @@ def chunk(i: int, text: str, title: str = "") -> Chunk:
 
 
 def is_ner(req: ChatRequest) -> bool:
-    return req.schema is not None and "named_entities" in req.schema.get("properties", {})
+    if req.schema is None:  # free text (fidelity.extraction_replies=released): the extraction prompt lists entities
+        return "\n\nEntities:" not in req.messages[-1]["content"]
+    return "named_entities" in req.schema.get("properties", {})
 
 
 def passage_of(req: ChatRequest) -> str:
