@@ -244,3 +244,23 @@ def test_a_result_sent_by_the_server_keeps_its_sources_and_cut_flag() -> None:
                        sources=[Source(n=1, doc_id="curie", title="Marie Curie", how="cited")])
     got = http_server.result_from_dict(json.loads(json.dumps(sent.to_dict())))
     assert got.sources == sent.sources and got.answer_cut and got.cited_answer == "Warsaw [1]"
+
+
+def test_replies_are_not_held_back_by_nagle(served: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each connection the server accepts has TCP_NODELAY: a keep-alive reply goes out as headers
+    then body, and with Nagle on the body waited for the client's delayed ACK (~40 ms a request,
+    more than the retrieval: results/server/bench_server_retrieval.json)."""
+    import socket
+
+    seen: list[int] = []
+    setup = http_server._Handler.setup
+
+    def recording_setup(self: Any) -> None:
+        setup(self)
+        seen.append(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    monkeypatch.setattr(http_server._Handler, "setup", recording_setup)
+    with httpx.Client() as client:
+        for _ in range(2):
+            assert client.post(f"{served}/search", json={"question": QUESTIONS[0]}).status_code == 200
+    assert seen and all(seen)
