@@ -96,7 +96,7 @@ def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
     fid = dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released")
     t = _topics(HarnessConfig(fidelity=fid, sieve=SieveConfig(name="llm", max_tokens=512)))
     assert "sieve prompt" not in t and "budget: sieve max_tokens" not in t and "sieve timeout" in t
-    assert "synonym edges" in t
+    assert "synonym over relevance" in t and "synonym candidates" not in t
     assert "structured output and retries" not in t and "fragment-entity alignment" not in t
     assert "seed" not in t and "entity keys" not in t
     assert not [k for k in t if k.startswith("budget: ")]  # nothing capped that the released code leaves uncapped

@@ -59,6 +59,10 @@ class FidelityConfig:
     # differences of the released code outside the numbered list (part of reference_code)
     triple_dedupe: str = mode(Literal["none", "per_chunk"], "none")  # none | per_chunk (released: a triple repeated within one chunk counts once)
     synonym_direction: str = mode(Literal["mutual", "directed"], "mutual")  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
+    # which entities take part in synonym edges: both_ends (both need graph.synonym_min_alnum
+    # alphanumerics) | source_only (released: only the entity whose neighbours are searched does;
+    # any entity with a non-empty key may be its neighbour, e.g. "US" under "USA")
+    synonym_candidates: str = mode(Literal["both_ends", "source_only"], "both_ends")
     entity_embedding_text: str = mode(Literal["surface", "canonical"], "surface")  # surface | canonical (released: embeds the processed entity string)
     entity_link_fallback: str = mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
     reader_context: str = mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)

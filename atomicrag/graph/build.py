@@ -4,7 +4,7 @@ One code path builds and updates: ``update_graph(prev, atoms, triples, ...)`` as
 of ``atoms``/``triples`` reusing what ``prev`` holds (embeddings by text, directed synonym rows;
 see ``graph.incremental``), and a build is an update from empty (``prev=None``). ``build_graph``
 is that build for an atomize result. Both are pure functions of the atoms, triples, embedder and
-the config slices that matter (``GraphConfig`` and the four ``GRAPH_FIDELITY_FIELDS``).
+the config slices that matter (``GraphConfig`` and the ``GRAPH_FIDELITY_FIELDS``).
 """
 from __future__ import annotations
 
@@ -34,8 +34,17 @@ from atomicrag.graph.structure import AtomEntityGraph, EdgeList
 log = logging.getLogger(__name__)
 
 GRAPH_FIDELITY_FIELDS = ("entity_nodes", "containment_keys", "relevance_weight", "synonym_overwrites_relevance",
-                         "triple_dedupe", "atom_merge", "entity_embedding_text", "synonym_direction")
+                         "triple_dedupe", "atom_merge", "entity_embedding_text", "synonym_direction",
+                         "synonym_candidates")
 GRAPH_FIELDS = ("synonym_threshold", "synonym_max_neighbors", "synonym_min_alnum")  # decide the edges
+# fields keyed only away from their default, so graphs cached before the field existed stay valid
+_KEYED_WHEN_SET = {"synonym_candidates": "both_ends"}
+
+
+def graph_fidelity(fidelity: FidelityConfig) -> dict[str, Any]:
+    """The fidelity switches that decide a graph, as its cache key and metadata hold them."""
+    return {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS
+            if k not in _KEYED_WHEN_SET or getattr(fidelity, k) != _KEYED_WHEN_SET[k]}
 
 
 @contextmanager
@@ -49,12 +58,12 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
 
 
 def _synonym_rows(prev: IndexedGraph | None, keys: list[str], texts: list[str], emb: torch.Tensor,
-                  cfg: GraphConfig) -> tuple[SynonymRows, int]:
+                  cfg: GraphConfig, candidates: str = "both_ends") -> tuple[SynonymRows, int]:
     """Directed synonym rows of the new entities, updating ``prev``'s rows where it has them."""
     n = len(keys)
     if prev is None or prev.rows is None:  # from empty (or rows unknown): every row
         return update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), keys, emb,
-                                   torch.ones(n, dtype=torch.bool), cfg)
+                                   torch.ones(n, dtype=torch.bool), cfg, candidates)
     g = prev.graph
     # entity identity is (canonical key, surface text): a changed surface form re-embeds, so it
     # counts as deleted + added
@@ -63,7 +72,7 @@ def _synonym_rows(prev: IndexedGraph | None, keys: list[str], texts: list[str], 
                               dtype=torch.int64)
     fresh = torch.ones(n, dtype=torch.bool)
     fresh[old_to_new[old_to_new >= 0]] = False
-    return update_synonym_rows(prev.rows, old_to_new, keys, emb, fresh, cfg)
+    return update_synonym_rows(prev.rows, old_to_new, keys, emb, fresh, cfg, candidates)
 
 
 def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Triple], embedder: Embedder | None,
@@ -101,7 +110,7 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
                                               g.entity_embeddings if g else None, embedder, "entity", progress)
         with _timed(timings, "synonym_knn"):
             rows, computed = _synonym_rows(prev if g is not None and g.entity_embeddings is not None else None,
-                                           ents.keys, ents.texts, ent_emb, cfg)
+                                           ents.keys, ents.texts, ent_emb, cfg, fidelity.synonym_candidates)
             synonym = (directed_rows_to_edges(rows, num_e) if fidelity.synonym_direction == "directed"
                        else rows_to_edges(rows, num_e))
         if progress is not None:
@@ -121,7 +130,7 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
     info: dict[str, Any] = {
         "containment_mentions_dropped": dropped,
         "relevance_overwritten_by_synonym": overwritten,
-        "fidelity": {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS},
+        "fidelity": graph_fidelity(fidelity),
         "graph_cfg": {k: getattr(cfg, k) for k in GRAPH_FIELDS},
         "timings": timings,
         "last_update": {"new_atom_texts": new_atoms, "new_entity_texts": new_ents, "synonym_rows_computed": computed,

@@ -24,7 +24,7 @@ from atomicrag.core.config import AtomizerConfig, Config
 from atomicrag.core.registry import ATOMIZERS
 from atomicrag.core.schemas import AtomizeResult, Chunk
 from atomicrag.embed.protocol import Embedder
-from atomicrag.graph.build import GRAPH_FIDELITY_FIELDS, GRAPH_FIELDS, build_graph
+from atomicrag.graph.build import GRAPH_FIELDS, build_graph, graph_fidelity
 from atomicrag.graph.io import load_atomize_result, load_graph, save_atomize_result, save_graph
 from atomicrag.graph.structure import AtomEntityGraph
 
@@ -53,7 +53,7 @@ def graph_inputs(atomize_key: str, cfg: Config, embedder: Embedder | None) -> di
         "atomize": atomize_key,
         "embedder": embedder.name if embedder is not None else None,
         "graph": {f: getattr(cfg.graph, f) for f in GRAPH_FIELDS},
-        "fidelity": {f: getattr(cfg.fidelity, f) for f in GRAPH_FIDELITY_FIELDS},
+        "fidelity": graph_fidelity(cfg.fidelity),
     }
 
 

@@ -109,18 +109,34 @@ def _cap_per_row(src: torch.Tensor, w: torch.Tensor, cap: int) -> torch.Tensor:
     return keep
 
 
+def synonym_candidates(keys: list[str], min_alnum: int, mode: str = "both_ends") -> tuple[list[int], list[bool]]:
+    """(entities that may be a neighbour, whether each of them has a row of its own).
+
+    both_ends: both need ``min_alnum`` alphanumerics. source_only (released): only the entity
+    whose neighbours are searched does; any entity with a non-empty key may be its neighbour.
+    """
+    if mode not in ("both_ends", "source_only"):
+        raise ValueError(f"synonym candidates mode {mode!r} is not 'both_ends' or 'source_only'")
+    long = [alnum_count(k) >= min_alnum for k in keys]
+    cols = [i for i, k in enumerate(keys) if (long[i] if mode == "both_ends" else bool(k.strip()))]
+    return cols, [long[i] for i in cols]
+
+
 def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys: list[str],
-                        emb: torch.Tensor, fresh: torch.Tensor, cfg: GraphConfig) -> tuple[SynonymRows, int]:
+                        emb: torch.Tensor, fresh: torch.Tensor, cfg: GraphConfig,
+                        candidates: str = "both_ends") -> tuple[SynonymRows, int]:
     """New directed rows after entities moved (``old_to_new[i]`` = new id of old entity i, -1 = gone).
 
     ``fresh[j]`` marks new entities (not the image of an old one). ``prev=None`` recomputes every
-    row. Returns the rows and how many rows were computed against all candidates.
+    row. ``candidates``: which entities have rows and which may be neighbours
+    (``synonym_candidates``; fidelity.synonym_candidates). Returns the rows and how many rows were
+    computed against all candidates.
     """
     n = len(keys)
-    cand = torch.tensor([i for i, k in enumerate(keys) if alnum_count(k) >= cfg.synonym_min_alnum],
-                        dtype=torch.int64)
+    cols, has_row = synonym_candidates(keys, cfg.synonym_min_alnum, candidates)
+    cand = torch.tensor(cols, dtype=torch.int64)
     c, cap = int(cand.numel()), cfg.synonym_max_neighbors
-    if c < 2:
+    if c < 2 or not any(has_row):
         return SynonymRows.empty(), 0
     recompute = torch.zeros(n, dtype=torch.bool)  # by entity node id
     if prev is None:
@@ -136,10 +152,15 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
         s, d, w = s[ok], d[ok], prev.weight[ok]
         ok = ~recompute[s]
         kept = SynonymRows(s[ok], d[ok], w[ok])
-    is_cand = torch.zeros(n, dtype=torch.bool)
-    is_cand[cand] = True
-    recompute &= is_cand
-    pos_rows = torch.nonzero(recompute[cand]).flatten()  # positions in cand of rows to compute
+    has_row_pos = torch.tensor(has_row, dtype=torch.bool)  # [C] whether a candidate has a row
+    is_row = torch.zeros(n, dtype=torch.bool)
+    is_row[cand[has_row_pos]] = True
+    recompute &= is_row
+    # rows to compute, plus new entities without a row of their own (source_only): they are only
+    # neighbours, but a new one must still join the kept rows it is similar to
+    joining = (fresh[cand] & ~has_row_pos) if prev is not None else torch.zeros(c, dtype=torch.bool)
+    pos_rows = torch.nonzero(recompute[cand] | joining).flatten()  # positions in cand
+    computed = int(recompute[cand].sum())
     if pos_rows.numel() == 0:
         return kept, 0
     dev = resolve_device(cfg.device)
@@ -147,8 +168,9 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
     x = torch.nn.functional.normalize(emb[cand].to(dev, torch.float32), dim=1)  # [C, d]
     k = min(cap, c - 1)
     block_rows = max(1, min(cfg.synonym_batch, _MAX_BLOCK_ELEMENTS // c))
-    clean_cols = ~recompute[cand].to(dev)  # [C] columns whose rows are kept and may gain entries
+    clean_cols = (~recompute[cand] & has_row_pos).to(dev)  # [C] columns whose rows are kept and may gain entries
     fresh_pos = fresh[cand].to(dev)  # [C]
+    own_row = has_row_pos.to(dev)  # [C]
     out_s, out_d, out_w, in_s, in_d, in_w = [], [], [], [], [], []
     for start in range(0, pos_rows.numel(), block_rows):
         rows = pos_rows[start:start + block_rows].to(dev)  # [b]
@@ -156,7 +178,7 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
         local = torch.arange(rows.numel(), device=dev)
         sim[local, rows] = -2.0  # no self loops
         vals, idx = torch.topk(sim, k, dim=1)  # [b, k]
-        keep = vals >= cfg.synonym_threshold
+        keep = (vals >= cfg.synonym_threshold) & own_row[rows].unsqueeze(1)  # [b, k]; rows of their own only
         out_s.append(cand[rows.cpu()].unsqueeze(1).expand(-1, k)[keep.cpu()])
         out_d.append(cand[idx[keep].cpu()])
         out_w.append(vals[keep].float().cpu())
@@ -177,4 +199,4 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
         kept = SynonymRows(s[m], d[m], w[m])
     rows_out = SynonymRows(torch.cat([kept.src, *out_s]), torch.cat([kept.dst, *out_d]),
                            torch.cat([kept.weight, *out_w]))
-    return rows_out, int(pos_rows.numel())
+    return rows_out, computed

@@ -14,7 +14,7 @@ from atomicrag.graph.structure import EdgeList
 
 
 def synonym_edges(entity_keys: list[str], embeddings: torch.Tensor, *, threshold: float, max_neighbors: int,
-                  min_alnum: int, batch: int, device: str = "auto") -> EdgeList:
+                  min_alnum: int, batch: int, device: str = "auto", candidates: str = "both_ends") -> EdgeList:
     """Synonym EdgeList over entity node ids (``embeddings`` is [E, d], any norm).
 
     The full KNN is the incremental row update from nothing (``incremental.update_synonym_rows``
@@ -27,5 +27,5 @@ def synonym_edges(entity_keys: list[str], embeddings: torch.Tensor, *, threshold
                       synonym_min_alnum=min_alnum, synonym_batch=batch, device=device)
     n = len(entity_keys)
     rows, _ = update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), list(entity_keys), embeddings,
-                                  torch.ones(n, dtype=torch.bool), cfg)
+                                  torch.ones(n, dtype=torch.bool), cfg, candidates)
     return rows_to_edges(rows, n)

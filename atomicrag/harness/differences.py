@@ -136,11 +136,15 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
                          "with no letter or digit gets no node (fidelity.entity_keys=ascii: as released)",
                          "ASCII-only ([^A-Za-z0-9 ] -> space, stripped, inner spaces kept); every name with no "
                          "ASCII letter or digit falls on one empty-key node"))
-    out.append(_item("synonym edges", f"both ends need at least graph.synonym_min_alnum="
-                     f"{cfg.graph.synonym_min_alnum} (Unicode) alphanumerics; a pair's relevance edge handled "
-                     "as a whole by fidelity.synonym_overwrites_relevance",
-                     "only the searching entity needs more than 3 ASCII alphanumerics, its neighbours may be "
-                     "short; each direction is written on its own, so the reverse relevance entry is kept"))
+    if fid.synonym_candidates != "source_only" or cfg.graph.synonym_min_alnum != 4:
+        out.append(_item("synonym candidates", f"both ends need at least graph.synonym_min_alnum="
+                         f"{cfg.graph.synonym_min_alnum} alphanumerics" if fid.synonym_candidates == "both_ends" else
+                         f"the searching entity needs graph.synonym_min_alnum={cfg.graph.synonym_min_alnum} "
+                         "alphanumerics, its neighbours a non-empty key",
+                         "only the searching entity needs more than 3 ASCII alphanumerics, its neighbours may be short"))
+    if fid.synonym_overwrites_relevance:
+        out.append(_item("synonym over relevance", "a pair's relevance edge is replaced as a whole",
+                         "each direction is written on its own, so the reverse relevance entry is kept"))
     if fid.extraction_replies != "released":
         out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts "
                          "(fidelity.extraction_replies=released: positional, as released)",

@@ -47,6 +47,17 @@ def test_one_way_synonyms_weigh_half_a_mutual_one():
     assert pairs(directed_rows_to_edges(rows, 4)) == {(0, 1): 0.9, (2, 3): 0.4}
 
 
+def test_a_short_entity_may_be_the_neighbour_of_a_long_one_as_released():
+    """France ~ US (cosine 1): "us" is too short to search for neighbours of its own, but under
+    synonym_candidates=source_only it is found as France's neighbour (a one-way edge)."""
+    assert pairs(build().edges["synonym"]) == {(P, E): 0.9}
+    released = pairs(build(synonym_candidates="source_only").edges["synonym"])
+    assert released == {(P, E): 0.9, (F, US): 1.0}
+    # with the released one-way weighting the edge France -> us counts half
+    assert pairs(build(synonym_candidates="source_only", synonym_direction="directed").edges["synonym"]) == {
+        (P, E): 0.9, (F, US): 0.5}
+
+
 def test_entity_embeddings_of_the_processed_string():
     surface, canonical = TableEmbedder(VECTORS), TableEmbedder(VECTORS)
     build(emb=surface)
@@ -86,6 +97,7 @@ def test_reference_code_preset_changes_the_graph_paper_does_not():
     paper = FidelityConfig(**OmegaConf.to_container(OmegaConf.load(conf / "paper.yaml")))
     assert paper == FidelityConfig()  # the paper preset is the dataclass default: behaviour unchanged
     for field, value in {"triple_dedupe": "per_chunk", "synonym_direction": "directed",
+                         "synonym_candidates": "source_only",
                          "entity_embedding_text": "canonical", "entity_link_fallback": "best",
                          "reader_context": "wikipedia_title", "atom_merge": "identical_text",
                          "embed_instruction": "released", "judge_failures": "released"}.items():

@@ -111,10 +111,13 @@ def test_replace_and_delete_everything(cfg: dict[str, Any]) -> None:
     assert_same_graph(rag.graph, fresh(cfg, DOCS[:3]).graph)
 
 
+@pytest.mark.parametrize("candidates", ["both_ends", "source_only"])
 @pytest.mark.parametrize("cap", [1, 3, 100])
-def test_synonym_rows_update_equals_full_knn(cap: int) -> None:
+def test_synonym_rows_update_equals_full_knn(cap: int, candidates: str) -> None:
     """Random deletes, inserts and reorderings of clustered entities (so rows fill up to the cap
-    and lose neighbours): the updated rows give exactly synonym_edges' edge set."""
+    and lose neighbours): the updated rows give exactly synonym_edges' edge set, and the same
+    directed rows as a computation from nothing; under source_only the short entities (no row of
+    their own) still join the rows of the long ones as they come and go."""
     import torch
 
     from atomicrag.core.config import GraphConfig
@@ -131,7 +134,9 @@ def test_synonym_rows_update_equals_full_knn(cap: int) -> None:
     vec = {k: centers[i % 8] + 0.6 * torch.randn(16, generator=gen) for i, k in enumerate(pool)}
     cur = rng.sample(pool, 50)
     rows, _ = update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), cur,
-                                  torch.stack([vec[k] for k in cur]), torch.ones(len(cur), dtype=torch.bool), gcfg)
+                                  torch.stack([vec[k] for k in cur]), torch.ones(len(cur), dtype=torch.bool), gcfg,
+                                  candidates)
+    short_neighbours = 0
     for step in range(25):
         new = [k for k in cur if rng.random() > 0.12]
         new += rng.sample([k for k in pool if k not in new], rng.randint(0, 8))
@@ -142,9 +147,18 @@ def test_synonym_rows_update_equals_full_knn(cap: int) -> None:
         fresh_mask = torch.ones(len(new), dtype=torch.bool)
         fresh_mask[old_to_new[old_to_new >= 0]] = False
         emb = torch.stack([vec[k] for k in new])
-        rows, _ = update_synonym_rows(rows, old_to_new, new, emb, fresh_mask, gcfg)
+        rows, _ = update_synonym_rows(rows, old_to_new, new, emb, fresh_mask, gcfg, candidates)
         got = edge_map(rows_to_edges(rows, len(new)))
-        ref = edge_map(synonym_edges(new, emb, threshold=0.5, max_neighbors=cap, min_alnum=4, batch=7))
+        ref = edge_map(synonym_edges(new, emb, threshold=0.5, max_neighbors=cap, min_alnum=4, batch=7,
+                                     candidates=candidates))
         assert got.keys() == ref.keys(), (step, sorted(set(got) ^ set(ref)))
         assert all(abs(got[k] - ref[k]) < 1e-5 for k in got)
+        full, _ = update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), new, emb,
+                                      torch.ones(len(new), dtype=torch.bool), gcfg, candidates)
+        directed = set(zip(rows.src.tolist(), rows.dst.tolist()))
+        assert directed == set(zip(full.src.tolist(), full.dst.tolist())), step
+        assert all(len(new[s]) >= 4 for s, _ in directed)  # only long entities have rows
+        short_neighbours += sum(len(new[d]) < 4 for _, d in directed)
         cur = new
+    # the short entities are neighbours exactly when the released rule says so
+    assert (short_neighbours > 0) == (candidates == "source_only")

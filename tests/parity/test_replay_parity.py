@@ -37,13 +37,14 @@ RELEASED = ROOT.parent / "shared" / "released_code" / "AtomicRAG"
 
 
 # The fixture was recorded before the released sieve, budgets, answer extraction, decomposition and
-# judge parsing, the request seed, the entity keys and the NER/extraction replies became fidelity switches (all "released" under fidelity=reference_code now). Each
+# judge parsing, the request seed, the entity keys, the NER/extraction replies and the synonym candidates became fidelity switches (all "released" under fidelity=reference_code now). Each
 # switch keeps its former behaviour as its other value, so replaying with these values checks that
 # the pipeline still sends exactly the recorded bodies; the released values' parity is measured by
 # re-recording (the command in meta.json, with --fresh), not by this replay.
 RECORDED_WITH = ("fidelity.budgets=own", "fidelity.sieve_prompt=own", "fidelity.answer_extraction=own",
                  "fidelity.decompose_parse=own", "fidelity.judge_replies=structured", "fidelity.request_seed=sent",
-                 "fidelity.entity_keys=unicode", "fidelity.extraction_replies=structured")
+                 "fidelity.entity_keys=unicode", "fidelity.extraction_replies=structured",
+                 "fidelity.synonym_candidates=both_ends")
 
 
 def _parity_module():
