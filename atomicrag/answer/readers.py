@@ -77,7 +77,6 @@ class LLMReader:
         self.context_style = context_style  # fidelity.reader_context
         self.released = released  # fidelity.prompts=released: the released rag_qa_<kind> template
         self.dropped: list[int] = []  # per question of the last requests(): context items cut
-        self.followup_max_tokens = cfg.followup_max_tokens
         # Only our precise prompt in our layout asks for the span after "Answer:"; the released
         # prompts and layout keep their own answer form (no follow-up).
         if answer_extraction not in ("own", "released"):
@@ -86,15 +85,16 @@ class LLMReader:
         # cleaning, no follow-up call); own: after the last "Answer:", cleaned to the span
         self.answer_extraction = answer_extraction
         self.uncapped = uncapped  # fidelity.budgets=released: no max_tokens sent
-        mode = cfg.answer_followup
+        # the follow-up settings are read only where a follow-up can happen (core.config_query.READER_READS)
         if kind != "precise" or context_style != "numbered" or released is not None or answer_extraction == "released":
             mode = "none"
-        elif mode == "auto":
+        elif (mode := cfg.answer_followup) == "auto":
             mode = "continue" if continues_replies(llm) else "ask"
         elif mode == "continue" and not continues_replies(llm):
             raise ValueError("reader.answer_followup=continue needs a backend that continues a reply "
                              "(vLLM, transformers); use auto or ask")
         self.followup = mode
+        self.followup_max_tokens = cfg.followup_max_tokens if mode != "none" else 0
 
     def requests(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ChatRequest]:
         window = context_window(self.llm)

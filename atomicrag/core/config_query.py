@@ -298,3 +298,37 @@ class ReaderConfig:
     def uses_documents(self, fidelity_preset: str) -> bool:
         """True when the reader's context is built by token budget from the ranked documents."""
         return self.context == "documents" or (self.context == "auto" and fidelity_preset != "reference_code")
+
+
+# Which reader variants read each ReaderConfig field, a variant being the reader (reader.name after
+# "dataset" is resolved) and what it reads (reader.context after "auto" is resolved): the context
+# settings matter only for documents, the follow-up only for the precise reader with this
+# project's prompts, and a retrieval-only run ("none") still builds the context its results
+# return. Held to what the code reads by tests/answer/test_reader_reads.py.
+READER_VARIANTS = ("precise/documents", "precise/atoms", "abstract/documents", "abstract/atoms",
+                   "none/documents", "none/atoms")
+_DOCUMENTS = tuple(v for v in READER_VARIANTS if v.endswith("/documents"))
+_ANSWERING = tuple(v for v in READER_VARIANTS if not v.startswith("none/"))
+READER_READS: dict[str, tuple[str, ...]] = {
+    "name": READER_VARIANTS, "context": READER_VARIANTS, "max_tokens": _ANSWERING,
+    **{f: _DOCUMENTS for f in ("context_tokens", "whole_doc_tokens", "neighbour_sentences", "atoms_first",
+                               "max_documents", "small_reader_b", "small_reader_documents")},
+    "answer_followup": ("precise/documents", "precise/atoms"),
+    "followup_max_tokens": ("precise/documents", "precise/atoms"),
+}
+
+
+def reader_variant(cfg: ReaderConfig, *, dataset_reader: str = "precise", fidelity_preset: str = "paper") -> str:
+    """``"<reader>/<context>"`` of a config, "dataset" and "auto" resolved: one of READER_VARIANTS."""
+    name = dataset_reader if cfg.name == "dataset" else cfg.name
+    return f"{name}/{'documents' if cfg.uses_documents(fidelity_preset) else 'atoms'}"
+
+
+def unread_reader_settings(cfg: ReaderConfig, variant: str) -> list[str]:
+    """ReaderConfig fields set away from their default that ``variant`` never reads, e.g.
+    ``["context_tokens (read by precise/documents, ...)"]``; none for a variant READER_READS does not know."""
+    if variant not in READER_VARIANTS:
+        return []
+    default = ReaderConfig()
+    return [f"{f.name} (read by {', '.join(READER_READS[f.name])})" for f in dataclasses.fields(cfg)
+            if variant not in READER_READS[f.name] and getattr(cfg, f.name) != getattr(default, f.name)]

@@ -98,12 +98,13 @@ def summarize_run(threshold: float, modules: dict[str, dict[str, Any]], predicti
         "llm_requests": calls, "llm_failures": failures, "by_module": per_module,
         "questions": len(preds), "failed_questions": len(failed_q), "failed_question_ids": failed_q[:100],
         "chunks": chunks, "failed_chunks": failed_chunks,
-        **({"released_fallbacks": fallbacks} if any(f"released_fallback_{c}" in st for c in fallbacks) else {}),
         "cut_by_budget": {m: {"questions": len(ids), "question_ids": ids[:100],
                               "budget": next(iter({(p.get("cut") or {}).get(m) for p in preds} - {None}), None)}
                           for m, ids in sorted(cut.items())},
         "threshold": threshold, "exceeded": exceeded,
     }
+    if any(f"released_fallback_{c}" in st for c in fallbacks):  # only runs that read replies as released
+        summary["released_fallbacks"] = fallbacks
     return {"failures": summary, "error_rate": round(_rate(failures, calls), 6),
             "status": FAILED if exceeded else FINISHED}
 

@@ -80,6 +80,9 @@ class Failures:
     exceeded: list[str]
     # replies cut by a completion budget the config chose, per module: reported, not failures
     cut_by_budget: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    # fidelity.extraction_replies=released: NER/extraction replies read as empty, as released
+    # ({"ner": n, "extraction": n}); counted against the threshold
+    released_fallbacks: dict[str, int] | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass(kw_only=True)

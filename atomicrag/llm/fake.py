@@ -2,7 +2,8 @@
 
 Schema requests get a JSON object generated from the schema with a random generator
 seeded by a hash of the prompt; free-text requests get ``Thought: ... Answer: ...`` made of
-prompt words. Replies go through the same ``parse_reply`` + retry path as real backends.
+prompt words, except free-text prompts that quote the NER or extraction JSON keys, which get such
+an object (``_ASKED_JSON``). Replies go through the same ``parse_reply`` + retry path as real backends.
 ``responses`` scripts the raw text instead (to test repair and retries): a list consumed in
 order (then the generated reply), or a callable ``(request, attempt) -> str`` that may also
 raise to simulate a transport error.
@@ -21,6 +22,23 @@ from atomicrag.llm.protocol import ChatRequest
 from atomicrag.llm.retry import RawReply, SyncBackend
 
 Responder = Callable[[ChatRequest, int], str]
+
+# Free-text prompts that spell out the JSON object they want (passage/query NER and extraction
+# asked without a schema, as the released code asks them: fidelity.extraction_replies=released).
+# The fake follows such an instruction as an instruction-following model would, so a pipeline
+# run on it still gets atoms; the first key found in the prompt decides (extraction prompts also
+# quote the NER key in their entity list).
+_STRINGS = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+_ASKED_JSON: tuple[tuple[str, dict[str, Any]], ...] = (
+    ('"knowledge_fragments"', {
+        "type": "object", "required": ["triples", "knowledge_fragments", "fragment_entities"],
+        "properties": {"triples": {"type": "array", "items": {"type": "array", "items": {"type": "string"},
+                                                                 "minItems": 3, "maxItems": 3}},
+                       "knowledge_fragments": _STRINGS,
+                       "fragment_entities": {"type": "array", "items": _STRINGS}}}),
+    ('"named_entities"', {"type": "object", "required": ["named_entities"],
+                          "properties": {"named_entities": _STRINGS}}),
+)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")
 
 
@@ -180,8 +198,12 @@ class FakeLLM(SyncBackend):
         seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
         rng = random.Random(seed)
         words = _prompt_words(request)
-        if request.schema is not None:
-            value = SchemaSampler(rng, words, request.schema).sample(request.schema)
+        schema = request.schema
+        if schema is None and not request.continue_reply:
+            asked = prompt_text(request)
+            schema = next((s for key, s in _ASKED_JSON if key in asked), None)
+        if schema is not None:
+            value = SchemaSampler(rng, words, schema).sample(schema)
             return json.dumps(value)
         start = rng.randrange(len(words))
         answer = " ".join(words[start:start + rng.randint(1, 4)])
