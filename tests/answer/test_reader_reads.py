@@ -4,13 +4,13 @@ variant never reads is named (a sweep over it would change nothing)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import pytest
 
 from atomicrag import AtomicRAG
 from atomicrag.core.config import ReaderConfig
 from atomicrag.core.config_query import READER_READS, READER_VARIANTS, reader_variant, unread_reader_settings
+from tests.reads_recording import recording
 
 FIELDS = {f.name for f in dataclasses.fields(ReaderConfig)}
 # a long document (read as snippets around its ranked atoms) and a short one (read whole)
@@ -21,31 +21,17 @@ DOCS = [
 ]
 
 
-class _Recording(ReaderConfig):
-    """A ReaderConfig that notes the name of every field read after construction."""
-
-    def __getattribute__(self, name: str) -> Any:
-        if name in FIELDS:
-            seen = object.__getattribute__(self, "__dict__").get("_seen")
-            if seen is not None:
-                seen.add(name)
-        return object.__getattribute__(self, name)
-
-
 def _reads(variant: str) -> set[str]:
     name, context = variant.split("/")
     # a reader of known size (0.5 B), so the small-reader rule is consulted
     rag = AtomicRAG({"llm": {"option": "fake", "params_b": 0.5}, "embedder": "fake",
                      "reader": {"name": name, "context": context}}, progress=False)
     rag.index(DOCS)
-    base = rag.config.reader
-    rec = _Recording(**{f: getattr(base, f) for f in FIELDS})
-    rec.__dict__["_seen"] = set()
-    rag.config.reader = rec  # the engine shares the library's config object
+    rag.config.reader, seen = recording(rag.config.reader)  # the engine shares the library's config object
     rag._engine._retrievers.clear()
     rag.query(["Where was Marie Curie born?"])
     rag.close()
-    return set(rec.__dict__["_seen"])
+    return seen
 
 
 def test_every_field_declares_its_readers() -> None:

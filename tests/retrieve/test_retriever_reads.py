@@ -16,6 +16,7 @@ import pytest
 from atomicrag import AtomicRAG
 from atomicrag.core.config import RetrieverConfig
 from atomicrag.core.config_query import RETRIEVER_READS, retriever_fields_read, unread_settings
+from tests.reads_recording import recording
 
 FIELDS = {f.name for f in dataclasses.fields(RetrieverConfig)}
 DOCS = [
@@ -35,29 +36,15 @@ SETTINGS: list[dict[str, Any]] = [
 GRAPH_VARIANTS = sorted({v for vs in RETRIEVER_READS.values() for v in vs} - {"dense_passage"})
 
 
-class _Recording(RetrieverConfig):
-    """A RetrieverConfig that notes the name of every field read after construction."""
-
-    def __getattribute__(self, name: str) -> Any:
-        if name in FIELDS:
-            seen = object.__getattribute__(self, "__dict__").get("_seen")
-            if seen is not None:
-                seen.add(name)
-        return object.__getattribute__(self, name)
-
-
 def _reads(variant: str, settings: dict[str, Any]) -> set[str]:
     rag = AtomicRAG({"llm": "fake", "embedder": "fake", "reader": {"name": "none"},
                      "retriever": {"name": variant, **settings}}, progress=False)
     rag.index(DOCS)
-    base = rag.config.retriever
-    rec = _Recording(**{f: getattr(base, f) for f in FIELDS})
-    rec.__dict__["_seen"] = set()
-    rag.config.retriever = rec  # the engine shares the library's config object
+    rag.config.retriever, seen = recording(rag.config.retriever)  # the engine shares the library's config object
     rag._engine._retrievers.clear()  # built again from the recording config
     rag.query(["Where was Marie Curie born?", "Which river flows through the capital of France?"])
     rag.close()
-    return set(rec.__dict__["_seen"])
+    return seen
 
 
 @pytest.fixture(scope="module")
