@@ -88,15 +88,15 @@ def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
     """Under reference_code with the released prompts the sieve is the released one (no 'sieve
     prompt' item, its timeout named), no seed is sent and entities are keyed as released (no 'seed' or
     'entity keys' item), every LLM stage reads free text as released (no 'structured output' item)
-    and the entity lists are aligned by position (no 'fragment-entity alignment' item); the synonym
-    rules are named with what the released code does. With the structured replies back, the NER
+    and the entity lists are aligned by position (no 'fragment-entity alignment' item); synonym
+    candidates and their overwriting of relevance edges are as released (no synonym item). With the structured replies back, the NER
     and extraction stages and the alignment are named again."""
     from atomicrag.core.config import SieveConfig
 
     fid = dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released")
     t = _topics(HarnessConfig(fidelity=fid, sieve=SieveConfig(name="llm", max_tokens=512)))
     assert "sieve prompt" not in t and "budget: sieve max_tokens" not in t and "sieve timeout" in t
-    assert "synonym over relevance" in t and "synonym candidates" not in t
+    assert "synonym over relevance" not in t and "synonym candidates" not in t
     assert "structured output and retries" not in t and "fragment-entity alignment" not in t
     assert "seed" not in t and "entity keys" not in t
     assert not [k for k in t if k.startswith("budget: ")]  # nothing capped that the released code leaves uncapped

@@ -27,6 +27,7 @@ from atomicrag.graph.incremental import IndexedGraph, SynonymRows, rows_to_edges
 from atomicrag.graph.released_code import (
     directed_rows_to_edges,
     entity_embedding_texts,
+    overwrite_relevance_by_direction,
     prepare_atoms_triples,
 )
 from atomicrag.graph.structure import AtomEntityGraph, EdgeList
@@ -43,8 +44,12 @@ _KEYED_WHEN_SET = {"synonym_candidates": "both_ends"}
 
 def graph_fidelity(fidelity: FidelityConfig) -> dict[str, Any]:
     """The fidelity switches that decide a graph, as its cache key and metadata hold them."""
-    return {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS
-            if k not in _KEYED_WHEN_SET or getattr(fidelity, k) != _KEYED_WHEN_SET[k]}
+    out = {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS
+           if k not in _KEYED_WHEN_SET or getattr(fidelity, k) != _KEYED_WHEN_SET[k]}
+    if fidelity.synonym_overwrites_relevance and fidelity.synonym_direction == "directed":
+        # graphs cached before synonyms overwrote relevance one direction at a time are not reused
+        out["overwrite"] = "by_direction"
+    return out
 
 
 @contextmanager
@@ -119,8 +124,12 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
     with _timed(timings, "adjacency"):
         overwritten = 0
         if fidelity.synonym_overwrites_relevance:
-            # Released code: the synonym weight replaces the relevance weight of the same pair.
-            relevance, overwritten = drop_pairs(relevance, synonym, num_e + num_a)
+            # Released code: the synonym weight replaces the relevance weight of the same pair, one
+            # direction at a time (directed synonyms); as a whole pair otherwise
+            if fidelity.synonym_direction == "directed" and rows is not None:
+                relevance, overwritten = overwrite_relevance_by_direction(relevance, rows, num_e)
+            else:
+                relevance, overwritten = drop_pairs(relevance, synonym, num_e + num_a)
         edges = {"containment": contain, "relevance": relevance, "synonym": synonym}
         adj = adjacency(list(edges.values()), num_e + num_a)
 

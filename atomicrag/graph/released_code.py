@@ -85,15 +85,37 @@ def prepare_atoms_triples(atoms: list[Atom], triples: list[Triple],
 
 def directed_rows_to_edges(rows: SynonymRows, num_entities: int) -> EdgeList:
     """``synonym_direction="directed"``: each direction found adds half its cosine (a mutual pair
-    keeps its cosine, a one-way pair gets half), as the released code's two igraph entries do.
-    Residual difference: the rows exclude short entities as neighbours; the released code only
-    skips them as the searching side."""
+    keeps its cosine, a one-way pair gets half), as the released code's two igraph entries do
+    (short entities as neighbours: ``fidelity.synonym_candidates``)."""
     if len(rows) == 0:
         return EdgeList.empty()
     lo, hi = torch.minimum(rows.src, rows.dst), torch.maximum(rows.src, rows.dst)
     uniq, inv = torch.unique(lo * num_entities + hi, return_inverse=True)
     weight = torch.zeros(uniq.numel(), dtype=torch.float32).index_add_(0, inv, 0.5 * rows.weight.float())
     return EdgeList(uniq // num_entities, uniq % num_entities, weight)
+
+
+def overwrite_relevance_by_direction(relevance: EdgeList, rows: SynonymRows, num_entities: int) -> tuple[EdgeList, int]:
+    """``synonym_overwrites_relevance`` with directed synonyms, as the released code does it: a pair's
+    relevance is two directed entries (each half the pair's weight here, as in
+    ``directed_rows_to_edges``) and each synonym row overwrites only its own direction, so a
+    one-way synonym pair keeps half its relevance weight and a mutual one keeps none. Returns the
+    relevance edges and how many of them a synonym touched."""
+    if len(relevance) == 0 or len(rows) == 0:
+        return relevance, 0
+    n = num_entities
+    # directions of each entity pair that a synonym row covers: [P] unique pair keys, [P] counts
+    pair = torch.minimum(rows.src, rows.dst) * n + torch.maximum(rows.src, rows.dst)
+    # each direction once (rows hold a direction at most once), then per pair: 1 or 2 directions
+    both = torch.cat([pair[rows.src < rows.dst].unique(), pair[rows.src > rows.dst].unique()])
+    keys, covered = torch.unique(both, return_counts=True)  # [P] sorted pair keys, [P] in {1, 2}
+    rel = torch.minimum(relevance.src, relevance.dst) * n + torch.maximum(relevance.src, relevance.dst)
+    pos = torch.searchsorted(keys, rel).clamp(max=max(keys.numel() - 1, 0))
+    hit = keys[pos] == rel
+    kept_share = torch.where(hit, 1.0 - 0.5 * covered[pos].float(), torch.ones_like(rel, dtype=torch.float32))
+    keep = kept_share > 0
+    return (EdgeList(relevance.src[keep], relevance.dst[keep], (relevance.weight.float() * kept_share)[keep]),
+            int(hit.sum()))
 
 
 def entity_embedding_texts(keys: list[str], texts: list[str], fidelity: FidelityConfig) -> list[str]:

@@ -142,8 +142,9 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
                          f"the searching entity needs graph.synonym_min_alnum={cfg.graph.synonym_min_alnum} "
                          "alphanumerics, its neighbours a non-empty key",
                          "only the searching entity needs more than 3 ASCII alphanumerics, its neighbours may be short"))
-    if fid.synonym_overwrites_relevance:
-        out.append(_item("synonym over relevance", "a pair's relevance edge is replaced as a whole",
+    if fid.synonym_overwrites_relevance and fid.synonym_direction != "directed":
+        out.append(_item("synonym over relevance", "a pair's relevance edge is replaced as a whole "
+                         "(fidelity.synonym_direction=directed: one direction at a time, as released)",
                          "each direction is written on its own, so the reverse relevance entry is kept"))
     if fid.extraction_replies != "released":
         out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts "

@@ -58,6 +58,22 @@ def test_a_short_entity_may_be_the_neighbour_of_a_long_one_as_released():
         (P, E): 0.9, (F, US): 0.5}
 
 
+def test_a_one_way_synonym_overwrites_one_direction_of_the_relevance_edge():
+    """France -> us is a one-way synonym (source_only; cosine 1) over a relevance pair (weight 1).
+    Released, the synonym entry replaces the relevance entry of its own direction only: the pair
+    keeps half its relevance weight beside half the cosine. A mutual synonym pair (paris <-> eiffel
+    tower) keeps no relevance weight."""
+    released = {"synonym_candidates": "source_only", "synonym_direction": "directed",
+                "synonym_overwrites_relevance": True}
+    g = build(**released)
+    assert pairs(g.edges["synonym"])[(F, US)] == 0.5 and pairs(g.edges["relevance"])[(F, US)] == 0.5
+    assert (P, E) not in pairs(g.edges["relevance"]) and (E, P) not in pairs(g.edges["relevance"])
+    assert pairs(build(**{**released, "synonym_candidates": "both_ends"}).edges["relevance"])[(F, US)] == 1.0
+    # undirected synonyms keep the whole-pair rule
+    mutual = build(synonym_candidates="source_only", synonym_overwrites_relevance=True)
+    assert (F, US) not in pairs(mutual.edges["relevance"])
+
+
 def test_entity_embeddings_of_the_processed_string():
     surface, canonical = TableEmbedder(VECTORS), TableEmbedder(VECTORS)
     build(emb=surface)
