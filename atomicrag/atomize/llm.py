@@ -136,12 +136,11 @@ class LLMAtomizer:
             "prompts": ([ner_prompt.VERSION, extraction_prompt.VERSION] if self.released is None else
                         {k: v for k, v in self.released.hashes().items()
                          if k in ("ner", "unified_triple_knowledge_fragment_extraction")}),
-            "max_tokens": [self.ner_max_tokens, self.extraction_max_tokens],
+            "max_tokens": None if self.uncapped else [self.ner_max_tokens, self.extraction_max_tokens],
             "retries": self.retries,
             **sampling_fingerprint(self.temperature, self.seed),
-            # only when set, so caches written before these switches stay valid
+            # only when set, so caches written before this switch stay valid
             **({"replies": "released"} if self.released_replies else {}),
-            **({"max_tokens": None} if self.uncapped else {}),
         }
 
     # ----------------------------------------------------------------- requests

@@ -117,11 +117,11 @@ class Engine:
 
     # ------------------------------------------------------------------ indexing
     def atomizer(self, **deps: Any) -> Any:
-        from atomicrag.atomize import build_atomizer
+        from atomicrag.atomize import atomizer_fidelity, build_atomizer
 
         llm = self.llm_for(INDEX_STAGES)
         deps.setdefault("released_prompts", released_prompts.for_fidelity(self.cfg.fidelity))
-        deps.update(atomizer_fidelity(self.cfg))
+        deps.update(atomizer_fidelity(self.cfg.fidelity))
         return build_atomizer(self.cfg.atomizer, llm=llm, **sampling_deps(self.cfg, llm), **deps)
 
     def atomize_slices(self, chunks: list[Chunk], step: int | None = None,
@@ -309,11 +309,6 @@ class Engine:
                 outputs[i] = out
             cp.add([(keys[i], batch.questions[i].id, out) for i, out in zip(part, got)])
         return outputs
-
-
-def atomizer_fidelity(cfg: Config) -> dict[str, Any]:
-    """How an LLM atomizer asks and reads (fidelity.extraction_replies, fidelity.budgets)."""
-    return {"extraction_replies": cfg.fidelity.extraction_replies, "uncapped": cfg.fidelity.budgets == "released"}
 
 
 def sampling_deps(cfg: Config, llm: Any) -> dict[str, Any]:

@@ -62,16 +62,14 @@ def atomize_cached(chunks: list[Chunk], cfg: Config, llm: Any, cache_dir: str | 
     """The atomize stage with its cache; returns the result and its cache key."""
     if not chunks:
         raise ValueError(f"cannot index dataset {dataset_name!r}: the corpus has no chunks")
-    from atomicrag.atomize import build_atomizer
+    from atomicrag.atomize import atomizer_fidelity, build_atomizer
 
     ckey = chunks_hash(chunks)
     if atomizer is None:
         from atomicrag.prompts.released import for_fidelity
 
         atomizer = build_atomizer(cfg.atomizer, llm=llm, progress=progress,
-                                  released_prompts=for_fidelity(cfg.fidelity),
-                                  extraction_replies=cfg.fidelity.extraction_replies,
-                                  uncapped=cfg.fidelity.budgets == "released")
+                                  released_prompts=for_fidelity(cfg.fidelity), **atomizer_fidelity(cfg.fidelity))
     inputs = atomize_inputs(ckey, cfg.atomizer, atomizer)
     key = content_hash("atomize", inputs)
     cache = StageCache(cache_dir, dataset_name, "atomize", key)

@@ -29,3 +29,13 @@ def dedupe(items: Iterable[str]) -> list[str]:
 
 class PromptParseError(ValueError):
     """A reply that has the wrong shape even after lenient normalisation."""
+
+
+def python_literal(text: str) -> Any:
+    """A Python literal (strings, numbers, lists, dicts, True/False/None) read from ``text``: how the
+    released code's replies are read where it calls ``eval`` on them. ``ast.literal_eval`` evaluates
+    literals only and never runs code; it raises ValueError/SyntaxError (and TypeError,
+    MemoryError, RecursionError on odd input) where the released ``eval`` would fail too."""
+    import ast
+
+    return ast.literal_eval(text)

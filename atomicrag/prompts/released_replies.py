@@ -19,7 +19,7 @@ module reproduces that reading, written here from a description of its behaviour
   dropped; the entity lists are cut to the number of fragments, or one empty list per fragment
   when the reply has none, and padded with empty lists later (the alignment is positional).
 
-Python's ``ast.literal_eval`` stands where the released code calls ``eval``: on every literal the
+``_common.python_literal`` (``ast.literal_eval``) stands where the released code calls ``eval``: on every literal the
 two agree, and JSON's ``true``/``false``/``null`` fail in both. The one place this reading is
 deliberately narrower: an entity "list" of a fragment that is not a list (the released graph
 builder would iterate over a string's characters) becomes an empty list and is counted in
@@ -28,11 +28,12 @@ reported (``fallback``), so the caller counts it instead of passing it off as "n
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from atomicrag.prompts._common import python_literal
 
 # a {...} with no nested braces that holds "named_entities": [...] (the list has no "]" inside)
 _NER_OBJECT = re.compile(r'\{[^{}]*"named_entities"\s*:\s*\[[^\]]*\][^{}]*\}', re.DOTALL)
@@ -95,7 +96,7 @@ def read_ner(text: str, truncated: bool = False) -> ReleasedNer:
     if match is None:
         return ReleasedNer([], "no object with a named_entities list in the reply")
     try:
-        items = ast.literal_eval(match.group())["named_entities"]
+        items = python_literal(match.group())["named_entities"]
         kept = [e for e in items if isinstance(e, str)]
     except Exception as exc:  # the released reading turns any error into an empty list
         return ReleasedNer([], f"named_entities object unreadable: {type(exc).__name__}")
@@ -131,7 +132,7 @@ def _raw_parts(reply: str) -> tuple[Any, Any, Any] | str:
             if match is None:
                 return "no object with triples, knowledge_fragments and fragment_entities in the reply"
     try:
-        return _keys(ast.literal_eval(match.group()))
+        return _keys(python_literal(match.group()))
     except Exception as exc:
         return f"extraction object unreadable: {type(exc).__name__}"
 

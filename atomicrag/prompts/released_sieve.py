@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from atomicrag.prompts._common import python_literal
 from atomicrag.prompts.released_parse import ModuleConstants, ReleasedParseError
 
 FILTER_FILE = Path("atomicrag/fragment_filter.py")
@@ -207,7 +208,7 @@ def parse_reply(text: str, n: int) -> SieveReply:
             try:
                 parsed = json.loads(value)
             except json.JSONDecodeError:
-                parsed = ast.literal_eval(value)  # literals only: never runs code
+                parsed = python_literal(value)  # literals only: never runs code
             ids = _keep_list(parsed)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
             return SieveReply(keep=list(range(n)), fallback=f"unreadable {SECTION}: {exc}")
