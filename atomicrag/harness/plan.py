@@ -4,7 +4,7 @@
 a real run prints it first and records it next to the measured numbers in metrics.json
 (``plan`` key). The inputs are the run's own: its corpus and questions, the prompts its stages
 will send (rendered with the project's prompt builders, counted at the tokenizers' mean characters
-per token, ``estimate_tokens`` below), its completion budgets and the LLM cache file it will read.
+per token, ``estimate_tokens`` in ``plan_record.py``, with the plan's record types and price table), its completion budgets and the LLM cache file it will read.
 
 What cannot be known before retrieval is assumed, with the assumption in the plan: the atoms a
 sieve prompt holds (``retriever.top_k`` per query, merged over the sub-questions) and the text
@@ -17,168 +17,31 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from atomicrag.core.config import Config
-from atomicrag.llm.budget import MESSAGE_OVERHEAD
+from atomicrag.harness.plan_record import (  # noqa: F401  (re-exported: the plan's public names)
+    ABSTRACT_READER_REPLY,
+    DECOMPOSED_CANDIDATE_FACTOR,
+    EDGES_PER_NODE,
+    EMBEDDER_SIZES,
+    ENTITIES_PER_ATOM,
+    EXPECTED_REPLY,
+    EXTRACTION_REPLY_FACTOR,
+    PLAN_CHARS_PER_TOKEN,
+    SIEVE_KEPT_PER_QUESTION,
+    RunPlan,
+    StagePlan,
+    estimate_tokens,
+    prices,
+)
 from atomicrag.llm.cache import cache_key
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.llm.sampling import request_seed
 
-# Prices in USD per million tokens (input, output) of the hosted models the presets name; a local
-# model (vllm, llamacpp, transformers, fake) costs nothing per token. Override per run with
-# llm.price_per_mtok_in / llm.price_per_mtok_out (a negative value means: use this table).
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
-}
-LOCAL_BACKENDS = ("vllm", "llamacpp", "transformers", "fake")
-
-# Parameters (millions) and hidden size of the embedders the configs name, for the GPU estimate.
-EMBEDDER_SIZES: dict[str, tuple[float, int, int]] = {  # params (M), hidden, max sequence length
-    "minilm": (22.7, 384, 512),
-    "all-minilm-l6-v2": (22.7, 384, 512),
-    "bge-large-en-v1.5": (335.0, 1024, 512),
-    "bge-base-en-v1.5": (109.0, 768, 512),
-    "bge-small-en-v1.5": (33.4, 384, 512),
-    "contriever": (109.0, 768, 512),
-    "nomic-embed-text-v1": (137.0, 768, 8192),
-    "gte-qwen2-1.5b-instruct": (1540.0, 1536, 32768),
-    "e5-large-v2": (335.0, 1024, 512),
-}
-# Expected reply tokens per call (capped by each stage's budget): a reply is rarely its budget.
-# decompose/sieve/reader: qwen2.5-coder-0.5b's mean replies in
-# results/table2_smoke_qwen05b/2wikimultihopqa/smoke/ppr_sentence_..._aqd-llm_as-llm_paper_aedbc682/
-# (547/5, 624/5, 140/5 tokens); the others: a JSON list of a passage's entities (ner, query_ner),
-# its atoms restated (extraction: 1.5 x the passage), 3 short statement lists (judge).
-EXPECTED_REPLY = {"ner": 60, "query_ner": 20, "decompose": 110, "sieve": 125, "reader": 30, "judge": 150}
-EXTRACTION_REPLY_FACTOR = 1.5
-ABSTRACT_READER_REPLY = 250
-# Mean sub-questions merged into a sieve prompt under decomposition, as a multiple of top_k:
-# sub-question retrievals overlap the question's own. Measured: 573 candidates for 20 questions at
-# top_k=25 (1.15) in results/table2_smoke/.../ppr_sentence_..._aqd-llm_as-llm_paper_65694b76.
-DECOMPOSED_CANDIDATE_FACTOR = 1.15
-# Atoms a sieve keeps per question, for the reader's context after it (same record: 40 kept / 20).
-SIEVE_KEPT_PER_QUESTION = 2.0
-# Entities per atom and graph edges per node, for the graph's memory (same record's graph_stats).
-ENTITIES_PER_ATOM = 2.8
-EDGES_PER_NODE = 1.4
-# Characters per token of English text under the SmolLM2, Qwen and OpenAI BPE tokenizers. The
-# prompt-fitting estimate (llm/budget.py) uses 3 on purpose, an over-count that keeps prompts inside
-# the window; a plan wants the expected count.
-PLAN_CHARS_PER_TOKEN = 4.0
+# sentence boundaries of the corpus text (the sentence atomizer's atoms, estimated)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
-
-
-def estimate_tokens(messages: list[dict[str, str]]) -> int:
-    """Expected prompt tokens of a chat: its characters at PLAN_CHARS_PER_TOKEN, plus the chat
-    template's tokens around each message."""
-    chars = sum(len(str(m.get("content", ""))) for m in messages)
-    return int(chars / PLAN_CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(messages)
-
-
-@dataclass
-class StagePlan:
-    stage: str  # ner | extraction | query_ner | decompose | sieve | reader | judge
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    cached_calls: int = 0  # found in the LLM cache: free
-    max_output_tokens: int = 0  # every reply at its completion budget: the upper bound
-    note: str = ""
-    price: tuple[float, float] | None = None  # USD per Mtok (in, out) of its own LLM; None: the run's
-
-    @property
-    def input_per_call(self) -> float:
-        return self.input_tokens / self.calls if self.calls else 0.0
-
-
-@dataclass
-class RunPlan:
-    label: str
-    dataset: str
-    split: str
-    n_passages: int
-    n_questions: int
-    llm: str
-    price_in: float  # USD per million input tokens
-    price_out: float
-    stages: list[StagePlan] = field(default_factory=list)
-    gpu_bytes: dict[str, int] = field(default_factory=dict)
-    assumptions: list[str] = field(default_factory=list)
-    data_files: list[str] = field(default_factory=list)  # what the plan read (hashed in its record)
-
-    @property
-    def calls(self) -> int:
-        return sum(s.calls for s in self.stages)
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(s.input_tokens for s in self.stages)
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(s.output_tokens for s in self.stages)
-
-    def cost_usd(self, worst: bool = False) -> float:
-        """Cost of the calls the cache does not answer (``worst``: every reply at its budget)."""
-        total = 0.0
-        for s in self.stages:
-            paid = 1.0 - (s.cached_calls / s.calls if s.calls else 0.0)
-            p_in, p_out = s.price or (self.price_in, self.price_out)
-            out = s.max_output_tokens if worst else s.output_tokens
-            total += paid * (s.input_tokens * p_in + out * p_out) / 1e6
-        return total
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("data_files")  # hashed in the record's provenance instead
-        out.update(calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-                   cost_usd=round(self.cost_usd(), 4), max_cost_usd=round(self.cost_usd(worst=True), 4),
-                   gpu_total_bytes=sum(self.gpu_bytes.values()))
-        return out
-
-    def format(self) -> str:
-        head = (f"plan: {self.label} on {self.dataset}/{self.split}: {self.n_passages} passages, "
-                f"{self.n_questions} questions, llm={self.llm} "
-                f"(${self.price_in:g} in / ${self.price_out:g} out per Mtok)")
-        lines = [head,
-                 f"  {'stage':<11}{'calls':>8}{'cached':>8}{'in tok':>12}{'out tok':>12}"]
-        lines[-1] += f"{'max out':>12}"
-        for s in self.stages:
-            lines.append(f"  {s.stage:<11}{s.calls:>8}{s.cached_calls:>8}{s.input_tokens:>12}"
-                         f"{s.output_tokens:>12}{s.max_output_tokens:>12}  {s.note}".rstrip())
-        lines.append(f"  {'total':<11}{self.calls:>8}{'':>8}{self.input_tokens:>12}{self.output_tokens:>12}"
-                     f"{sum(s.max_output_tokens for s in self.stages):>12}")
-        lines.append(f"  estimated cost: ${self.cost_usd():.2f}; at most ${self.cost_usd(worst=True):.2f} "
-                     "(every reply at its budget); cached calls are free")
-        gib = {k: v / 2**30 for k, v in self.gpu_bytes.items()}
-        lines.append("  GPU memory (GiB, if on CUDA): " + ", ".join(f"{k} {v:.2f}" for k, v in gib.items())
-                     + f"; total {sum(gib.values()):.2f}")
-        lines.extend(f"  assumes: {a}" for a in self.assumptions)
-        return "\n".join(lines)
-
-
-def prices(cfg: Any) -> tuple[float, float]:
-    """USD per million (input, output) tokens of ``cfg.llm``: its own price fields if set, else
-    the table for hosted models, else 0 for a local model; an unknown hosted model is an error."""
-    llm = cfg.llm
-    own_in = getattr(llm, "price_per_mtok_in", -1.0)
-    own_out = getattr(llm, "price_per_mtok_out", -1.0)
-    if own_in >= 0 and own_out >= 0:
-        return float(own_in), float(own_out)
-    if llm.name in LOCAL_BACKENDS and not llm.base_url and not llm.base_urls:
-        return 0.0, 0.0
-    if llm.model in PRICES_PER_MTOK:
-        return PRICES_PER_MTOK[llm.model]
-    if llm.name in LOCAL_BACKENDS:  # a server the user runs: no per-token price unless given
-        return 0.0, 0.0
-    raise ValueError(f"llm.model={llm.model!r}: no price known; set llm.price_per_mtok_in and "
-                     f"llm.price_per_mtok_out (USD per million tokens), known: {', '.join(PRICES_PER_MTOK)}")
 
 
 def _atoms(passages: list[Any], cfg: Config) -> list[str]:
