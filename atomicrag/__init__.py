@@ -39,7 +39,7 @@ on_first_use(_import_registrations)
 
 _LAZY = {
     "AtomicRAG": "atomicrag.library.api",
-    "CORPUS_LEVEL_ATOMIZERS": "atomicrag.library.api",
+    "CORPUS_LEVEL_ATOMIZERS": "atomicrag.library.doc_states",
     "Document": "atomicrag.library.types",
     "QueryResult": "atomicrag.library.types",
     "ResultItem": "atomicrag.library.types",
@@ -66,7 +66,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from atomicrag.core.compose import load_config
     from atomicrag.core.config import Config
     from atomicrag.library.adapters.dispatch import as_embedder, as_llm
-    from atomicrag.library.api import CORPUS_LEVEL_ATOMIZERS, AtomicRAG
+    from atomicrag.library.api import AtomicRAG
+    from atomicrag.library.doc_states import CORPUS_LEVEL_ATOMIZERS
     from atomicrag.library.types import Document, QueryResult, ResultItem
 
 

@@ -28,7 +28,11 @@ from atomicrag.core.compose import load_config
 from atomicrag.core.config import Config
 from atomicrag.core.progress import reporting
 from atomicrag.core.registry import STORES
-from atomicrag.library.io import Snapshot, check_build_settings
+from atomicrag.library.async_stream import iterate_in_thread
+from atomicrag.library.doc_states import CORPUS_LEVEL_ATOMIZERS, atomize_documents
+from atomicrag.library.io import Snapshot
+from atomicrag.library.query_result import query_result
+from atomicrag.library.reopen import check_reopen_embedder, reopen_config
 from atomicrag.library.types import (
     AnswerStream,
     DocState,
@@ -37,10 +41,8 @@ from atomicrag.library.types import (
     Progress,
     ProgressFn,
     QueryResult,
-    ResultItem,
     check_questions,
     normalize_documents,
-    relative_relevance,
 )
 
 if TYPE_CHECKING:
@@ -48,12 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("atomicrag")
 
-# Atomizers whose output for a chunk depends on the whole corpus (the vocabulary atomizer's
-# frequency filter): an update re-atomizes every document so the index equals a fresh build.
-CORPUS_LEVEL_ATOMIZERS = frozenset({"vocabulary"})
 _LOADING = threading.local()  # set while load() constructs: no up-front answering warning then
-_ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk atomizers are unaffected
-# Config sections that decide how the stored index was built; a loaded index cannot change them.
 
 
 def _serialised(method: Any) -> Any:
@@ -261,30 +258,7 @@ class AtomicRAG:
             self._states.update(self._atomize(docs))
 
     def _atomize(self, docs: list[Document]) -> dict[str, DocState]:
-        from atomicrag.core.schemas import Passage
-        from atomicrag.data.token_windows import Chunker
-
-        chunks = Chunker.from_config(self.config.dataset).chunk_all(
-            Passage(id=d.id, text=d.text, title=d.title) for d in docs)
-        states = {d.id: DocState() for d in docs}
-        if not chunks:
-            return states
-        owner = {c.id: c.passage_id for c in chunks}
-        for c in chunks:
-            states[c.passage_id].chunks += 1
-        step = len(chunks) if self.config.atomizer.name in CORPUS_LEVEL_ATOMIZERS else _ATOMIZE_SLICE
-        for part, res in self._engine.atomize_slices(chunks, step, progress=self._progress.bars):
-            for a in res.atoms:
-                states[a.passage_id].atoms.append(a)
-            for t in res.triples:
-                states[owner.get(t.chunk_id, part[0].passage_id)].triples.append(t)
-            for f in res.failures:
-                states[owner[f.chunk_id]].failures.append(f)
-        failed = sum(len(s.failures) for s in states.values())
-        if failed:
-            log.warning("atomize: %d of %d chunks failed (stats()['failed_chunks']; reasons in "
-                        "documents' state)", failed, len(chunks))
-        return states
+        return atomize_documents(self._engine, self.config, docs, bars=self._progress.bars)
 
     def _rebuild(self) -> None:
         atoms = [a for i in self._docs for a in self._states[i].atoms]
@@ -361,28 +335,8 @@ class AtomicRAG:
         """``query_stream`` for asyncio code: an async iterator of the reply's text chunks (the
         result is not returned: use ``query_stream`` in a thread when you need both). The stream
         runs in one worker thread of its own (the index lock belongs to the thread that takes it)."""
-        import asyncio
-
-        stream = self.query_stream(question)
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        done = object()
-
-        def pump() -> None:
-            try:
-                for chunk in stream:
-                    loop.call_soon_threadsafe(queue.put_nowait, chunk)
-                loop.call_soon_threadsafe(queue.put_nowait, done)
-            except BaseException as exc:  # the reader's error reaches the awaiting code
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-
-        worker = threading.Thread(target=pump, name="atomicrag-stream", daemon=True)
-        worker.start()
-        while (item := await queue.get()) is not done:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-        await asyncio.to_thread(worker.join)
+        async for chunk in iterate_in_thread(self.query_stream(question)):
+            yield chunk
 
     def _warn_fake_llm(self) -> None:
         if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
@@ -415,38 +369,7 @@ class AtomicRAG:
         return self.query(question, answer=False)
 
     def _result(self, trace: Any, context: list[Any], output: Any) -> QueryResult:
-        cands = [a for per in trace.candidates for a in per]
-        kept = None if not trace.sieve else {i for d in trace.sieve for i in d.get("kept_ids", [])}
-        best: dict[str, dict[str, Any]] = {}
-        for a in cands:  # one entry per atom, its best score over the queries of this question
-            if (kept is None or a["atom_id"] in kept) and (a["atom_id"] not in best
-                                                          or a["score"] > best[a["atom_id"]]["score"]):
-                best[a["atom_id"]] = a
-        ranked = sorted(best.values(), key=lambda a: -a["score"])[: self.config.sieve.max_context]  # stable
-        titles = self._indexed.graph.meta.get("passage_titles", {})
-        items = [ResultItem(text=a["text"], score=float(a["score"]), atom_id=a["atom_id"],
-                            source_doc_ids=[a["passage_id"]], entity_names=list(a.get("entities", [])),
-                            title=titles.get(a["passage_id"], ""),
-                            relevance=relative_relevance(float(a["score"]), float(ranked[0]["score"])))
-                 for a in ranked]
-        entities = list(dict.fromkeys(e for s in trace.seeds for e in s.get("entities", [])))
-        errors = list(trace.errors)  # the engine adds the reader's failure
-        stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),
-                 "candidates": len(cands), "kept": len(best), "items_returned": len(items),
-                 "graph_nodes": self._indexed.graph.num_nodes}
-        sources, cited, cut = [], None, False
-        if output is not None:
-            from atomicrag.answer.citations import cite, with_marks
-
-            if not output.failed:
-                sources = cite(output.raw, output.answer, context, seen=len(context) - output.context_dropped)
-                cited = with_marks(output.answer, sources)
-            cut = bool(output.truncated)
-        return QueryResult(query=trace.question, items=items, entities_extracted=entities,
-                           answer=None if output is None else output.answer, graph_stats=stats,
-                           sub_questions=list(trace.sub_questions), context=[c.to_dict() for c in context],
-                           errors=errors, documents=list(trace.retrieved_passages),
-                           sources=sources, cited_answer=cited, answer_cut=cut)
+        return query_result(trace, context, output, self._indexed.graph, self.config.sieve.max_context)
 
     # ------------------------------------------------------------------ persistence
     def _snapshot(self) -> Snapshot:
@@ -478,20 +401,7 @@ class AtomicRAG:
         if (path is None) == (uri is None):
             raise ValueError("load() needs exactly one of path=... or uri=...")
         info, snap = STORES.build("pg" if uri is not None else "dir", path=path, uri=uri, schema=schema).load()
-        # the build settings come from the index alone; ATOMICRAG_* variables apply to cfg only, so a
-        # conflicting one is caught by check_build_settings instead of silently rewriting the manifest
-        # indexes saved before the harness's fields (experiment_name, judge, logger, ...) left
-        # Config carry them in their manifest: they decide nothing about the index
-        library_fields = {f.name for f in dataclasses.fields(Config)}
-        saved = load_config({k: v for k, v in info["config"].items() if k in library_fields}, env_prefix=None)
-        from atomicrag.core.compose import to_overrides
-
-        if isinstance(config, Config):
-            cfg = load_config(config, overrides=overrides)
-        else:
-            # {"retriever": "dense"} works too: a group option named here starts that group afresh
-            cfg = load_config(dataclasses.asdict(saved), overrides=[*to_overrides(config or {}), *overrides])
-        check_build_settings(saved, cfg, byo_embedder=embedder is not None)
+        cfg = reopen_config(info["config"], config, overrides, byo_embedder=embedder is not None)
         if embedder is None:  # no model load until texts must be embedded (docs, stats, delete need none)
             from atomicrag.embed.lazy import lazy_saved_embedder
 
@@ -503,13 +413,7 @@ class AtomicRAG:
             _LOADING.active = False
         if path is not None:
             rag._versions[str(Path(path).resolve())] = info.get("version")
-        want = snap.embedder.get("dim")
-        if want is not None and rag.embedder.dim != want:
-            raise ValueError(f"embedder {rag.embedder.name!r} has dim={rag.embedder.dim}, but the index was built "
-                             f"with {snap.embedder.get('name')!r} (dim={want}); load it with that embedder")
-        if snap.embedder.get("name") and rag.embedder.name != snap.embedder["name"]:
-            log.warning("loading an index built with embedder %r using %r: same dimension, but vectors from "
-                        "different models do not compare", snap.embedder["name"], rag.embedder.name)
+        check_reopen_embedder(rag.embedder, snap.embedder)
         rag._docs, rag._states, rag._indexed = snap.documents, snap.states, snap.indexed
         return rag
 
