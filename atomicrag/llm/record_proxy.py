@@ -1,9 +1,10 @@
 """A recording, replaying OpenAI-compatible HTTP proxy in front of one LLM server.
 
 Two pipelines (ours and the released code) talk to one model through this proxy. Every request
-body is keyed by its canonical JSON (keys sorted, no whitespace, UTF-8 kept), so two clients that
-send the same body byte-for-byte-equivalent get the *same* reply — the first one the server gave —
-and any downstream difference between the pipelines is pipeline logic, not sampling noise.
+body is keyed by its canonical JSON (keys sorted, no whitespace, UTF-8 kept) after fields left at
+the API default are dropped and sampling numbers read as numbers (``normalised_body``), so two
+clients that ask the same thing get the *same* reply — the first one the server gave — and any
+downstream difference between the pipelines is pipeline logic, not sampling noise.
 
 - ``record`` mode forwards a request it has not seen to the upstream server and appends
   ``{key, method, path, body, status, reply}`` to a JSONL recording (one line, flushed and fsynced
@@ -19,8 +20,8 @@ equal and differing bodies per stage and show the first difference.
 With ``digest_messages=True`` the recording keeps each message's content only as its sha256
 (``{"sha256": ...}``): a recording may then be committed although the prompts it saw are not
 ours to store (the released code's prompts, read from a checkout at run time). Replay needs only
-the key, which is always the hash of the whole body as sent; the request log (a work file) keeps
-the full bodies for the first-difference report.
+the key, which is computed from the digested body (so a recording is keyed again when it loads);
+the request log (a work file) keeps the full bodies for the first-difference report.
 
 Stages are named by prompt prefix: ``stage_rules`` maps a name to a regular expression searched in
 the first message's content (the system prompt, or the user turn when there is none); the first
@@ -41,8 +42,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from atomicrag.llm.request_compare import compare_labels, first_difference, read_request_log
+
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+__all__ = ["RecordProxy", "RecordingError", "canonical_json", "compare_labels", "first_difference",
+           "hash_messages", "normalised_body", "read_request_log", "request_key"]
 
 LABEL_PREFIX = re.compile(r"^/c/([A-Za-z0-9_.-]+)(/.*)$")
 
@@ -56,9 +62,34 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+# Request fields whose value here is what the OpenAI API does when the field is left out: a body
+# that writes one and a body that leaves it out ask the same thing (the released code's SDK call
+# writes n=1, seed=null and max_tokens=null; ours leaves them out), so they share one key and so
+# one reply. Sampling numbers are read as numbers: temperature 0 and 0.0 are the same setting.
+API_DEFAULTS: dict[str, Any] = {"n": 1, "seed": None, "max_tokens": None, "max_completion_tokens": None,
+                                "stream": False}
+NUMERIC_FIELDS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "repetition_penalty")
+
+
+def normalised_body(body: Any) -> Any:
+    """``body`` as the server reads it: fields equal to the API default dropped, sampling numbers
+    as floats. Everything else (the messages above all) is kept exactly."""
+    if not isinstance(body, dict):
+        return body
+    out = {k: v for k, v in body.items()
+           if not (k in API_DEFAULTS and type(v) is type(API_DEFAULTS[k]) and v == API_DEFAULTS[k])}
+    for k in NUMERIC_FIELDS:
+        v = out.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[k] = float(v)
+    return out
+
+
 def request_key(method: str, path: str, body: Any) -> str:
-    """sha256 of method, path (without the label prefix) and the canonical body."""
-    text = f"{method.upper()} {path}\n{canonical_json(body)}"
+    """sha256 of method, path (without the label prefix) and the canonical normalised body with its
+    message contents as digests (``hash_messages``): equal for two bodies that ask the same thing,
+    and computable again from a recording that keeps digests only."""
+    text = f"{method.upper()} {path}\n{canonical_json(hash_messages(normalised_body(body)))}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -74,11 +105,19 @@ def hash_messages(body: Any) -> Any:
         return body
     out = dict(body)
     if isinstance(body.get("messages"), list):
-        out["messages"] = [{**m, "content": content_digest(m.get("content"))} if isinstance(m, dict) else m
+        out["messages"] = [{**m, "content": _digest(m.get("content"))} if isinstance(m, dict) else m
                            for m in body["messages"]]
     if "prompt" in body:
-        out["prompt"] = content_digest(body["prompt"])
+        out["prompt"] = _digest(body["prompt"])
     return out
+
+
+def _digest(content: Any) -> Any:
+    # idempotent: a content that is already a digest (a recording's stored body) stays as it is;
+    # a real message content is a string or a list of parts, never a one-key {"sha256": ...} dict
+    if isinstance(content, dict) and set(content) == {"sha256"}:
+        return content
+    return content_digest(content)
 
 
 def first_message_text(body: Any) -> str:
@@ -128,6 +167,8 @@ def load_recording(path: Path) -> dict[str, dict[str, Any]]:
             if missing:
                 raise RecordingError(f"{path}:{lineno}: entry lacks field(s) {missing}; "
                                      "expected key, status, reply")
+            if "method" in entry and "path" in entry:  # keyed again: recordings made before the
+                entry["key"] = request_key(entry["method"], entry["path"], entry.get("body"))  # key rule
             entries.setdefault(entry["key"], entry)  # the first reply given is the one replayed
     return entries
 
@@ -216,8 +257,10 @@ class RecordProxy:
         self.stop()
 
     # -- request handling ------------------------------------------------------------------------
-    def handle(self, method: str, raw_path: str, raw_body: bytes) -> tuple[int, bytes]:
-        """Answer one request: (HTTP status, JSON reply bytes)."""
+    def handle(self, method: str, raw_path: str, raw_body: bytes, *, client_retry: int = 0) -> tuple[int, bytes]:
+        """Answer one request: (HTTP status, JSON reply bytes). ``client_retry``: the client's own
+        retry count for this request (the OpenAI SDK's ``x-stainless-retry-count`` header), logged so
+        a resend by the client's HTTP layer is told apart from a second call by the pipeline."""
         m = LABEL_PREFIX.match(raw_path)
         label, path = (m.group(1), m.group(2)) if m else ("default", raw_path)
         if raw_body:
@@ -236,7 +279,7 @@ class RecordProxy:
             hit = entry is not None
             if entry is None:
                 if self.mode == "replay":
-                    self._log(label, key, stage, method, path, body, "miss", None)
+                    self._log(label, key, stage, method, path, body, "miss", None, client_retry)
                     with self._lock:
                         self.stats.misses += 1
                     return 404, _error(f"record proxy (replay): no recorded reply for {method} {path} "
@@ -245,7 +288,7 @@ class RecordProxy:
                 if status >= 500 or status == 429:  # transient: do not freeze an outage into the recording
                     with self._lock:
                         self.stats.upstream_errors += 1
-                    self._log(label, key, stage, method, path, body, "upstream_error", None)
+                    self._log(label, key, stage, method, path, body, "upstream_error", None, client_retry)
                     return status, json.dumps(reply).encode("utf-8")
                 stored = hash_messages(body) if self.digest_messages else body
                 entry = {"key": key, "method": method, "path": path, "body": stored, "status": status,
@@ -260,7 +303,7 @@ class RecordProxy:
                 self.stats.misses += 1
             self.stats.by_label_stage[(label, stage)] += 1
         usage = entry["reply"].get("usage") if isinstance(entry["reply"], dict) else None
-        self._log(label, key, stage, method, path, body, "hit" if hit else "recorded", usage)
+        self._log(label, key, stage, method, path, body, "hit" if hit else "recorded", usage, client_retry)
         return int(entry["status"]), json.dumps(entry["reply"], ensure_ascii=False).encode("utf-8")
 
     def _upstream_body(self, body: Any, raw_body: bytes) -> bytes:
@@ -288,14 +331,14 @@ class RecordProxy:
             return status, {"error": {"message": data.decode("utf-8", "replace")[:2000]}}
 
     def _log(self, label: str, key: str, stage: str, method: str, path: str, body: Any,
-             outcome: str, usage: Any) -> None:
+             outcome: str, usage: Any, client_retry: int = 0) -> None:
         if self.request_log is None:
             return
         with self._lock:
             self._seq += 1
             _append_line(self.request_log, {"seq": self._seq, "label": label, "key": key, "stage": stage,
                                             "method": method, "path": path, "outcome": outcome,
-                                            "usage": usage, "body": body})
+                                            "usage": usage, "client_retry": client_retry, "body": body})
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
@@ -307,7 +350,9 @@ class RecordProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 try:
-                    status, data = proxy.handle(method, self.path, raw)
+                    retry = self.headers.get("x-stainless-retry-count") or "0"
+                    status, data = proxy.handle(method, self.path, raw,
+                                                client_retry=int(retry) if retry.isdigit() else 0)
                 except Exception as exc:  # noqa: BLE001 - a proxy bug must reach the client, not hang it
                     status, data = 500, _error(f"record proxy: {type(exc).__name__}: {exc}")
                 try:
@@ -333,104 +378,6 @@ class RecordProxy:
 
 def _error(message: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": "record_proxy"}}).encode("utf-8")
-
-
-# -- comparing what two clients sent ------------------------------------------------------------
-def read_request_log(path: str | Path) -> list[dict[str, Any]]:
-    """The entries of a request log (one JSON object per line; a bad line names the file and line)."""
-    from atomicrag.core.artifacts import read_jsonl
-
-    return read_jsonl(path)
-
-
-def first_difference(a: Any, b: Any, where: str = "$", window: int = 60) -> str | None:
-    """A short path and values of the first place two JSON values differ; None when equal. Strings
-    are shown ``window`` characters either side of the first differing character (a report that is
-    committed keeps this short: the texts may be prompts that are not ours to store)."""
-    if type(a) is not type(b):
-        return f"{where}: {type(a).__name__} vs {type(b).__name__}"
-    if isinstance(a, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{where}.{k}: only in {'second' if k not in a else 'first'}"
-            d = first_difference(a[k], b[k], f"{where}.{k}", window)
-            if d:
-                return d
-        return None
-    if isinstance(a, list):
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = first_difference(x, y, f"{where}[{i}]", window)
-            if d:
-                return d
-        return None if len(a) == len(b) else f"{where}: length {len(a)} vs {len(b)}"
-    if a != b:
-        if isinstance(a, str) and isinstance(b, str):
-            i = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            lo = max(0, i - window)
-            return f"{where} @char {i}: {a[lo:i + window]!r} vs {b[lo:i + window]!r}"
-        return f"{where}: {a!r} vs {b!r}"
-    return None
-
-
-def compare_labels(entries: list[dict[str, Any]], first: str, second: str, window: int = 60) -> dict[str, Any]:
-    """Per stage: requests each label sent, bodies both sent (multiset), each label's extra ones,
-    the first differing pair (the n-th unmatched body of each side, in send order), and tokens."""
-    by: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: {first: [], second: []})
-    for e in entries:
-        if e.get("method") == "POST" and e.get("label") in (first, second):
-            by[e["stage"]][e["label"]].append(e)
-    report: dict[str, Any] = {}
-    for stage in sorted(by):
-        a, b = by[stage][first], by[stage][second]
-        ca, cb = Counter(e["key"] for e in a), Counter(e["key"] for e in b)
-        common = sum((ca & cb).values())
-        only_a = [e for e in a if not _take(ca, cb, e["key"])]
-        ca, cb = Counter(e["key"] for e in a), Counter(e["key"] for e in b)
-        only_b = [e for e in b if not _take(cb, ca, e["key"])]
-        diff = None
-        if only_a and only_b:
-            diff = first_difference(only_a[0]["body"], only_b[0]["body"], window=window)
-        elif only_a or only_b:
-            diff = f"only {first if only_a else second} sent {len(only_a or only_b)} more request(s)"
-        # the messages alone (sampling parameters aside): is the prompt the same, only the settings not?
-        ma, mb = Counter(_messages_key(e) for e in a), Counter(_messages_key(e) for e in b)
-        messages_equal = sum((ma & mb).values())
-        param_diff = None
-        fields: set[str] = set()  # top-level body fields that differ where the messages are the same
-        by_msg = {_messages_key(e): e for e in b}
-        for e in a:
-            other = by_msg.get(_messages_key(e))
-            if other is not None and other["key"] != e["key"]:
-                param_diff = param_diff or first_difference(e["body"], other["body"], window=window)
-                x, y = e["body"], other["body"]
-                fields |= {k for k in set(x) | set(y) if k != "messages" and x.get(k) != y.get(k)}
-        report[stage] = {
-            f"n_{first}": len(a), f"n_{second}": len(b), "equal": common, "messages_equal": messages_equal,
-            "first_parameter_difference": param_diff, "differing_parameters": sorted(fields),
-            f"only_{first}": len(only_a), f"only_{second}": len(only_b), "first_difference": diff,
-            f"tokens_{first}": _tokens(a), f"tokens_{second}": _tokens(b),
-        }
-    return report
-
-
-def _messages_key(entry: dict[str, Any]) -> str:
-    body = entry.get("body")
-    msgs = body.get("messages", body.get("prompt")) if isinstance(body, dict) else body
-    return canonical_json(msgs)
-
-
-def _take(mine: Counter, theirs: Counter, key: str) -> bool:
-    """Match one occurrence of ``key`` against the other side; False when nothing is left to match."""
-    if theirs[key] > 0:
-        theirs[key] -= 1
-        return True
-    return False
-
-
-def _tokens(entries: list[dict[str, Any]]) -> dict[str, int]:
-    p = sum(int((e.get("usage") or {}).get("prompt_tokens") or 0) for e in entries)
-    c = sum(int((e.get("usage") or {}).get("completion_tokens") or 0) for e in entries)
-    return {"prompt": p, "completion": c}
 
 
 def main(argv: list[str] | None = None) -> int:

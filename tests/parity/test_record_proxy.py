@@ -15,8 +15,10 @@ from atomicrag.llm.record_proxy import (
     RecordProxy,
     canonical_json,
     compare_labels,
+    hash_messages,
     load_recording,
     read_request_log,
+    request_key,
 )
 
 
@@ -165,3 +167,60 @@ def test_compare_labels_counts_equal_and_differing_bodies_per_stage(tmp_path: Pa
 def test_canonical_json_ignores_key_order_but_not_values() -> None:
     assert canonical_json({"b": 1, "a": "é"}) == canonical_json({"a": "é", "b": 1}) == '{"a":"é","b":1}'
     assert canonical_json({"a": 1}) != canonical_json({"a": 1.5})
+
+
+def test_fields_left_at_the_api_default_are_the_same_request(tmp_path: Path, upstream: FakeUpstream) -> None:
+    """The released code's SDK call writes n=1, seed=null, max_tokens=null and temperature 0; ours
+    leaves them out and writes 0.0. Both ask the model the same thing, so both get the one reply the
+    model gave (before this, the second body went to the model again and could come back different),
+    and the report names the fields spelled differently. A real difference still differs."""
+    with RecordProxy(tmp_path / "rec.jsonl", upstream=upstream.url, request_log=tmp_path / "log.jsonl",
+                     stage_rules=RULES) as proxy:
+        ours = _chat(proxy.client_url("ours"), "Extract named entities.", "P1")
+        released = httpx.post(f"{proxy.client_url('released')}/chat/completions", timeout=10, json={
+            "model": "m", "messages": [{"role": "system", "content": "Extract named entities."},
+                                       {"role": "user", "content": "P1"}],
+            "temperature": 0, "n": 1, "seed": None, "max_tokens": None})
+        other = _chat(proxy.client_url("released"), "Extract named entities.", "P1", n=2)
+    assert released.json() == ours.json() and upstream.calls == 2  # `other` (n=2) is another request
+    assert other.json()["choices"][0]["message"]["content"] == "reply 2"
+    ner = compare_labels(read_request_log(tmp_path / "log.jsonl"), "ours", "released")["ner"]
+    assert ner["equal"] == 1 and ner["spelled_differently"] == ["max_tokens", "n", "seed", "temperature"]
+
+
+def test_a_recording_keyed_by_an_older_rule_is_keyed_again_on_load(tmp_path: Path) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Q"}], "temperature": 0.0}
+    rec = tmp_path / "rec.jsonl"
+    rec.write_text(json.dumps({"key": "an-old-key", "method": "POST", "path": "/v1/chat/completions",
+                               "body": hash_messages(body), "status": 200,
+                               "reply": {"choices": [{"message": {"content": "A"}}]}}) + "\n", encoding="utf-8")
+    entries = load_recording(rec)
+    assert list(entries) == [request_key("POST", "/v1/chat/completions", body)]
+    assert request_key("POST", "/v1/chat/completions", {**body, "n": 1, "temperature": 0}) == list(entries)[0]
+
+
+def test_a_resend_by_the_clients_http_layer_is_counted_apart(tmp_path: Path, upstream: FakeUpstream) -> None:
+    """The released code's OpenAI SDK sends a body again after a connection error (its
+    ``x-stainless-retry-count`` header > 0): the pipeline asked once, so the comparison leaves the
+    resend out (before, it showed as an extra released request) and counts it."""
+    with RecordProxy(tmp_path / "rec.jsonl", upstream=upstream.url, request_log=tmp_path / "log.jsonl",
+                     stage_rules=RULES) as proxy:
+        _chat(proxy.client_url("ours"), "Extract named entities.", "P1")
+        body = {"model": "m", "messages": [{"role": "system", "content": "Extract named entities."},
+                                           {"role": "user", "content": "P1"}], "temperature": 0.0}
+        for retry in ("0", "1"):
+            httpx.post(f"{proxy.client_url('released')}/chat/completions", json=body, timeout=10,
+                       headers={"x-stainless-retry-count": retry})
+    log = read_request_log(tmp_path / "log.jsonl")
+    assert [e["client_retry"] for e in log] == [0, 0, 1]
+    ner = compare_labels(log, "ours", "released")["ner"]
+    assert (ner["n_ours"], ner["n_released"], ner["equal"], ner["only_released"], ner["resent_released"]) == (1, 1, 1, 0, 1)
+
+
+def test_a_retry_whose_first_attempt_never_arrived_is_the_request() -> None:
+    """The SDK's first attempt can fail before it reaches the proxy (a dead pooled connection): the
+    request logged with retry count 1 is then the only one asked, not a resend."""
+    body = {"key": "k1", "method": "POST", "stage": "ner", "usage": None, "body": {"messages": []}}
+    log = [{**body, "label": "ours", "client_retry": 0}, {**body, "label": "released", "client_retry": 1}]
+    ner = compare_labels(log, "ours", "released")["ner"]
+    assert (ner["equal"], ner["only_released"], ner["resent_released"]) == (1, 0, 0)
