@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from atomicrag.llm.record_proxy import RecordProxy, compare_labels, read_request_log
+from atomicrag.llm.record_proxy import RecordProxy, compare_labels, read_request_log, request_key
 
 # stage <- the released template file whose text begins the request's first message. The rules are
 # built from the named checkout at run time (its prompts are not ours to store): every string
@@ -102,8 +102,14 @@ def norm(text: str) -> str:
 def compose(args: argparse.Namespace, extra: list[str]) -> Any:
     from atomicrag.core.compose import HARNESS_ROOT, load_config
 
+    # the released driver hands the embedder to the released BGE class whatever its name: ours gives
+    # it that class's recipe too (mean pooling, the released instructions glued on)
     overrides = [f"dataset={args.dataset}", f"llm={args.llm}", "llm.cache=false", "judge=none",
-                 f"embedder={args.embedder}", f"fidelity.released_code={args.released_code}", *args.set, *extra]
+                 f"embedder={args.embedder}", f"fidelity.released_code={args.released_code}",
+                 "fidelity.embed_recipe_models=all",
+                 # the driver loads the released class in float32; precision=auto would pick bf16 on
+                 # CPUs with native bf16 and move every similarity in the third decimal
+                 "embedder.precision=fp32", *args.set, *extra]
     # the experiment file is chosen from the dataset's name once the dataset is known
     base = load_config(None, root=HARNESS_ROOT, env_prefix=None, overrides=overrides)
     exp = EXPERIMENTS.get(base.dataset.name)
@@ -114,6 +120,7 @@ def compose(args: argparse.Namespace, extra: list[str]) -> Any:
 
 
 def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str) -> dict[str, Any]:
+    import atomicrag.retrieve.query_batch as query_batch
     from atomicrag.engine import ConfigModels, Engine
     from atomicrag.engine.corpus_index import SINGLE, CorpusIndex
     from atomicrag.llm.accounting import Accountant
@@ -121,6 +128,15 @@ def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str
     acc = Accountant()
     models = ConfigModels(cfg, acc)
     engine = Engine(cfg, models, acc, cache_dir=None, dataset_name=cfg.dataset.name)
+    seed_sets: list[tuple[list[str], Any]] = []  # (queries, SeedSet) of every propagation batch
+    plain_seeds = query_batch.BatchRetriever.seeds
+
+    def recording_seeds(self: Any, queries: list[str], q_emb: Any) -> Any:
+        out = plain_seeds(self, queries, q_emb)
+        seed_sets.append((list(queries), out))
+        return out
+
+    query_batch.BatchRetriever.seeds = recording_seeds  # the personalisation each query got, for the report
     t0 = time.perf_counter()
     try:
         parts = list(engine.atomize_slices(chunks))
@@ -135,6 +151,7 @@ def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str
         t_query = time.perf_counter() - t1
     finally:
         models.close()
+        query_batch.BatchRetriever.seeds = plain_seeds
     g = indexed.graph
     pos = {c.id: i for i, c in enumerate(chunks)}
     per_chunk: list[dict[str, Any]] = [{"position": i, "atoms": [], "triples": []} for i in range(len(chunks))]
@@ -154,6 +171,14 @@ def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str
         for s, d, w in zip(el.src.tolist(), el.dst.tolist(), el.weight.tolist()):
             (ta, a), (tb, b) = node_text(s), node_text(d)
             edges.append({"type": etype, "types": f"{ta}-{tb}", "a": a, "b": b, "weight": w})
+    seeds = []  # per query: node text -> personalisation weight (before normalising)
+    for queries, ss in seed_sets:
+        dense = ss.matrix.to_dense()
+        for qi, qtext in enumerate(queries):
+            row = dense[qi]
+            seeds.append({"query": qtext, "weights": {node_text(int(i))[1]: float(row[i])
+                                                      for i in row.nonzero().flatten().tolist()
+                                                      if int(i) < g.num_nodes}})
     ppr, sieve, answers = [], [], []
     for t in batch.traces:
         queries = [t.question, *t.sub_questions]
@@ -165,7 +190,7 @@ def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str
         answers.append({"id": t.question_id, "question": t.question, "answer": t.answer, "raw": t.raw_answer,
                         "errors": t.errors})
     return {"chunks": per_chunk, "entities": list(g.entity_keys), "entity_texts": list(g.entity_texts),
-            "fragments": [a.text for a in g.atoms], "edges": edges, "ppr": ppr, "sieve": sieve,
+            "fragments": [a.text for a in g.atoms], "edges": edges, "seeds": seeds, "ppr": ppr, "sieve": sieve,
             "answers": answers, "failures": [f.__dict__ for f in res.failures],
             "seconds": {"index": round(t_index, 2), "query": round(t_query, 2)}}
 
@@ -226,6 +251,7 @@ def compare(ours: dict[str, Any], rel: dict[str, Any], n_chunks: int, top_k: int
                   "identical": sum(r["identical"] for r in matched),
                   "mean_overlap": round(sum(r["overlap"] for r in matched) / len(matched), 4) if matched else None,
                   "per_query": rows}
+    out["seeds"] = compare_seeds(ours.get("seeds", []), rel.get("seeds", []))
     rel_sieve = {s["query"]: s for s in rel["sieve"]}
     srows = []
     for s in ours["sieve"]:
@@ -251,6 +277,30 @@ def compare(ours: dict[str, Any], rel: dict[str, Any], n_chunks: int, top_k: int
     return out
 
 
+def compare_seeds(ours: list[dict[str, Any]], rel: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per query (matched by text): do both personalise the same nodes, and how far apart are the
+    weights once each vector is normalised to sum 1 (what PPR restarts to)?"""
+    rel_by = {r.get("query"): r["weights"] for r in rel if r.get("query") is not None}
+    rows = []
+    for o in ours:
+        r = rel_by.get(o["query"])
+        if r is None:
+            rows.append({"query": o["query"], "matched": False})
+            continue
+        so, sr = sum(o["weights"].values()) or 1.0, sum(r.values()) or 1.0
+        nodes = set(o["weights"]) | set(r)
+        gap = max((abs(o["weights"].get(n, 0.0) / so - r.get(n, 0.0) / sr) for n in nodes), default=0.0)
+        top = max(nodes, key=lambda n: abs(o["weights"].get(n, 0.0) / so - r.get(n, 0.0) / sr), default=None)
+        rows.append({"query": o["query"], "matched": True, "same_nodes": set(o["weights"]) == set(r),
+                     "nodes": [len(o["weights"]), len(r)], "max_abs_diff": round(gap, 6),
+                     "largest_diff_node": None if top is None else top[:60],
+                     "largest_diff": None if top is None else [round(o["weights"].get(top, 0.0) / so, 6),
+                                                               round(r.get(top, 0.0) / sr, 6)]})
+    matched = [x for x in rows if x["matched"]]
+    return {"matched": len(matched), "same_nodes": sum(x["same_nodes"] for x in matched),
+            "within_1e-4": sum(x["max_abs_diff"] <= 1e-4 for x in matched), "per_query": rows}
+
+
 def markdown(report: dict[str, Any]) -> str:
     m = report["meta"]
     c = report["compare"]
@@ -262,14 +312,16 @@ def markdown(report: dict[str, Any]) -> str:
              f"Data: `{m['data_files']}` · documents sha256 `{m['docs_sha256']}`  ",
              (f"Proxy: {report['proxy']} (a reply is the model's first one to that exact body; "
               "`default_max_tokens`: the cap sent upstream for requests that set none)"), "",
-             "## LLM requests by stage (bodies compared as canonical JSON)", "",
+             ("## LLM requests by stage (bodies compared as canonical JSON, fields left at the API default "
+              "aside: `record_proxy.normalised_body`)"), "",
              ("| stage | ours | released | equal bodies | same messages | only ours | only released "
-              "| tokens ours (p/c) | tokens released (p/c) |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| resent by the HTTP client (ours/released) | tokens ours (p/c) | tokens released (p/c) |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for stage, s in report["requests"].items():
         lines.append(f"| {stage} | {s['n_ours']} | {s['n_released']} | {s['equal']} | {s['messages_equal']} | "
-                     f"{s['only_ours']} | "
-                     f"{s['only_released']} | {s['tokens_ours']['prompt']}/{s['tokens_ours']['completion']} | "
+                     f"{s['only_ours']} | {s['only_released']} | "
+                     f"{s.get('resent_ours', 0)}/{s.get('resent_released', 0)} | "
+                     f"{s['tokens_ours']['prompt']}/{s['tokens_ours']['completion']} | "
                      f"{s['tokens_released']['prompt']}/{s['tokens_released']['completion']} |")
     lines += ["", "First difference per stage:", ""]
     for stage, s in report["requests"].items():
@@ -293,7 +345,10 @@ def markdown(report: dict[str, Any]) -> str:
                 f"released {p['queries_released']}); identical {p['identical']}; mean overlap {p['mean_overlap']}")
     sieve_line = (f"- Sieve: {s['matched']} prompts matched (ours {s['prompts_ours']}, released "
                   f"{s['prompts_released']}); same candidates {s['same_candidates']}; same keep set {s['same_kept_set']}")
-    lines += ["", ppr_line, sieve_line,
+    sd = c.get("seeds") or {"matched": 0, "same_nodes": 0, "within_1e-4": 0}
+    seed_line = (f"- PPR seeds (personalisation, each normalised to sum 1): {sd['matched']} queries matched; "
+                 f"same seeded nodes {sd['same_nodes']}; every weight within 1e-4 {sd['within_1e-4']}")
+    lines += ["", seed_line, ppr_line, sieve_line,
               f"- Answers: equal {ans['equal']}/{ans['n']} (raw reader replies equal {ans['raw_equal']})",
               f"- Wall seconds: ours {report['ours_seconds']}, released {report['released_seconds']}", ""]
     return "\n".join(lines)
@@ -409,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     rel = json.loads((work / "released.json").read_text(encoding="utf-8"))
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "atomicrag", "scripts", "conf"],
+                           cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+    commit += " (with uncommitted changes)" if dirty else ""  # the code that ran is not that commit alone
     released_commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=released_code, capture_output=True,
                                      text=True, check=False).stdout.strip() or "not a git checkout"
     files = [Path(f) for f in getattr(data, "files", [])]
@@ -444,10 +502,17 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
     entries = read_request_log(req_log)
     used = {e["key"] for e in entries}
     with recording.open(encoding="utf-8") as src, (dest / "recording.jsonl").open("w", encoding="utf-8") as out:
+        written: set[str] = set()
         for line in src:  # only replies this run asked for (an older run's extra ones stay out)
-            if line.strip() and json.loads(line)["key"] in used:
-                out.write(line)
-    labels = [{k: e[k] for k in ("label", "stage", "key", "method", "path")} for e in entries]
+            if not line.strip():
+                continue
+            entry = json.loads(line)  # keyed again: a line written under an older key rule
+            entry["key"] = request_key(entry["method"], entry["path"], entry.get("body"))
+            if entry["key"] in used and entry["key"] not in written:  # the first reply is the one replayed
+                written.add(entry["key"])
+                out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    labels = [{k: e[k] for k in ("label", "stage", "key", "method", "path")}
+              | {"client_retry": int(e.get("client_retry") or 0)} for e in entries]
     (dest / "requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels), encoding="utf-8")
     for name in ("docs.json", "questions.json"):
         (dest / name).write_text((work / name).read_text(encoding="utf-8"), encoding="utf-8")

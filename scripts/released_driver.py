@@ -93,12 +93,23 @@ def main() -> int:
 
     def search(query: str, passage_node_weight: float = 0.1) -> Any:
         ids, scores = orig_search(query, passage_node_weight=passage_node_weight)
+        seeds[-1]["query"] = query  # run_ppr was called by this search (under the graph lock)
         top = [rag.hierarchical_fragment_store.get_row(rag.fragment_node_keys[i])["content"]
                for i in list(ids)[: args.top_k]]
         ppr.append({"query": query, "top": top, "scores": [float(s) for s in list(scores)[: args.top_k]]})
         return ids, scores
 
     rag.graph_search_with_fact_entities = search
+
+    seeds: list[dict[str, Any]] = []  # per PPR call: node content -> reset weight (before normalising)
+    orig_run_ppr = rag.run_ppr
+
+    def run_ppr(reset_prob: Any, damping: float = 0.3) -> Any:
+        contents = rag.graph.vs["content"]
+        seeds.append({"weights": {contents[i]: float(w) for i, w in enumerate(reset_prob) if w > 0}})
+        return orig_run_ppr(reset_prob, damping=damping)
+
+    rag.run_ppr = run_ppr
 
     sieve: list[dict[str, Any]] = []
     orig_filter = rag.fragment_filter.filter_fragments_batch_async
@@ -152,7 +163,8 @@ def main() -> int:
                         "decomposition": getattr(sol, "decomposition_metadata", None)})
     result = {
         "driver": "released", "checkout": str(checkout), "n_docs": len(docs),
-        "chunks": chunks, "nodes": nodes, "edges": edges, "ppr": ppr, "sieve": sieve, "answers": answers,
+        "chunks": chunks, "nodes": nodes, "edges": edges, "seeds": seeds, "ppr": ppr, "sieve": sieve,
+        "answers": answers,
         "statistics": rag.get_statistics(), "seconds": {"index": round(t_index, 2), "query": round(t_query, 2)},
     }
     tmp = Path(args.out).with_suffix(".tmp")

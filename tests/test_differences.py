@@ -106,3 +106,16 @@ def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
     assert "fragment-entity alignment" in structured
     own = _topics(HarnessConfig(fidelity=dataclasses.replace(fid, sieve_prompt="own"), sieve=SieveConfig(name="llm")))
     assert own["sieve prompt"]["released"].startswith("released filter prompt") and "fidelity.sieve_prompt" in own
+
+
+def test_embedding_precision_and_concurrency_are_named_when_they_differ() -> None:
+    """Two departures no switch covers, unnamed before: ``precision=auto`` embeds in fp16 on CUDA
+    (bf16 on CPUs with native bf16) where the released class loads its model in the stored float32,
+    and a concurrency other than the released 200 moves the latency columns."""
+    from atomicrag.core.config import EmbedderConfig, LLMConfig
+
+    ref = group_config("fidelity", "reference_code")
+    t = _topics(HarnessConfig(fidelity=ref))
+    assert "embedding precision" in t and t["LLM concurrency"]["released"] == 200
+    same = _topics(HarnessConfig(fidelity=ref, embedder=EmbedderConfig(precision="fp32"), llm=LLMConfig(concurrency=200)))
+    assert "embedding precision" not in same and "LLM concurrency" not in same

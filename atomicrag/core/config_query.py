@@ -54,6 +54,10 @@ class FidelityConfig:
     embed_pooling: str = mode(Literal["model", "mean"], "model")  # model (CLS for bge) | mean (code)
     # 10: the released code glues its instruction strings onto queries with no separator
     embed_instruction: str = mode(Literal["model", "released"], "model")  # model (embedder.query_prefix) | released (released instructions, no separator)
+    # 10: which models the two switches above apply to: bge (what the released dispatch sends to its
+    # BGE class: a name containing "bge") | all (every model, as when the parity run hands MiniLM to
+    # that class; scripts/parity_released.py sets it)
+    embed_recipe_models: str = mode(Literal["bge", "all"], "bge")
     # 11: vector index
     vector_index: str = mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
     # differences of the released code outside the numbered list (part of reference_code)

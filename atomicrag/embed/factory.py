@@ -43,8 +43,9 @@ def released_code_covers(cfg: EmbedderConfig) -> bool:
 
 def embedding_fidelity(cfg: EmbedderConfig, fidelity: FidelityConfig | None) -> FidelityConfig | None:
     """``fidelity`` with the embedding switches (switch 10) off for a model the released code does not
-    cover: it keeps its own pooling and prefixes instead of borrowing the BGE class's."""
-    if fidelity is None or released_code_covers(cfg):
+    cover: it keeps its own pooling and prefixes instead of borrowing the BGE class's (unless
+    ``fidelity.embed_recipe_models=all`` gives every model the BGE class's recipe)."""
+    if fidelity is None or fidelity.embed_recipe_models == "all" or released_code_covers(cfg):
         return fidelity
     return dataclasses.replace(fidelity, embed_pooling="model", embed_instruction="model")
 

@@ -22,6 +22,7 @@ from atomicrag.core.config import Config
 RELEASED_BUDGET = "none (no cap sent)"
 RELEASED_SIEVE_BUDGET = 1024
 RELEASED_MODELS = {"llm": "gpt-4o-mini", "embedder": "BAAI/bge-large-en-v1.5"}
+RELEASED_CONCURRENCY = 200  # the released BaseConfig.max_concurrency default
 OWN_PROMPTS = "own prompts"
 
 
@@ -98,6 +99,13 @@ def differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.embedder.model != RELEASED_MODELS["embedder"]:
         covered = "released BGE class" if released_code_covers(cfg.embedder) else "its model card's recipe"
         out.append(_item("embedder", f"{cfg.embedder.model} ({covered})", RELEASED_MODELS["embedder"]))
+    if cfg.embedder.precision != "fp32":  # the released class loads the model in its stored dtype
+        out.append(_item("embedding precision", f"embedder.precision={cfg.embedder.precision} (auto: fp16 on "
+                         "CUDA, bf16 on CPUs with native bf16; similarities move in the third decimal)",
+                         "the model's stored dtype (float32 for bge-large-en-v1.5)"))
+    if cfg.llm.concurrency != RELEASED_CONCURRENCY:
+        out.append(_item("LLM concurrency", f"llm.concurrency={cfg.llm.concurrency} (moves latency, not answers)",
+                         RELEASED_CONCURRENCY))
     if cfg.judge.name != "none":
         if cfg.judge.llm_source == "run" or cfg.judge.llm.model != RELEASED_MODELS["llm"]:
             judge_llm = cfg.llm.model if cfg.judge.llm_source == "run" else cfg.judge.llm.model

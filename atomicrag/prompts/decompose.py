@@ -101,7 +101,8 @@ def build_messages(question: str, *, max_sub_questions: int, threshold: float,
     threshold wording, so ``threshold`` and ``trigger`` act only in code (``retrieve.decompose``).
     """
     if released is not None:
-        return released.decomposition(question.strip(), max_sub_questions)
+        # the released call renders the question as given (a trailing space in the dataset stays)
+        return released.decomposition(question, max_sub_questions)
     if trigger not in STEP2:
         raise ValueError(f"decompose trigger {trigger!r} is not one of {', '.join(STEP2)}")
     step2 = STEP2[trigger].format(threshold=_fmt_threshold(threshold))

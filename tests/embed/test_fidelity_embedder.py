@@ -45,3 +45,18 @@ def test_table8_embedders_keep_their_own_recipe_unless_the_released_code_covers_
     assert got["nomic-ai/nomic-embed-text-v1.5"] == ("mean", "search_query: ", "search_document: ")
     pool, query, passage = got["Alibaba-NLP/gte-Qwen2-1.5B-instruct"]
     assert pool == "auto" and query.startswith("Instruct: ") and query.endswith("\nQuery: ") and passage == ""
+
+
+def test_every_model_gets_the_released_bge_recipe_when_asked(monkeypatch, released_checkout):
+    """The parity run hands MiniLM to the released BGE class (mean pooling, the released
+    instructions glued on); ``fidelity.embed_recipe_models=all`` gives our MiniLM the same recipe,
+    where by default a model whose name lacks "bge" keeps its own (no instruction)."""
+    seen = {}
+    monkeypatch.setattr(factory, "_build", lambda key, pooling: seen.setdefault(len(seen), (dict(key), pooling)))
+    minilm = EmbedderConfig(name="sentence_transformers", model="minilm", pooling="auto")
+    for models in ("bge", "all"):
+        factory.build_embedder(minilm, FidelityConfig(embed_pooling="mean", embed_instruction="released",
+                                                      prompts="released", embed_recipe_models=models))
+    (by_name, pool_by_name), (every, pool_every) = seen[0], seen[1]
+    assert (by_name["query_prefix"], pool_by_name) == ("", "auto")
+    assert (every["query_prefix"], pool_every) == (released_checkout["query_to_passage"], "mean")

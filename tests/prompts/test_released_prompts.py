@@ -177,3 +177,14 @@ def test_published_row_without_a_checkout_stops_before_any_work(tmp_path: Path) 
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "No checkout of the released code is named" in proc.stderr and "fidelity.prompts=own" in proc.stderr
     assert not (tmp_path / "results").exists() and not (tmp_path / "cache").exists()
+
+
+def test_the_released_decomposition_renders_the_question_as_given(tree: Path) -> None:
+    """Two 2Wiki smoke questions end in a space; the released call renders them as they are, so our
+    request differed from the released code's for those questions while we stripped it (the parity
+    run's decompose stage: 8 of 10 bodies equal). Our own template still strips."""
+    p = released.require(str(tree))
+    d = decompose.build_messages("Who is older, A or B? ", max_sub_questions=3, threshold=6.5, released=p)
+    assert "B? " in d[0]["content"]
+    own = decompose.build_messages("Who is older, A or B? ", max_sub_questions=3, threshold=6.5)
+    assert "B? " not in own[0]["content"] and "B?" in own[0]["content"]
