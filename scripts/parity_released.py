@@ -68,6 +68,10 @@ def stage_rules(checkout: str | Path) -> dict[str, str]:
                 starts.setdefault(node.value.lstrip()[:PREFIX_CHARS], set()).add(stage)
     sieve = released_sieve.load(str(checkout)).system
     starts.setdefault(sieve.lstrip()[:PREFIX_CHARS], set()).add("sieve")
+    judge = released.load(str(checkout)).judge  # the released evaluation's two judge prompts
+    for key, stage in (("statements", "judge_statements"), ("classify", "judge_classify")):
+        if judge.get(key):
+            starts.setdefault(judge[key].lstrip()[:PREFIX_CHARS], set()).add(stage)
     by_stage: dict[str, list[str]] = {}
     for start, stages in sorted(starts.items()):
         if len(stages) == 1:  # a start two stages share names neither
@@ -193,6 +197,58 @@ def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str
             "fragments": [a.text for a in g.atoms], "edges": edges, "seeds": seeds, "ppr": ppr, "sieve": sieve,
             "answers": answers, "failures": [f.__dict__ for f in res.failures],
             "seconds": {"index": round(t_index, 2), "query": round(t_query, 2)}}
+
+
+def run_judges(args: argparse.Namespace, cfg: Any, proxy: Any, questions: list[Any], rel: dict[str, Any],
+               work: Path, released_code: Path, embed_path: str) -> dict[str, Any]:
+    """The released judge (its ``Evaluation/`` code, ``scripts/released_judge_driver.py``) and ours
+    (``fidelity=reference_code``'s judge: free text read as released, seed 42, the query instruction
+    LangChain's bge class puts on both texts) score the same answers, the released code's, with the
+    same LLM behind the proxy; per question: both scores and whether they agree."""
+    import dataclasses
+
+    from atomicrag.evaluate.judge_config import judge_from_config
+    from atomicrag.evaluate.score import judge_reference
+
+    answers = {a["id"]: a["answer"] for a in rel["answers"]}
+    items = [{"id": q.id, "question": q.question, "answer": answers.get(q.id) or "", "ground_truth": judge_reference(q)}
+             for q in questions]
+    (work / "judge_items.json").write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    cmd = [args.released_python, str(ROOT / "scripts" / "released_judge_driver.py"), "--checkout", str(released_code),
+           "--items", str(work / "judge_items.json"), "--llm-base-url", proxy.client_url("released_judge"),
+           "--model", cfg.llm.model, "--embed-model", embed_path, "--out", str(work / "released_judge.json")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
+    with (work / "released_judge.log").open("w") as logf:
+        rc = subprocess.run(cmd, cwd=str(work), env=env, stdout=logf, stderr=subprocess.STDOUT, check=False).returncode
+    if rc != 0:
+        raise SystemExit(f"parity_released: the released judge failed (exit {rc}); see {work / 'released_judge.log'} "
+                         "(its LangChain stack: RELEASED_EVAL=1 bash scripts/setup_released_env.sh)")
+    theirs = {x["id"]: x for x in json.loads((work / "released_judge.json").read_text(encoding="utf-8"))["scores"]}
+    from atomicrag.core.compose import group_config
+
+    j = group_config("judge", "llm")  # the released judge as conf/judge/llm.yaml declares it
+    # its models as the released generation_eval.py builds them, with the run's: the run's LLM at
+    # the judge's seed (42), and the run's embedder (MiniLM here) with the query instruction
+    # LangChain's bge class puts on both texts (the judge's own embedder config holds it)
+    judge_cfg = dataclasses.replace(cfg, judge=dataclasses.replace(
+        j, llm_source="own", embedder_source="own",
+        llm=dataclasses.replace(cfg.llm, base_url=proxy.client_url("ours_judge"), seed=j.llm.seed, cache=False),
+        embedder=dataclasses.replace(cfg.embedder, query_prefix=j.embedder.query_prefix, passage_prefix="")))
+    judge = judge_from_config(judge_cfg, None, None)
+    try:
+        verdicts = judge.judge([x["question"] for x in items], [x["answer"] for x in items],
+                               [x["ground_truth"] for x in items])
+    finally:
+        judge.close()
+    rows = []
+    for x, v in zip(items, verdicts):
+        r = theirs.get(x["id"], {})
+        a, b = v.acc, r.get("acc")
+        rows.append({"id": x["id"], "ours": a, "released": b, "ours_status": v.status, "released_status": r.get("status"),
+                     "equal": (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-6)})
+    return {"n": len(rows), "equal": sum(r["equal"] for r in rows), "per_question": rows,
+            "requests": compare_labels(read_request_log(work / "requests.jsonl"), "ours_judge", "released_judge",
+                                       window=20)}
 
 
 def undirected(edges: list[dict[str, Any]], kinds: str) -> set:
@@ -351,6 +407,20 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", seed_line, ppr_line, sieve_line,
               f"- Answers: equal {ans['equal']}/{ans['n']} (raw reader replies equal {ans['raw_equal']})",
               f"- Wall seconds: ours {report['ours_seconds']}, released {report['released_seconds']}", ""]
+    jd = report.get("judges")
+    if jd:
+        lines += ["## Judge (the released `Evaluation/` code and ours, scoring the released answers)", "",
+                  f"Scores equal (within 1e-6) for {jd['equal']} of {jd['n']} questions.", "",
+                  "| stage | ours | released | equal bodies | only ours | only released |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for stage, r in jd["requests"].items():
+            lines.append(f"| {stage} | {r['n_ours_judge']} | {r['n_released_judge']} | {r['equal']} | "
+                         f"{r['only_ours_judge']} | {r['only_released_judge']} |")
+        lines += ["", "| question | ours | released |", "|---|---:|---:|"]
+        for r in jd["per_question"]:
+            fmt = (lambda v: "—" if v is None else f"{v:.4f}")  # noqa: E731
+            lines.append(f"| {r['id']} | {fmt(r['ours'])} | {fmt(r['released'])} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -376,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true",
                     help="rebuild report.json/report.md from the last run's work folder (no model, no pipelines)")
     ap.add_argument("--fixture", help="also write a CI replay fixture to this folder (tests/parity/fixtures/...)")
+    ap.add_argument("--no-judge", action="store_true",
+                    help="skip scoring the answers with the released judge and ours (needs RELEASED_EVAL=1 set-up)")
     args = ap.parse_args(argv)
 
     from atomicrag.core.schemas import Chunk
@@ -456,6 +528,14 @@ def main(argv: list[str] | None = None) -> int:
                 if rc != 0:
                     raise SystemExit(f"parity_released: the released driver failed (exit {rc}); see {work / 'released.log'}")
                 print(f"[parity] released done in {rel_wall} s", flush=True)
+                judged = None
+                if not args.no_judge:
+                    judged = run_judges(args, ours_cfg, proxy, questions,
+                                        json.loads((work / "released.json").read_text(encoding="utf-8")),
+                                        work, released_code, embed)
+                    print(f"[parity] judges: equal scores {judged['equal']}/{judged['n']}", flush=True)
+                    (work / "judges.json").write_text(json.dumps(judged, ensure_ascii=False, indent=1),
+                                                      encoding="utf-8")
                 stats = {"hits": proxy.stats.hits, "misses": proxy.stats.misses,
                          "upstream_errors": proxy.stats.upstream_errors,
                          "default_max_tokens": args.default_max_tokens or None, "capped_upstream": proxy.capped}
@@ -483,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
         # to store the released prompts in a committed report
         "requests": compare_labels(read_request_log(req_log), "ours", "released", window=20),
         "compare": compare(ours, rel, len(docs), args.top_k),
+        "judges": (json.loads((work / "judges.json").read_text(encoding="utf-8"))
+                   if (work / "judges.json").is_file() and not args.no_judge else None),
         "ours_seconds": ours["seconds"], "released_seconds": rel["seconds"],
         "ours_failures": ours["failures"], "released_statistics": rel.get("statistics"),
     }
@@ -518,6 +600,11 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
         (dest / name).write_text((work / name).read_text(encoding="utf-8"), encoding="utf-8")
     expected = {k: ours[k] for k in ("chunks", "entities", "fragments", "ppr", "sieve", "answers")}
     (dest / "expected_ours.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1), encoding="utf-8")
+    # what the released code produced from these replies (tests/parity/test_released_replay.py runs it again)
+    rel = json.loads((work / "released.json").read_text(encoding="utf-8"))
+    expected_rel = {k: rel[k] for k in ("chunks", "ppr", "sieve", "answers")}
+    (dest / "expected_released.json").write_text(json.dumps(expected_rel, ensure_ascii=False, indent=1),
+                                                 encoding="utf-8")
     meta = {"dataset": args.dataset, "llm": args.llm, "embedder": args.embedder, "set": args.set,
             "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
             "commit": report["meta"]["commit"],

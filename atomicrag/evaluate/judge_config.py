@@ -82,7 +82,10 @@ def judge_from_config(cfg: Config, run_llm: Any, run_embedder: Any, accountant: 
         emb = judge_embedder(cfg, run_embedder) if "embedder" in needs and cfg.fidelity.acc_weight < 1 else None
         from atomicrag.llm.sampling import request_seed
 
-        seed = request_seed(cfg.judge.llm.seed if cfg.judge.llm_source == "own" else cfg.llm.seed, cfg.fidelity)
+        own_seed = cfg.judge.llm.seed if cfg.judge.llm_source == "own" else cfg.llm.seed
+        # the released evaluation sends its seed (42) whatever its pipeline does (fidelity.request_seed
+        # covers the pipeline's LLM class); a judge read as released sends the judge's own
+        seed = own_seed if cfg.fidelity.judge_replies == "released" else request_seed(own_seed, cfg.fidelity)
         impl = build_judge(cfg.judge.name, llm, emb, cfg.fidelity, seed=seed, max_tokens=cfg.judge.max_tokens)
     except BaseException:
         if owns:

@@ -63,12 +63,23 @@ def canonical_json(obj: Any) -> str:
 
 
 # Request fields whose value here is what the OpenAI API does when the field is left out: a body
-# that writes one and a body that leaves it out ask the same thing (the released code's SDK call
-# writes n=1, seed=null and max_tokens=null; ours leaves them out), so they share one key and so
-# one reply. Sampling numbers are read as numbers: temperature 0 and 0.0 are the same setting.
+# that writes one and a body that leaves it out ask the same thing (the released pipeline's SDK call
+# writes n=1, seed=null and max_tokens=null, the released judge's LangChain client top_p=1 and zero
+# penalties; ours leaves them out), so they share one key and so one reply. Sampling numbers are
+# read as numbers: temperature 0 and 0.0 are the same setting.
 API_DEFAULTS: dict[str, Any] = {"n": 1, "seed": None, "max_tokens": None, "max_completion_tokens": None,
-                                "stream": False}
+                                "stream": False, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0}
 NUMERIC_FIELDS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "repetition_penalty")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _at_default(value: Any, default: Any) -> bool:
+    if default is None or isinstance(default, bool):
+        return value is default
+    return _is_number(value) and float(value) == float(default)
 
 
 def normalised_body(body: Any) -> Any:
@@ -76,12 +87,10 @@ def normalised_body(body: Any) -> Any:
     as floats. Everything else (the messages above all) is kept exactly."""
     if not isinstance(body, dict):
         return body
-    out = {k: v for k, v in body.items()
-           if not (k in API_DEFAULTS and type(v) is type(API_DEFAULTS[k]) and v == API_DEFAULTS[k])}
+    out = {k: v for k, v in body.items() if not (k in API_DEFAULTS and _at_default(v, API_DEFAULTS[k]))}
     for k in NUMERIC_FIELDS:
-        v = out.get(k)
-        if isinstance(v, int) and not isinstance(v, bool):
-            out[k] = float(v)
+        if _is_number(out.get(k)):
+            out[k] = float(out[k])
     return out
 
 

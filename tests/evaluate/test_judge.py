@@ -245,3 +245,25 @@ def test_a_registered_judge_is_built_through_the_registry(monkeypatch):
     assert j.judge_impl.llm is run_llm
     with pytest.raises(ValueError, match="known: llm, mine, none"):
         build_judge("other", run_llm, EMB, PAPER)
+
+
+def test_the_released_judge_sends_its_seed_though_the_released_pipeline_sends_none():
+    """The released evaluation sets seed 42 on its ChatOpenAI while the released pipeline's LLM class
+    sends none: under ``fidelity=reference_code`` (request_seed=none, judge_replies=released) the
+    judge still sends its seed (it sent none before, so its requests differed from the released
+    judge's); with structured judge replies the pipeline's seed switch still applies."""
+    import dataclasses
+
+    from atomicrag.core.compose import group_config
+    from atomicrag.core.config import JudgeConfig
+    from atomicrag.evaluate import judge_config
+    from atomicrag.harness.config import HarnessConfig
+
+    ref = group_config("fidelity", "reference_code")
+    assert ref.request_seed == "none" and ref.judge_replies == "released"
+    run_llm = ScriptedLLM(responder)
+    jc = JudgeConfig(name="llm", llm_source="run", embedder_source="run")
+    cfg = HarnessConfig(judge=jc, fidelity=ref)
+    assert judge_config.judge_from_config(cfg, run_llm, EMB).judge_impl.seed == cfg.llm.seed
+    structured = HarnessConfig(judge=jc, fidelity=dataclasses.replace(ref, judge_replies="structured"))
+    assert judge_config.judge_from_config(structured, run_llm, EMB).judge_impl.seed is None

@@ -180,12 +180,14 @@ def test_fields_left_at_the_api_default_are_the_same_request(tmp_path: Path, ups
         released = httpx.post(f"{proxy.client_url('released')}/chat/completions", timeout=10, json={
             "model": "m", "messages": [{"role": "system", "content": "Extract named entities."},
                                        {"role": "user", "content": "P1"}],
-            "temperature": 0, "n": 1, "seed": None, "max_tokens": None})
+            "temperature": 0, "n": 1, "seed": None, "max_tokens": None, "top_p": 1, "presence_penalty": 0,
+            "frequency_penalty": 0, "stream": False})
         other = _chat(proxy.client_url("released"), "Extract named entities.", "P1", n=2)
     assert released.json() == ours.json() and upstream.calls == 2  # `other` (n=2) is another request
     assert other.json()["choices"][0]["message"]["content"] == "reply 2"
     ner = compare_labels(read_request_log(tmp_path / "log.jsonl"), "ours", "released")["ner"]
-    assert ner["equal"] == 1 and ner["spelled_differently"] == ["max_tokens", "n", "seed", "temperature"]
+    assert ner["equal"] == 1 and ner["spelled_differently"] == ["frequency_penalty", "max_tokens", "n", "presence_penalty",
+                                                                "seed", "stream", "temperature", "top_p"]
 
 
 def test_a_recording_keyed_by_an_older_rule_is_keyed_again_on_load(tmp_path: Path) -> None:
