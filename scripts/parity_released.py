@@ -86,6 +86,14 @@ EXPERIMENTS = {"2wikimultihopqa": "table1/2wiki_atomicrag", "medical": "table1/m
                "graphbench_medical": "table1/medical_atomicrag"}
 
 
+def tree_digest(root: Path) -> str:
+    """sha256 over the relative paths and contents of a checkout's Python files, in path order."""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
@@ -362,7 +370,8 @@ def markdown(report: dict[str, Any]) -> str:
     c = report["compare"]
     title = (f"# Parity: released code vs `fidelity=reference_code` — {m['dataset']}, {m['chunks']} chunks, "
              f"{m['questions']} questions")
-    where = (f"Commit: `{m['commit']}` · released checkout: `{m['released_code']}` ({m['released_commit']}) "
+    where = (f"Commit: `{m['commit']}` · released checkout: `{m['released_code']}` ({m['released_commit']}; "
+             f"its .py files sha256 `{m.get('released_code_sha256')}`) "
              f"· LLM: `{m['llm']}` · embedder: `{m['embedder']}`  ")
     lines = [title, "", f"Command: `{m['command']}`  ", where,
              f"Data: `{m['data_files']}` · documents sha256 `{m['docs_sha256']}`  ",
@@ -554,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
         "meta": {"command": (json.loads((out_dir / "report.json").read_text())["meta"]["command"] if args.report_only
                              else "python scripts/parity_released.py " + " ".join(argv if argv is not None else sys.argv[1:])),
                  "commit": commit, "released_code": str(released_code), "released_commit": released_commit,
+                 # what ran, when the checkout is no git repository: a digest of its code files
+                 "released_code_sha256": tree_digest(released_code),
                  "dataset": args.dataset, "chunks": args.chunks, "questions": args.questions,
                  "llm": cfg.llm.model, "embedder": args.embedder, "top_k": args.top_k, "reader": reader_name,
                  "data_files": {str(f.name): sha256_file(f)[:16] for f in files if f.is_file()},
