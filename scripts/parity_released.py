@@ -18,8 +18,9 @@ slice, with ONE LLM behind a recording proxy, compared stage by stage.
    sieve keep sets, reader prompts, answers (exact), tokens per stage. Writes ``report.json`` and
    ``report.md`` under ``results/parity/<dataset>_c<chunks>_q<questions>/``.
 
-Not compared yet: judge scores (the released Evaluation/ judge needs its LangChain stack,
-RELEASED_EVAL=1 in the set-up script; not wired into this run).
+5. Judge: the released answers are scored by the released ``Evaluation/`` judge
+   (``scripts/released_judge_driver.py``, in ``.venv-released`` set up with ``RELEASED_EVAL=1``) and by
+   our ``reference_code`` judge through the same proxy (``--no-judge`` skips it).
 """
 from __future__ import annotations
 
