@@ -376,7 +376,7 @@ def markdown(report: dict[str, Any]) -> str:
              f"· LLM: `{m['llm']}` · embedder: `{m['embedder']}`  ")
     lines = [title, "", f"Command: `{m['command']}`  ", where,
              f"Data: `{m['data_files']}` · documents sha256 `{m['docs_sha256']}`  ",
-             (f"Proxy: {report['proxy']} (a reply is the model's first one to that exact body; "
+             (f"Proxy: {report['proxy']} (a reply is the model's first one to that request; "
               "`default_max_tokens`: the cap sent upstream for requests that set none)"), "",
              ("## LLM requests by stage (bodies compared as canonical JSON, fields left at the API default "
               "aside: `record_proxy.normalised_body`)"), "",
