@@ -557,13 +557,17 @@ def main(argv: list[str] | None = None) -> int:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "atomicrag", "scripts", "conf"],
                            cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
     commit += " (with uncommitted changes)" if dirty else ""  # the code that ran is not that commit alone
+    rendered_by = None
+    if args.report_only:  # the pipelines ran at the earlier report's commit; this one only re-renders it
+        rendered_by, commit = commit, json.loads((out_dir / "report.json").read_text())["meta"]["commit"]
     released_commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=released_code, capture_output=True,
                                      text=True, check=False).stdout.strip() or "not a git checkout"
     files = [Path(f) for f in getattr(data, "files", [])]
     report = {
         "meta": {"command": (json.loads((out_dir / "report.json").read_text())["meta"]["command"] if args.report_only
                              else "python scripts/parity_released.py " + " ".join(argv if argv is not None else sys.argv[1:])),
-                 "commit": commit, "released_code": str(released_code), "released_commit": released_commit,
+                 "commit": commit, "report_rendered_at": rendered_by,
+                 "released_code": str(released_code), "released_commit": released_commit,
                  # what ran, when the checkout is no git repository: a digest of its code files
                  "released_code_sha256": tree_digest(released_code),
                  "dataset": args.dataset, "chunks": args.chunks, "questions": args.questions,
