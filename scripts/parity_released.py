@@ -335,11 +335,18 @@ def compare(ours: dict[str, Any], rel: dict[str, Any], n_chunks: int, top_k: int
     arows = []
     for a in ours["answers"]:
         r = rel_ans.get(a["id"], {})
-        arows.append({"id": a["id"], "ours": a["answer"], "released": r.get("answer"),
+        # answers as digests: a small reader can echo the released prompt's few-shot example, and
+        # a committed report must not carry released prompt text (tests/prompts/test_own_prompts_original.py)
+        arows.append({"id": a["id"], "ours_sha256": _text_digest(a["answer"]),
+                      "released_sha256": _text_digest(r.get("answer")),
                       "equal": a["answer"] == r.get("answer"), "raw_equal": a["raw"] == r.get("raw")})
     out["answers"] = {"n": len(arows), "equal": sum(r["equal"] for r in arows),
                       "raw_equal": sum(r["raw_equal"] for r in arows), "per_question": arows}
     return out
+
+
+def _text_digest(text: str | None) -> str | None:
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def compare_seeds(ours: list[dict[str, Any]], rel: list[dict[str, Any]]) -> dict[str, Any]:
