@@ -15,11 +15,10 @@ result equals a fresh ``index`` over the same documents in the same order.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import threading
-from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,16 +27,17 @@ from atomicrag.core.compose import load_config
 from atomicrag.core.config import Config
 from atomicrag.core.progress import reporting
 from atomicrag.core.registry import STORES
-from atomicrag.library.async_stream import iterate_in_thread
+from atomicrag.library.api_async import AsyncQueries
+from atomicrag.library.api_reports import IndexReports
 from atomicrag.library.doc_states import CORPUS_LEVEL_ATOMIZERS, atomize_documents
 from atomicrag.library.io import Snapshot
 from atomicrag.library.query_result import query_result
 from atomicrag.library.reopen import check_reopen_embedder, reopen_config
+from atomicrag.library.serialised import serialised
 from atomicrag.library.types import (
     AnswerStream,
     DocState,
     Document,
-    DocumentReport,
     Progress,
     ProgressFn,
     QueryResult,
@@ -51,21 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("atomicrag")
 
 _LOADING = threading.local()  # set while load() constructs: no up-front answering warning then
-
-
-def _serialised(method: Any) -> Any:
-    """Run ``method`` holding the object's lock: one AtomicRAG serves calls from several threads
-    one at a time, so a query never sees an update half applied and per-call state on shared
-    objects (the retriever's token counters, lazily built models) is never interleaved. A batch
-    of questions in one ``query`` call is what runs in parallel (one propagation for all)."""
-    import functools
-
-    @functools.wraps(method)
-    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    return locked
 
 
 def library_paths(paths: Any) -> Any:
@@ -82,7 +67,7 @@ def library_paths(paths: Any) -> Any:
     return dataclasses.replace(paths, llm_cache=str(home / "atomicrag" / "llm_cache.sqlite"))
 
 
-class AtomicRAG:
+class AtomicRAG(AsyncQueries, IndexReports):
     """An Atom-Entity Graph index over a document collection.
 
     ``config``: a ``Config``, a dict, a JSON/YAML file path or None (defaults), validated by
@@ -185,7 +170,7 @@ class AtomicRAG:
             self._docs, self._states, self._indexed = saved
             raise
 
-    @_serialised
+    @serialised
     def index(self, documents: Any) -> AtomicRAG:
         """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
         docs = normalize_documents(documents, text_titles=self.config.dataset.text_titles)
@@ -199,7 +184,7 @@ class AtomicRAG:
             self._add(docs)
         return self
 
-    @_serialised
+    @serialised
     def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
         """Add documents after the existing ones. An id already present is an error, unless
         ``replace=True``: then the old version is deleted and the new one appended."""
@@ -212,7 +197,7 @@ class AtomicRAG:
             self._add(docs)
         return self
 
-    @_serialised
+    @serialised
     def delete(self, doc_ids: str | Iterable[str], *, missing_ok: bool = False) -> int:
         """Remove documents by id (with their atoms, orphaned entities and edges); returns how many."""
         ids = [doc_ids] if isinstance(doc_ids, str) else [str(i) for i in doc_ids]
@@ -228,7 +213,7 @@ class AtomicRAG:
                 self._rebuild()
         return len(gone)
 
-    @_serialised
+    @serialised
     def retry_failed(self) -> int:
         """Atomize again the documents with failed chunks (LLM errors, replies that stayed malformed
         after repair) and update the index in place; documents keep their place. Returns how many
@@ -280,7 +265,7 @@ class AtomicRAG:
             raise RuntimeError("the index is empty: call index(documents) or insert(documents) first")
         return CorpusIndex.single(self._indexed)
 
-    @_serialised
+    @serialised
     def query(self, question: str | Iterable[str], *, answer: bool | None = None, stream: bool = False
               ) -> QueryResult | list[QueryResult] | AnswerStream:
         """Retrieve (and, when a reader is configured or ``answer=True``, answer) one question or a list.
@@ -318,25 +303,6 @@ class AtomicRAG:
             yield from self._engine.answer_stream(batch, "precise" if kind == "none" else kind)
             self._progress("query", 1, 1)
             return self._result(batch.traces[0], batch.contexts[0], batch.outputs[0])
-
-    async def aquery(self, question: str | Iterable[str], *, answer: bool | None = None
-                     ) -> QueryResult | list[QueryResult]:
-        """``query`` for asyncio code: runs in a worker thread, so the event loop keeps serving
-        while the graph propagates and the reader writes (calls on one object still run one at a time)."""
-        import asyncio
-
-        return await asyncio.to_thread(self.query, question, answer=answer)
-
-    async def asearch(self, question: str | Iterable[str]) -> QueryResult | list[QueryResult]:
-        """``search`` (retrieval only) for asyncio code."""
-        return await self.aquery(question, answer=False)
-
-    async def aquery_stream(self, question: str) -> AsyncIterator[str]:
-        """``query_stream`` for asyncio code: an async iterator of the reply's text chunks (the
-        result is not returned: use ``query_stream`` in a thread when you need both). The stream
-        runs in one worker thread of its own (the index lock belongs to the thread that takes it)."""
-        async for chunk in iterate_in_thread(self.query_stream(question)):
-            yield chunk
 
     def _warn_fake_llm(self) -> None:
         if self.config.llm.name == "fake" and not self._warned_fake and self._llm is None:
@@ -376,7 +342,7 @@ class AtomicRAG:
         emb = self.embedder
         return Snapshot(self.config, self._docs, self._states, self._indexed, {"name": emb.name, "dim": emb.dim})
 
-    @_serialised
+    @serialised
     def save(self, path: str | Path | None = None, *, store: str = "dir", uri: str | None = None,
              schema: str = "atomicrag") -> None:
         """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
@@ -417,52 +383,7 @@ class AtomicRAG:
         rag._docs, rag._states, rag._indexed = snap.documents, snap.states, snap.indexed
         return rag
 
-    # ------------------------------------------------------------------ reporting
-    def report(self, doc_ids: Iterable[str] | None = None) -> list[DocumentReport]:
-        """Per document (``doc_ids``, or every one in index order): its chunks and the chunks
-        that failed to atomize, with the stage and reason of each (``retry_failed`` redoes them)."""
-        ids = list(self._docs) if doc_ids is None else [str(i) for i in doc_ids]
-        missing = [i for i in ids if i not in self._states]
-        if missing:
-            raise KeyError(f"unknown document id(s): {', '.join(map(repr, missing[:10]))}")
-        return [DocumentReport(i, self._states[i].chunks, tuple(self._states[i].failures)) for i in ids]
-
-    @property
-    def failures(self) -> list[DocumentReport]:
-        """The documents with at least one failed chunk (empty: the index is complete)."""
-        return [r for r in self.report() if r.failures]
-
-    @_serialised
-    def stats(self) -> dict[str, Any]:
-        """Corpus and graph statistics (paper Table 3/6 columns), update timings and LLM usage."""
-        out: dict[str, Any] = {
-            "documents": len(self._docs), "chunks": sum(s.chunks for s in self._states.values()),
-            "failed_chunks": sum(len(s.failures) for s in self._states.values()),
-            "embedder": self._embedder.name if self._embedder is not None else None,
-        }
-        if self._indexed is not None:
-            from atomicrag.graph.stats import graph_stats
-
-            g = self._indexed.graph
-            out.update(graph_stats(g))
-            out["timings"] = copy.deepcopy(g.meta.get("timings", {}))
-            out["last_update"] = copy.deepcopy(g.meta.get("last_update", {}))
-        acc = self.accountant.to_dict()
-        out["llm_usage"] = acc.get("total", {})
-        return out
-
-    @_serialised
-    def export(self, path: str | Path | None = None, *, embeddings: bool = False) -> dict[str, Any]:
-        """The index as plain data (documents, atoms, entities, edges per type); written to ``path``
-        as GraphML (``.graphml``: nodes with text, edges with their type) or JSON (``.json``).
-
-        An export for other tools (no reload: ``save``/``load`` are the storage format).
-        """
-        from atomicrag.library.export import export_graph
-
-        return export_graph(self._docs, self.graph, path, embeddings=embeddings)
-
-    @_serialised
+    @serialised
     def close(self) -> None:
         """Close the LLM backend this object built (stops a server it launched)."""
         self._progress.close()
