@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atomicrag.llm.request_compare import compare_labels, first_difference, read_request_log
+from atomicrag.llm.request_compare import canonical_json, compare_labels, first_difference, read_request_log
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -55,11 +55,6 @@ LABEL_PREFIX = re.compile(r"^/c/([A-Za-z0-9_.-]+)(/.*)$")
 
 class RecordingError(ValueError):
     """A recording file that cannot be read back (bad JSON, missing fields)."""
-
-
-def canonical_json(obj: Any) -> str:
-    """The key text of a request body: sorted keys, compact separators, non-ASCII kept as is."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 # Request fields whose value here is what the OpenAI API does when the field is left out: a body

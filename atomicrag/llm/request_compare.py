@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 
-def _canonical(obj: Any) -> str:
+def canonical_json(obj: Any) -> str:
+    """The key text of a request body: sorted keys, compact separators, non-ASCII kept as is."""
     import json
 
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -103,7 +104,7 @@ def compare_labels(entries: list[dict[str, Any]], first: str, second: str, windo
             if other is not None and isinstance(e["body"], dict) and isinstance(other["body"], dict):
                 x, y = e["body"], other["body"]
                 spelled |= {k for k in set(x) | set(y) if k != "messages" and (
-                    k not in x or k not in y or _canonical(x[k]) != _canonical(y[k]))}
+                    k not in x or k not in y or canonical_json(x[k]) != canonical_json(y[k]))}
         report[stage] = {
             f"n_{first}": len(a), f"n_{second}": len(b), "equal": common, "messages_equal": messages_equal,
             "first_parameter_difference": param_diff, "differing_parameters": sorted(fields),
@@ -118,7 +119,7 @@ def compare_labels(entries: list[dict[str, Any]], first: str, second: str, windo
 def _messages_key(entry: dict[str, Any]) -> str:
     body = entry.get("body")
     msgs = body.get("messages", body.get("prompt")) if isinstance(body, dict) else body
-    return _canonical(msgs)
+    return canonical_json(msgs)
 
 
 def _take(mine: Counter, theirs: Counter, key: str) -> bool:
