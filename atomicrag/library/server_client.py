@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from atomicrag.library.types import QueryResult, ResultItem
+from atomicrag.llm.resident import pid_alive
 
 
 def server_state_path(index: str | Path) -> Path:
@@ -43,14 +44,6 @@ def read_server_state(index: str | Path) -> dict[str, Any] | None:
     return state if isinstance(state, dict) and {"pid", "url", "index"} <= state.keys() else None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 def find_index_server(index: str | Path, timeout_s: float = 2.0) -> str | None:
     """The URL of a running server of ``index`` (its process alive and ``/health`` naming this
     index), else None; a stale record is removed."""
@@ -61,7 +54,7 @@ def find_index_server(index: str | Path, timeout_s: float = 2.0) -> str | None:
         return None
     want = str(Path(index).resolve())
     try:
-        if _pid_alive(int(state["pid"])):
+        if pid_alive(int(state["pid"])):
             resp = httpx.get(f"{state['url']}/health", timeout=timeout_s)
             if resp.status_code == 200 and resp.json().get("index") == want:
                 return str(state["url"])
@@ -118,9 +111,9 @@ def stop_index_server(index: str | Path, timeout_s: float = 30.0) -> dict[str, A
     pid = int(state["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while _pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _pid_alive(pid):
+    if pid_alive(pid):
         raise RuntimeError(f"the server of {index} (pid {pid}) did not stop within {timeout_s:g} s")
     server_state_path(index).unlink(missing_ok=True)
     return state

@@ -49,7 +49,8 @@ def read_state() -> dict[str, Any] | None:
     return state if isinstance(state, dict) and {"pid", "base_url", "model"} <= state.keys() else None
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process of this user (another user's process reusing it is not ours)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -72,7 +73,7 @@ def status() -> tuple[str, dict[str, Any] | None]:
     state = read_state()
     if state is None:
         return "none", None
-    if _alive(int(state["pid"])) and is_ready(state["base_url"], timeout_s=3.0):
+    if pid_alive(int(state["pid"])) and is_ready(state["base_url"], timeout_s=3.0):
         return "running", state
     return "stale", state
 
@@ -91,7 +92,7 @@ def find_resident(model: str) -> str | None:
     """
     kind, state = status()
     if kind == "stale":
-        if state and _alive(int(state["pid"])):  # alive but not answering: ended, not left behind
+        if state and pid_alive(int(state["pid"])):  # alive but not answering: ended, not left behind
             _kill_group(int(state["pid"]))
         _forget(state)
         return None
@@ -150,7 +151,7 @@ def stop_resident() -> tuple[bool, dict[str, Any] | None]:
         _forget(None)
         return False, None
     pid = int(state["pid"])
-    if _alive(pid) and not _kill_group(pid):
+    if pid_alive(pid) and not _kill_group(pid):
         raise RuntimeError(f"could not stop the server's process group {pid}; state kept in {state_path()}")
     _forget(state)
     return True, state
