@@ -73,3 +73,13 @@ def test_optional_keys_stay_absent() -> None:
     old = next(p for p in COMMITTED if "failures" not in json.loads(p.read_text()))
     m = RunMetrics.from_dict(json.loads(old.read_text()), str(old))
     assert m.failures is None and m.status is None and "status" not in m.to_dict()
+
+
+def test_a_cpu_check_record_is_not_a_table_cell(run_folder: Path) -> None:
+    """results/cpu_check/ keeps runs that show a command finishes on a small machine; make_tables
+    must not put such a smoke run into a paper table."""
+    results = run_folder.parent
+    check = results / "cpu_check" / "table1_smoke"
+    check.mkdir(parents=True)
+    shutil.copy(run_folder / "metrics.json", check / "metrics.json")
+    assert [r.path for r in load_runs(results)] == [run_folder]

@@ -99,12 +99,17 @@ class Run:
         return " ".join(parts)
 
 
+# results/ folders that hold no table cell: the tables themselves, and checks that a command runs
+# end to end on a small machine (a smoke slice with a 0.5B model is not a measurement of a paper cell)
+NOT_TABLE_CELLS = frozenset({"tables", "cpu_check"})
+
+
 def load_runs(results_dir: Path | str) -> list[Run]:
     """Every finished run under ``results_dir`` (folders holding a metrics.json)."""
     root = Path(results_dir)
     runs: list[Run] = []
     for mpath in sorted(root.glob("**/metrics.json")):
-        if "tables" in mpath.relative_to(root).parts[:1]:
+        if mpath.relative_to(root).parts[0] in NOT_TABLE_CELLS:
             continue
         try:  # checked against the schema: a table never reads a half-written or foreign file
             metrics = read_metrics(mpath).to_dict()
