@@ -27,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("experiments/**/README.md")),
-        ROOT / "results" / "README.md"]
+        *sorted(ROOT.glob("results/**/README.md"))]
 RECORD_SUFFIXES = (".json", ".jsonl", ".txt", ".md", ".csv")  # figures and run folders are outputs, not records
 REF = re.compile(r"results/[A-Za-z0-9_./{}*<>,-]+")
 FIGURE = re.compile(r"(?<![\w./,+−-])([+−-]?\d{1,3}(?:,\d{3})+\.\d|[+−-]?\d+\.\d)(?![\w.%/-]|\s?[KMG]i?B\b)")
