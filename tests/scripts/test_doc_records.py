@@ -196,3 +196,108 @@ def test_a_signed_figure_may_be_the_difference_of_two_recorded_values() -> None:
 
 def test_a_brace_list_names_each_record() -> None:
     assert expand("results/b/run{1,2,3}.txt") == ["results/b/run1.txt", "results/b/run2.txt", "results/b/run3.txt"]
+
+
+# Records that a figure in the docs is checked against but that do not say how they were made: no
+# command and commit (they predate `harness/provenance.py` and `scripts/record_output.sh`). Each
+# re-run with its documented command leaves this list; nothing may join it, and the test below fails
+# when a listed record has gained its provenance or is no longer cited, so the list only shrinks.
+WITHOUT_PROVENANCE = frozenset({
+    "results/benchmarks/bench_llm_idle_20261201.txt",
+    "results/benchmarks/retrieval_cpu_idle.txt",
+    "results/benchmarks/retrieval_real_2wiki_graph_20261201_harvest.txt",
+    "results/benchmarks/speed_bench_retrieval_hotpot_loaded.txt",
+    "results/benchmarks/speed_idle_hotpot_20261201_harvest_run1.txt",
+    "results/benchmarks/speed_idle_hotpot_20261201_harvest_run2.txt",
+    "results/benchmarks/speed_idle_hotpot_20261201_harvest_run3.txt",
+    "results/benchmarks/text_titles_2wiki_smoke_fake.json",
+    "results/benchmarks/text_titles_2wiki_smoke_minilm.json",
+    "results/graphbench/medical_half0_atoms_first.json",
+    "results/graphbench/medical_half0_snippets.json",
+    "results/graphbench/medical_half1_paired.json",
+    "results/graphbench/novel5_half1_atoms_first.json",
+    "results/graphbench/novel_half1.json",
+    "results/qa_2wiki/odd333/answers.jsonl",
+    "results/qa_2wiki/odd333/summary.json",
+    "results/qa_2wiki/odd333_no_followup/summary.json",
+    "results/qa_2wiki/odd333_reader_size/summary.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_0e5a5913/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_7fae3c93/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_7fba7fc4/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_acd7423f/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_00b0ac30/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_0f1a7244/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_19febf56/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_2ef0d680/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_9438c69a/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_a655e9c9/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_b7db4b0d/metrics.json",
+    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_d416abb8/metrics.json",
+    "results/retrieval_2wiki/ablation_half1.json",
+    "results/retrieval_2wiki/ablation_half1_window_merge.json",
+    "results/retrieval_2wiki/seeding_half0.txt",
+    "results/retrieval_2wiki/seeding_half1.txt",
+    "results/retrieval_2wiki/tune/entity_filter_half0.txt",
+    "results/retrieval_2wiki/tune/entity_filter_half1.json",
+    "results/retrieval_2wiki/tune/resolve_half0.json",
+    "results/retrieval_2wiki/tune/resolve_half1.json",
+    "results/retrieval_2wiki/tune/round1_half0.json",
+    "results/retrieval_2wiki/tune/round2_half0.json",
+    "results/retrieval_2wiki/tune/round3_half0.json",
+    "results/retrieval_2wiki/tune/round4_half0.json",
+    "results/table2_smoke_qwen05b/2wikimultihopqa/smoke/ppr_sentence_minilm_qwen2_5-coder-0_5b-instruct_aqd-llm_as-llm_paper_aedbc682/metrics.json",
+    "results/tables/table2_retrieval.md",
+    "results/tables/table2_smoke.md",
+})
+
+
+def says_how_it_was_made(path: Path) -> bool:
+    """Whether a record names the command and the commit that made it: a JSON record's ``provenance``
+    (or its own or its ``meta``'s ``command`` and ``commit``), or a text record's header as
+    ``scripts/record_output.sh`` writes it."""
+    if path == PUBLISHED:
+        return True  # the paper's numbers; their source is the paper
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            return False
+        prov = data.get("provenance")
+        if isinstance(prov, dict) and prov.get("command") and (prov.get("git") or {}).get("commit"):
+            return True
+        return any(isinstance(d, dict) and d.get("command") and d.get("commit") for d in (data, data.get("meta")))
+    head = path.read_text(errors="replace").splitlines()[:8]
+    return any(h.startswith("# command:") for h in head) and any(h.startswith("# commit:") for h in head)
+
+
+def cited_with_figures() -> dict[Path, set[str]]:
+    """Each record that backs a figure in the docs → the documents that cite it."""
+    out: dict[Path, set[str]] = {}
+    for doc in docs():
+        for block, records in blocks(doc.read_text()):
+            figs = figures(block)
+            for r in records if figs else []:
+                if any(holds(record_values(r), f) for f in figs):
+                    out.setdefault(r, set()).add(str(doc.relative_to(ROOT)))
+    return out
+
+
+def test_every_record_behind_a_figure_says_how_it_was_made() -> None:
+    cited = cited_with_figures()
+    unmade = {str(r.relative_to(ROOT)): sorted(d) for r, d in cited.items() if not says_how_it_was_made(r)}
+    new = {r: d for r, d in unmade.items() if r not in WITHOUT_PROVENANCE}
+    assert not new, ("records behind figures in the docs name no command and commit; re-run them with "
+                     f"their command (scripts/record_output.sh for printed reports): {new}")
+    stale = sorted(WITHOUT_PROVENANCE - set(unmade))
+    assert not stale, f"these records now say how they were made or are no longer cited: drop them from WITHOUT_PROVENANCE: {stale}"
+
+
+def test_a_record_says_how_it_was_made(tmp_path: Path) -> None:
+    bare = tmp_path / "r.json"
+    bare.write_text(json.dumps({"rows": [1.5]}))
+    made = tmp_path / "m.json"
+    made.write_text(json.dumps({"rows": [1.5], "provenance": {"command": "python x.py", "git": {"commit": "abc"}}}))
+    text = tmp_path / "t.txt"
+    text.write_text("# command: python x.py\n# commit: abc\n1.5\n")
+    assert not says_how_it_was_made(bare) and says_how_it_was_made(made) and says_how_it_was_made(text)
+    text.write_text("1.5\n")  # the figures alone
+    assert not says_how_it_was_made(text)
