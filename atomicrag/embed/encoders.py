@@ -11,6 +11,7 @@ package (no model hub needed); anything else is a Hugging Face id or a local fol
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Iterator
@@ -84,7 +85,9 @@ class _Encoder:
         if self.passage_prefix:
             parts.append(f"pp={content_hash(self.passage_prefix, length=8)}")
         if self.precision != "fp32":  # fp32 names stay as they were: existing caches remain valid
-            parts.append(self.precision)
+            # "eq": embedded in equal-length batches (length_batches), which moves bf16 vectors by
+            # up to ~2e-3 from the padded batches of older caches; the two must not mix in one index
+            parts.append(f"{self.precision}-eq")
         return "|".join(parts)
 
     def _prefixed(self, texts: list[str], is_query: bool) -> list[str]:
@@ -140,7 +143,8 @@ class SentenceTransformerEmbedder(_Encoder):
         out = torch.empty(len(texts), self.dim)
         # one call per length-sorted batch (what sentence-transformers does inside one call), so
         # progress counts texts as their batch finishes
-        for idx in length_batches(texts, self.batch_size):
+        lengths = token_lengths(self.model.tokenizer, texts, self.max_length)
+        for idx in length_batches(lengths, self.batch_size, equal=self.precision != "fp32"):
             with torch.inference_mode():
                 emb = self.model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_tensor=True,
                                         normalize_embeddings=self.normalize, show_progress_bar=False)
@@ -215,7 +219,8 @@ class TransformersEmbedder(_Encoder):
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
         texts = self._prefixed(texts, is_query)
         out = torch.empty(len(texts), self.dim)
-        for idx in length_batches(texts, self.batch_size):
+        lengths = token_lengths(self.tokenizer, texts, self.max_length)
+        for idx in length_batches(lengths, self.batch_size, equal=self.precision != "fp32"):
             batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                    max_length=self.max_length, return_tensors="pt").to(self.device)
             with torch.inference_mode():
@@ -225,15 +230,29 @@ class TransformersEmbedder(_Encoder):
         return out
 
 
-def length_batches(texts: list[str], batch_size: int) -> Iterator[list[int]]:
-    """Indices of ``texts`` in batches of similar length, longest first.
+def token_lengths(tokenizer: Any, texts: list[str], max_length: int) -> list[int]:
+    """How many tokens the model sees of each text (special tokens in, truncated at ``max_length``)."""
+    return [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
 
-    Similar lengths pad little; longest first makes an out-of-memory error show up on the
-    first batch rather than hours in.
+
+def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False) -> Iterator[list[int]]:
+    """Indices of texts in batches of similar token length, longest first; with ``equal``, every
+    text of a batch has the same length.
+
+    Similar lengths pad little. Padding, though, moves a text's embedding in reduced precision: with
+    MiniLM in bf16 on the CPU, a text padded to a longer neighbour's length moves by up to 1.8e-3,
+    which flips synonym edges near their cosine threshold and reorders near-tied atoms, so an
+    incremental insert (or a query asked in another batch) would not embed a text as a fresh build
+    does. Equal-length batches need no padding, and 1, 7 or 40 such texts in a batch agree bit for
+    bit; they cost throughput where lengths are many and texts few, so the encoders use them in
+    bf16/fp16 only (fp32 moves by ~1e-7 either way; ``scripts/bench_embed_batching.py`` measures
+    both). Longest first makes an out-of-memory error show up on the first batch, not hours in.
     """
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    for start in range(0, len(order), batch_size):
-        yield order[start: start + batch_size]
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups = [list(g) for _, g in itertools.groupby(order, key=lengths.__getitem__)] if equal else [order]
+    for group in groups:
+        for start in range(0, len(group), batch_size):
+            yield group[start: start + batch_size]
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, normalize: bool) -> torch.Tensor:

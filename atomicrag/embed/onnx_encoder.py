@@ -30,7 +30,14 @@ import torch
 
 from atomicrag.core import progress
 from atomicrag.core.artifacts import content_hash
-from atomicrag.embed.encoders import _Encoder, _model_pooling, clamp_max_length, length_batches, pool
+from atomicrag.embed.encoders import (
+    _Encoder,
+    _model_pooling,
+    clamp_max_length,
+    length_batches,
+    pool,
+    token_lengths,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +134,7 @@ class OnnxEmbedder(_Encoder):
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
         texts = self._prefixed(texts, is_query)
         out = torch.empty(len(texts), self.dim)
-        for idx in length_batches(texts, self.batch_size):
+        for idx in length_batches(token_lengths(self.tokenizer, texts, self.max_length), self.batch_size):
             batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                    max_length=self.max_length, return_tensors="np")
             hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [b, t, d]
