@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -29,7 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from atomicrag.core.compose import load_config
 from atomicrag.evaluate.metrics import recall_at_k
+from atomicrag.harness.provenance import Provenance
 from atomicrag.library.api import AtomicRAG
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "2wikimultihopqa"
@@ -52,8 +53,12 @@ def write_folders(passages: list[dict], root: Path) -> tuple[Path, Path]:
     return txt, jsonl
 
 
+def settings(embedder: str, text_titles: bool = True) -> dict:
+    return {"embedder": embedder, "reader": "none", "llm": "fake", "dataset": {"text_titles": text_titles}}
+
+
 def run(source: Path, questions: list[dict], embedder: str, text_titles: bool, ks: tuple[int, ...]) -> dict:
-    cfg = {"embedder": embedder, "reader": "none", "llm": "fake", "dataset": {"text_titles": text_titles}}
+    cfg = settings(embedder, text_titles)
     t0 = time.perf_counter()
     with AtomicRAG(cfg, progress=False) as rag:
         rag.index([source])
@@ -74,10 +79,9 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=DATA, help="the normalized 2wikimultihopqa folder")
     ap.add_argument("--out", type=Path, help="JSON record to write")
     args = ap.parse_args()
-    if args.split == "smoke":
-        passages, questions = _jsonl(args.data / "smoke" / "corpus.jsonl"), _jsonl(args.data / "smoke" / "questions.jsonl")
-    else:
-        passages, questions = _jsonl(args.data / "corpus.jsonl"), _jsonl(args.data / "questions.dev.jsonl")
+    prov = Provenance.start()
+    folder, qfile = (args.data / "smoke", "questions.jsonl") if args.split == "smoke" else (args.data, "questions.dev.jsonl")
+    passages, questions = _jsonl(folder / "corpus.jsonl"), _jsonl(folder / qfile)
     ks = (2, 5)
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,9 +97,8 @@ def main() -> int:
     if args.out:
         record = {"benchmark": "text_titles", "split": args.split, "embedder": args.embedder,
                   "passages": len(passages), "questions": len(questions), "rows": rows,
-                  "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-                  "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-                  "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                  "provenance": prov.finish(load_config(settings(args.embedder)),
+                                            data_files=[folder / "corpus.jsonl", folder / qfile])}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         tmp_out = args.out.with_suffix(args.out.suffix + ".tmp")
         tmp_out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
