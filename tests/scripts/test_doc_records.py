@@ -210,7 +210,6 @@ WITHOUT_PROVENANCE = frozenset({
     "results/benchmarks/speed_idle_hotpot_20261201_harvest_run1.txt",
     "results/benchmarks/speed_idle_hotpot_20261201_harvest_run2.txt",
     "results/benchmarks/speed_idle_hotpot_20261201_harvest_run3.txt",
-    "results/graphbench/novel5_half1_atoms_first.json",
     "results/qa_2wiki/odd333/answers.jsonl",
     "results/qa_2wiki/odd333/summary.json",
     "results/qa_2wiki/odd333_no_followup/summary.json",
