@@ -30,7 +30,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.
         *sorted(ROOT.glob("results/**/README.md"))]
 RECORD_SUFFIXES = (".json", ".jsonl", ".txt", ".md", ".csv")  # figures and run folders are outputs, not records
 REF = re.compile(r"results/[A-Za-z0-9_./{}*<>,-]+")
-FIGURE = re.compile(r"(?<![\w./,+−-])([+−-]?\d{1,3}(?:,\d{3})+\.\d|[+−-]?\d+\.\d)(?![\w.%/-]|\s?[KMG]i?B\b)")
+FIGURE = re.compile(r"(?<![\w.,+−-])(?<!\D/)([+−-]?\d{1,3}(?:,\d{3})+\.\d|[+−-]?\d+\.\d)"
+                    r"(?![\w%-]|\.\d|/(?!\d)|\s?[KMG]i?B\b)")  # "75.6/93.8" and "… 93.8." are figures; "a/1.5", "1.2.3" not
 # 75.4, +10.3, −6.2, 5,551.9; not 0.25, v1.2.3, 3.5%, 4.8 MB
 _RECORD_FILES = [p for p in ROOT.glob("results/**/*") if p.suffix in RECORD_SUFFIXES]  # one walk of results/
 _NAMES = Counter(p.name for p in _RECORD_FILES)
@@ -214,26 +215,9 @@ WITHOUT_PROVENANCE = frozenset({
     "results/qa_2wiki/odd333/summary.json",
     "results/qa_2wiki/odd333_no_followup/summary.json",
     "results/qa_2wiki/odd333_reader_size/summary.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_0e5a5913/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_7fae3c93/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_7fba7fc4/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_passage_passages_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_acd7423f/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_00b0ac30/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_0f1a7244/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_19febf56/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/dense_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_2ef0d680/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_9438c69a/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_a655e9c9/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_b7db4b0d/metrics.json",
-    "results/retrieval_2wiki/2wikimultihopqa/dev/ppr_sentence_minilm_smollm2-135m-instruct_aqd-none_as-none_paper_d416abb8/metrics.json",
-    "results/retrieval_2wiki/ablation_half1.json",
-    "results/retrieval_2wiki/ablation_half1_window_merge.json",
     "results/retrieval_2wiki/seeding_half0.txt",
-    "results/retrieval_2wiki/seeding_half1.txt",
     "results/retrieval_2wiki/tune/entity_filter_half0.txt",
-    "results/retrieval_2wiki/tune/entity_filter_half1.json",
     "results/retrieval_2wiki/tune/resolve_half0.json",
-    "results/retrieval_2wiki/tune/resolve_half1.json",
     "results/retrieval_2wiki/tune/round1_half0.json",
     "results/retrieval_2wiki/tune/round2_half0.json",
     "results/retrieval_2wiki/tune/round3_half0.json",
