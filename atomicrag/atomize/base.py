@@ -83,3 +83,21 @@ def batched(items: list[T], size: int) -> Iterator[list[T]]:
         yield items[i:i + size]
 
 
+def passage_slices(chunks: list[Chunk], size: int) -> Iterator[list[Chunk]]:
+    """Consecutive slices of about ``size`` chunks that never split a passage's chunks.
+
+    An atomizer may work across a passage's windows (the sentence atomizer merges a sentence that
+    two overlapping windows repeat), so a passage cut between two ``atomize()`` calls would keep
+    both copies, and its atoms would depend on where the cut fell, i.e. on which other documents
+    were indexed with it: an index grown by ``insert`` or shrunk by ``delete`` then differed from
+    a fresh build. A passage's chunks are contiguous, so a slice is extended to its last one.
+    """
+    start = 0
+    while start < len(chunks):
+        end = min(start + size, len(chunks))
+        while end < len(chunks) and chunks[end].passage_id == chunks[end - 1].passage_id:
+            end += 1
+        yield chunks[start:end]
+        start = end
+
+

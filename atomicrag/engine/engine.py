@@ -126,17 +126,20 @@ class Engine:
 
     def atomize_slices(self, chunks: list[Chunk], step: int | None = None,
                        **deps: Any) -> Iterator[tuple[list[Chunk], AtomizeResult]]:
-        """Atomize ``chunks`` (no cache), ``step`` chunks per call so progress can move."""
+        """Atomize ``chunks`` (no cache), about ``step`` chunks per call so progress can move; a
+        passage's chunks always share a call (``passage_slices``)."""
+        from atomicrag.atomize.base import passage_slices
+
         if not chunks:
             return
         atomizer = self.atomizer(**deps)
-        step = step or len(chunks)
+        done = 0
         with self._timed("atomize"):
-            for start in range(0, len(chunks), step):
-                part = chunks[start:start + step]
+            for part in passage_slices(chunks, step or len(chunks)):
                 yield part, atomizer.atomize(part)
+                done += len(part)
                 if self.progress is not None:
-                    self.progress("atomize", min(start + step, len(chunks)), len(chunks))
+                    self.progress("atomize", done, len(chunks))
 
     def update(self, prev: IndexedGraph | None, atoms: list[Atom], triples: list[Triple],
                meta: dict[str, Any] | None = None) -> IndexedGraph:

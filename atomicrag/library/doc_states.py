@@ -15,7 +15,7 @@ log = logging.getLogger("atomicrag")
 # Atomizers whose output for a chunk depends on the whole corpus (the vocabulary atomizer's
 # frequency filter): an update re-atomizes every document so the index equals a fresh build.
 CORPUS_LEVEL_ATOMIZERS = frozenset({"vocabulary"})
-ATOMIZE_SLICE = 512  # chunks per atomize() call: lets progress move; per-chunk atomizers are unaffected
+ATOMIZE_SLICE = 512  # about this many chunks per atomize() call, so progress moves; never splits a passage
 
 
 def atomize_documents(engine: Any, config: Config, docs: list[Document], *, bars: bool) -> dict[str, DocState]:
