@@ -37,7 +37,7 @@ _RECORD_FILES = [p for p in ROOT.glob("results/**/*") if p.suffix in RECORD_SUFF
 _NAMES = Counter(p.name for p in _RECORD_FILES)
 RECORDS = {p.name: p for p in _RECORD_FILES if _NAMES[p.name] == 1}  # unique names: cited by name alone
 NO_RECORD = "no record kept"
-NO_RECORD_CEILING = 1  # blocks that say NO_RECORD, over all documents; lower it, never raise it
+NO_RECORD_CEILING = 0  # blocks that say NO_RECORD, over all documents; lower it, never raise it
 PUBLISHED = ROOT / "atomicrag" / "published" / "paper_tables.json"
 RECORDS[PUBLISHED.name] = PUBLISHED  # the paper's numbers, as the project holds them
 # settings, not measurements: a code span, or a number after `=`, `≥`, `≤` or a setting's name,
