@@ -232,6 +232,8 @@ class TransformersEmbedder(_Encoder):
 
 def token_lengths(tokenizer: Any, texts: list[str], max_length: int) -> list[int]:
     """How many tokens the model sees of each text (special tokens in, truncated at ``max_length``)."""
+    if not texts:  # a fast tokenizer fails on an empty batch
+        return []
     return [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
 
 
