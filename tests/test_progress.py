@@ -46,7 +46,12 @@ def test_real_encoder_reports_every_batch() -> None:
     with reporting(sink):
         vecs = encode(emb, texts, "atom")
     assert vecs.shape == (30, emb.dim)
-    assert [d for _, d, _ in seen] == [0, 8, 16, 24, 30] and {s for s, _, _ in seen} == {"embed_atoms"}
+    # one report per encoder batch of at most 8 texts (in bf16 a batch holds one token length,
+    # so there may be more, smaller batches than 30 / 8)
+    done = [d for _, d, _ in seen]
+    steps = [b - a for a, b in zip(done, done[1:])]
+    assert done[0] == 0 and done[-1] == 30 and len(steps) >= 4 and all(0 < s <= 8 for s in steps)
+    assert {s for s, _, _ in seen} == {"embed_atoms"}
 
 
 def test_library_answer_batch_moves_per_question() -> None:
