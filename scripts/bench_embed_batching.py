@@ -87,27 +87,29 @@ def main() -> None:
           f"torch threads {torch.get_num_threads()}")
     names = {"st": "sentence_transformers", "hf": "transformers", "onnx": "onnx"}
     failed = []
-    for spec in args.encoders:
-        name, precision = spec.split(":")
-        emb = build_embedder(EmbedderConfig(name=names[name], model="minilm", device="cpu", precision=precision,
-                                            batch_size=args.batch_size))
-        embed(emb, texts[:64], equal_batches)  # warm-up: first-call allocations outside the timings
-        speed = {}
-        for label, batching in (("padded", padded_batches), ("equal-length", equal_batches)):
-            times = []
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                embed(emb, texts, batching)
-                times.append(time.perf_counter() - t0)
-            speed[label] = len(texts) / statistics.median(times)
-        dep = {label: batch_dependence(emb, texts, b)
-               for label, b in (("padded", padded_batches), ("equal-length", equal_batches))}
-        print(f"{spec:10s} padded {speed['padded']:8.1f} texts/s   equal-length {speed['equal-length']:8.1f} texts/s"
-              f"   ratio x{speed['equal-length'] / speed['padded']:.2f}   batch dependence: padded "
-              f"{dep['padded']:.2e}, equal-length {dep['equal-length']:.2e}")
-        if dep["equal-length"] != 0.0 and precision != "fp32":
-            failed.append(spec)
-    encoders.length_batches = onnx_encoder.length_batches = LENGTH_BATCHES
+    try:
+        for spec in args.encoders:
+            name, precision = spec.split(":")
+            emb = build_embedder(EmbedderConfig(name=names[name], model="minilm", device="cpu", precision=precision,
+                                                batch_size=args.batch_size))
+            embed(emb, texts[:64], equal_batches)  # warm-up: first-call allocations outside the timings
+            speed = {}
+            for label, batching in (("padded", padded_batches), ("equal-length", equal_batches)):
+                times = []
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    embed(emb, texts, batching)
+                    times.append(time.perf_counter() - t0)
+                speed[label] = len(texts) / statistics.median(times)
+            dep = {label: batch_dependence(emb, texts, b)
+                   for label, b in (("padded", padded_batches), ("equal-length", equal_batches))}
+            print(f"{spec:10s} padded {speed['padded']:8.1f} texts/s   equal-length {speed['equal-length']:8.1f} texts/s"
+                  f"   ratio x{speed['equal-length'] / speed['padded']:.2f}   batch dependence: padded "
+                  f"{dep['padded']:.2e}, equal-length {dep['equal-length']:.2e}")
+            if dep["equal-length"] != 0.0 and precision != "fp32":
+                failed.append(spec)
+    finally:  # the encoders' own batching rule again, whatever happened
+        encoders.length_batches = onnx_encoder.length_batches = LENGTH_BATCHES
     if failed:
         raise SystemExit(f"equal-length batches are not batch-invariant for {failed}")
 
