@@ -23,12 +23,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from atomicrag import AtomicRAG
+from atomicrag.data.loaders import split_files
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "2wikimultihopqa"
 
 
 def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
@@ -82,8 +82,8 @@ def check_equal(a: AtomicRAG, b: AtomicRAG, questions: list[str]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
-    ap.add_argument("--questions-file", type=Path, default=DATA / "questions.dev.jsonl")
+    ap.add_argument("--corpus", type=Path, help="passages JSONL (default: the 2Wiki DEV corpus where paths.data_dir=auto finds it)")
+    ap.add_argument("--questions-file", type=Path, help="questions JSONL (default: the 2Wiki DEV questions, found alike)")
     ap.add_argument("--base", type=int, default=5119, help="passages in the starting index")
     ap.add_argument("--insert", type=int, default=1000)
     ap.add_argument("--delete", type=int, default=1000)
@@ -92,6 +92,9 @@ def main() -> None:
     ap.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
                     help="embedder.precision of the MiniLM runs (auto: bf16 where the CPU has it)")
     args = ap.parse_args()
+    if args.corpus is None or args.questions_file is None:
+        qfile, cfile = split_files("2wikimultihopqa", "dev")
+        args.corpus, args.questions_file = args.corpus or cfile, args.questions_file or qfile
 
     docs = read_jsonl(args.corpus, args.base + args.insert)
     if len(docs) < args.base + args.insert:

@@ -30,11 +30,11 @@ from graph_stats import ROOT, conf_group, passages_as_chunks, peak_rss_gb, read_
 
 from atomicrag.core.config import AtomizerConfig, Config, EmbedderConfig, FidelityConfig, GraphConfig
 from atomicrag.core.hardware import cpu_has_native_bf16
+from atomicrag.data.loaders import split_files
 from atomicrag.embed.factory import build_embedder
 from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.stats import graph_stats, stats_markdown
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "2wikimultihopqa" / "corpus.jsonl"
 
 
 def probe_precisions(chunks: list, n: int) -> None:
@@ -70,7 +70,7 @@ def probe_precisions(chunks: list, n: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    ap.add_argument("--corpus", help="passages JSONL (default: the 2Wiki DEV corpus where paths.data_dir=auto finds it)")
     ap.add_argument("--atomizer", default="sentence", choices=["sentence", "chunk", "vocabulary"])
     ap.add_argument("--embedder", default="auto",
                     help="conf/embedder/<name>.yaml (minilm: sentence-transformers); auto: minilm where bf16 is "
@@ -85,6 +85,7 @@ def main() -> None:
     ap.add_argument("--nlp-processes", type=int, default=0, help="spaCy worker processes (0 = auto)")
     ap.add_argument("--json", default=None, help="write the report here")
     args = ap.parse_args()
+    args.corpus = args.corpus or str(split_files("2wikimultihopqa", "dev")[1])
     from atomicrag.harness.provenance import Provenance
 
     prov = Provenance.start()

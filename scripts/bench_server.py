@@ -38,7 +38,6 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-SMOKE = ROOT.parent / "shared" / "data" / "2wikimultihopqa" / "smoke"
 
 
 def _cli(*args: str) -> list[str]:
@@ -79,8 +78,8 @@ def _p50(xs: list[float]) -> float | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=str(SMOKE / "corpus.jsonl"))
-    ap.add_argument("--questions", default=str(SMOKE / "questions.jsonl"))
+    ap.add_argument("--corpus", help="passages JSONL (default: the 2Wiki smoke corpus, shipped with atomicrag)")
+    ap.add_argument("--questions", help="questions JSONL (default: the 2Wiki smoke questions)")
     ap.add_argument("--searches", type=int, default=40, help="HTTP /search requests (questions cycle)")
     ap.add_argument("--answers", type=int, default=10, help="HTTP /query requests with the reader")
     ap.add_argument("--cli-runs", type=int, default=3)
@@ -88,6 +87,12 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], help="index-time config override (repeatable)")
     ap.add_argument("--out", default=str(ROOT / "results" / "server" / "bench_server.json"))
     args = ap.parse_args()
+    if args.corpus is None or args.questions is None:
+        sys.path.insert(0, str(ROOT))
+        from atomicrag.data.loaders import split_files
+
+        qfile, cfile = split_files("2wikimultihopqa", "smoke")
+        args.corpus, args.questions = args.corpus or str(cfile), args.questions or str(qfile)
 
     questions = [json.loads(ln)["question"] for ln in Path(args.questions).read_text().splitlines() if ln.strip()]
     work = Path(tempfile.mkdtemp(prefix="atomicrag-bench-server-"))

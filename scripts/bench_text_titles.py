@@ -29,11 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from atomicrag.core.compose import load_config
+from atomicrag.data.loaders import split_files
 from atomicrag.evaluate.metrics import recall_at_k
 from atomicrag.harness.provenance import Provenance
 from atomicrag.library.api import AtomicRAG
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "2wikimultihopqa"
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -76,12 +76,13 @@ def main() -> int:
     ap.add_argument("--embedder", default="minilm", help="embedder group option (minilm, fake, ...)")
     ap.add_argument("--split", default="smoke", choices=["smoke", "dev"],
                     help="smoke: 130 passages, 20 questions; dev: 6,119 passages, 667 questions (slow on CPU)")
-    ap.add_argument("--data", type=Path, default=DATA, help="the normalized 2wikimultihopqa folder")
+    ap.add_argument("--data-dir", default="auto",
+                    help="paths.data_dir holding 2wikimultihopqa/ (auto: ./data, ../shared/data, the shipped smoke set)")
     ap.add_argument("--out", type=Path, help="JSON record to write")
     args = ap.parse_args()
     prov = Provenance.start()
-    folder, qfile = (args.data / "smoke", "questions.jsonl") if args.split == "smoke" else (args.data, "questions.dev.jsonl")
-    passages, questions = _jsonl(folder / "corpus.jsonl"), _jsonl(folder / qfile)
+    qfile, cfile = split_files("2wikimultihopqa", args.split, args.data_dir)
+    passages, questions = _jsonl(cfile), _jsonl(qfile)
     ks = (2, 5)
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:

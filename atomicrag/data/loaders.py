@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from atomicrag.core.artifacts import content_hash
-from atomicrag.core.config import DatasetConfig
+from atomicrag.core.config import DatasetConfig, PathsConfig
 from atomicrag.core.schemas import Passage, Question
 from atomicrag.data.validate import (
     DataError,
@@ -214,6 +214,17 @@ def check_present(cfg: DatasetConfig, data_dir: Path) -> None:
     qfile, _ = normalized_files(cfg, data_dir)
     if not qfile.is_file():
         raise DatasetMissing(f"dataset {cfg.name!r} split {cfg.split!r}: {qfile} not found.{get_hint(cfg)}")
+
+
+def split_files(name: str, split: str, data_dir: str | Path = "auto") -> tuple[Path, Path]:
+    """(questions file, corpus file) of a normalised dataset's split, found where a run finds it
+    (``paths.data_dir``; ``auto``: ./data, ../shared/data beside a checkout, then the smoke sets that
+    ship with atomicrag). Scripts default to this, so a clone anywhere runs them. Raises
+    ``DatasetMissing`` naming the file and how to get it when the split is not on disk."""
+    cfg = DatasetConfig(name=name, split=split)
+    data = PathsConfig(data_dir=str(data_dir)).resolved_data_dir(dataset=cfg)
+    check_present(cfg, data)
+    return normalized_files(cfg, data)
 
 
 def _listing(folder: Path) -> str:

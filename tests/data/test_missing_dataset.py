@@ -35,3 +35,22 @@ def test_auto_data_dir_finds_the_shipped_smoke_sets_first_where_nothing_else_has
     (checkout / "data" / "graphbench_novel" / "questions.dev.jsonl").write_text("")
     assert paths.resolved_data_dir(checkout, dataset=DatasetConfig(name="graphbench_novel", split="dev")) == \
         checkout / "data"
+
+
+def test_scripts_find_their_default_data_as_a_run_does(tmp_path: Path) -> None:
+    """Benchmark scripts take their default files from ``split_files`` (``paths.data_dir=auto``), not
+    from a path beside this checkout, so a clone without ``../shared`` runs them; a split that is not
+    on disk is a ``DatasetMissing`` that names the file and the command that gets it."""
+    import re
+
+    import pytest
+
+    from atomicrag.data.loaders import DatasetMissing, split_files
+
+    qfile, cfile = split_files("2wikimultihopqa", "smoke")
+    assert qfile.is_file() and cfile.is_file() and qfile.parent == cfile.parent
+    with pytest.raises(DatasetMissing, match=r"questions\.dev\.jsonl not found.*atomicrag data get 2wikimultihopqa"):
+        split_files("2wikimultihopqa", "dev", tmp_path)
+    hard_coded = [p.name for p in sorted((ROOT / "scripts").glob("*.py"))
+                  if re.search(r'"shared"\s*/\s*"data"', p.read_text())]
+    assert not hard_coded, f"scripts that default to ../shared/data instead of split_files: {hard_coded}"
