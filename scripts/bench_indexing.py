@@ -26,7 +26,7 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from graph_stats import ROOT, conf_group, passages_as_chunks, peak_rss_gb, read_passages
+from graph_stats import conf_group, passages_as_chunks, peak_rss_gb, read_passages
 
 from atomicrag.core.config import AtomizerConfig, Config, EmbedderConfig, FidelityConfig, GraphConfig
 from atomicrag.core.hardware import cpu_has_native_bf16
@@ -34,7 +34,6 @@ from atomicrag.data.loaders import split_files
 from atomicrag.embed.factory import build_embedder
 from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.stats import graph_stats, stats_markdown
-
 
 
 def probe_precisions(chunks: list, n: int) -> None:

@@ -35,7 +35,6 @@ from atomicrag.harness.provenance import Provenance
 from atomicrag.library.api import AtomicRAG
 
 
-
 def _jsonl(path: Path) -> list[dict]:
     with path.open(encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -99,7 +98,7 @@ def main() -> int:
         record = {"benchmark": "text_titles", "split": args.split, "embedder": args.embedder,
                   "passages": len(passages), "questions": len(questions), "rows": rows,
                   "provenance": prov.finish(load_config(settings(args.embedder)),
-                                            data_files=[folder / "corpus.jsonl", folder / qfile])}
+                                            data_files=[cfile, qfile])}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         tmp_out = args.out.with_suffix(args.out.suffix + ".tmp")
         tmp_out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
