@@ -119,3 +119,17 @@ def test_embedding_precision_and_concurrency_are_named_when_they_differ() -> Non
     assert "embedding precision" in t and t["LLM concurrency"]["released"] == 200
     same = _topics(HarnessConfig(fidelity=ref, embedder=EmbedderConfig(precision="fp32"), llm=LLMConfig(concurrency=200)))
     assert "embedding precision" not in same and "LLM concurrency" not in same
+
+
+def test_a_run_that_asked_no_llm_lists_no_llm_difference() -> None:
+    """A retrieval-only row (no reader, no decomposition, spaCy query entities) made no LLM call:
+    prompts, seeds, schemas, budgets and the generator are not how it differs from the released
+    pipeline, while its graph keys and embedder still are."""
+    cfg = HarnessConfig(fidelity=FidelityConfig())
+    asked = {d["topic"] for d in differences(cfg)}
+    assert {"prompts", "seed", "structured output and retries", "generator"} <= asked
+    assert any(t.startswith("budget: ") for t in asked)
+    silent = {d["topic"] for d in differences(cfg, uses_llm=False)}
+    assert not silent & {"prompts", "seed", "structured output and retries", "generator", "LLM concurrency"}
+    assert not any(t.startswith("budget: ") for t in silent)
+    assert {"entity keys", "embedder", "corpus chunks"} <= silent and "fidelity.damping_semantics" in silent

@@ -48,8 +48,27 @@ def _item(topic: str, ours: Any, released: Any) -> dict[str, Any]:
     return {"topic": topic, "ours": ours, "released": released}
 
 
-def differences(cfg: Config) -> list[dict[str, Any]]:
-    """Every departure of ``cfg`` from the released pipeline, as ``{"topic", "ours", "released"}``."""
+# topics about what an LLM is asked or how its replies are read: they say nothing of a run that made
+# no LLM call (retrieval-only rows), and a table's footnote must not list them against its rows
+LLM_TOPICS = frozenset({
+    "prompts", "sieve prompt", "sieve timeout", "seed", "structured output and retries", "judge statement repair",
+    "fragment-entity alignment", "generator", "LLM concurrency", "judge LLM",
+})
+
+
+def differences(cfg: Config, uses_llm: bool = True) -> list[dict[str, Any]]:
+    """Every departure of ``cfg`` from the released pipeline, as ``{"topic", "ours", "released"}``;
+    ``uses_llm=False`` (the run made no LLM call) leaves out the ``LLM_TOPICS`` and LLM budgets."""
+    out = _differences(cfg)
+    return out if uses_llm else without_llm_topics(out)
+
+
+def without_llm_topics(diffs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``diffs`` less what only matters where an LLM was asked (``LLM_TOPICS``, completion budgets)."""
+    return [d for d in diffs if str(d.get("topic")) not in LLM_TOPICS and not str(d.get("topic")).startswith("budget: ")]
+
+
+def _differences(cfg: Config) -> list[dict[str, Any]]:
     from atomicrag.embed.factory import released_code_covers
 
     out: list[dict[str, Any]] = []

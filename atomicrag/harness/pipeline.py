@@ -135,7 +135,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         "models": {"llm": cfg.llm.model if llm_used else None, "embedder": models.embedder.name},
         "config": summary_fields(cfg),
         "prompts": prompts,
-        "differences": differences(cfg),
+        "differences": differences(cfg, uses_llm=llm_used),
         "judge_settings": metrics_judge,
         "provenance": prov.finish(cfg, data_files=data.files, uses_llm=llm_used),
     }

@@ -219,7 +219,6 @@ WITHOUT_PROVENANCE = frozenset({
     "results/retrieval_2wiki/tune/round3_half0.json",
     "results/retrieval_2wiki/tune/round4_half0.json",
     "results/table2_smoke_qwen05b/2wikimultihopqa/smoke/ppr_sentence_minilm_qwen2_5-coder-0_5b-instruct_aqd-llm_as-llm_paper_aedbc682/metrics.json",
-    "results/tables/table2_retrieval.md",
     "results/tables/table2_smoke.md",
 })
 
@@ -238,6 +237,10 @@ def says_how_it_was_made(path: Path) -> bool:
         if isinstance(prov, dict) and prov.get("command") and (prov.get("git") or {}).get("commit"):
             return True
         return any(isinstance(d, dict) and d.get("command") and d.get("commit") for d in (data, data.get("meta")))
+    if path.suffix == ".md" and "\n## Runs used\n" in path.read_text():
+        # a make_tables table: as made as the runs it was built from (each run's metrics.json)
+        runs = re.findall(r"^- .*?: `([^`]+)` — ", path.read_text().split("\n## Runs used\n")[1], flags=re.M)
+        return bool(runs) and all(says_how_it_was_made(path.parent / r / "metrics.json") for r in runs)
     head = path.read_text(errors="replace").splitlines()[:8]
     return any(h.startswith("# command:") for h in head) and any(h.startswith("# commit:") for h in head)
 
@@ -274,3 +277,14 @@ def test_a_record_says_how_it_was_made(tmp_path: Path) -> None:
     assert not says_how_it_was_made(bare) and says_how_it_was_made(made) and says_how_it_was_made(text)
     text.write_text("1.5\n")  # the figures alone
     assert not says_how_it_was_made(text)
+    # a make_tables table is as made as every run it lists
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "runs" / "b").mkdir()
+    (tmp_path / "runs" / "a" / "metrics.json").write_text(made.read_text())
+    (tmp_path / "runs" / "b" / "metrics.json").write_text(bare.read_text())
+    table = tmp_path / "tables" / "t.md"
+    table.parent.mkdir()
+    table.write_text("| x |\n\n## Runs used\n\n- A / d: `../runs/a` — n=1\n")
+    assert says_how_it_was_made(table)
+    table.write_text("| x |\n\n## Runs used\n\n- A / d: `../runs/a` — n=1\n- B / d: `../runs/b` — n=1\n")
+    assert not says_how_it_was_made(table)

@@ -200,7 +200,7 @@ def build(spec: TableSpec, runs: list[Run], paper: dict[str, Any], where: dict[s
 
 def differences_footnote(results: list[RowResult]) -> list[str]:
     """The table's footnote: the differences from the released pipeline its runs recorded."""
-    from atomicrag.harness.differences import footnote
+    from atomicrag.harness.differences import footnote, without_llm_topics
 
     by_row: dict[str, list[dict[str, Any]]] = {}
     older: dict[str, bool] = {}  # row -> whether a run of it prompted an LLM
@@ -208,7 +208,10 @@ def differences_footnote(results: list[RowResult]) -> list[str]:
         for run in res.runs.values():
             diffs = run.metrics.get("differences")
             if isinstance(diffs, list):
-                by_row.setdefault(res.row.label, []).extend(d for d in diffs if isinstance(d, dict))
+                diffs = [d for d in diffs if isinstance(d, dict)]
+                if (run.metrics.get("models") or {}).get("llm", "") is None:  # the run asked no LLM
+                    diffs = without_llm_topics(diffs)  # (records made before differences() knew it)
+                by_row.setdefault(res.row.label, []).extend(diffs)
             else:
                 older[res.row.label] = older.get(res.row.label, False) or prompts_of(run) is not None
     lines = [f"Differences from the released pipeline: {line}" for line in footnote(by_row)]
