@@ -10,6 +10,7 @@ which the search never saw (experiments/retrieval_2wiki/README.md).
     python scripts/tune_retrieval.py --half even --base '{"passage_nodes": true}' \\
         --grid passage_seed_weight=0.1,0.5,1 passage_edge_weight=0.5,1
     python scripts/tune_retrieval.py --half odd --rows --json results/retrieval_2wiki/ablation_half1.json
+    python scripts/tune_retrieval.py --half even --search --json results/retrieval_2wiki/tune/search_half0.json
 """
 from __future__ import annotations
 
@@ -79,6 +80,31 @@ def ablation_rows() -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
+def search_rows() -> list[tuple[str, dict[str, Any]]]:
+    """The even-half search that chose ``hybrid``, round by round (experiments/retrieval_2wiki/README.md):
+    (1) one lever at a time over ``ppr_minilm``; (2) BM25 with document-frequency-filtered query
+    entities and their neighbours; (3) the bridge ranking's weight with either query-entity filter;
+    (4) restart x atom seed weight around the chosen point (``retriever=hybrid``)."""
+    def row(rnd: int, **fields: Any) -> tuple[str, dict[str, Any]]:
+        return f"round {rnd}: {json.dumps(fields)}", {**PPR_MINILM, **fields}
+
+    both = {"lexical_weight": 0.3, "query_entities": "spacy_idf"}
+    rows = [row(1)]
+    rows += [row(1, **f) for f in (
+        {"lexical_weight": 0.3}, {"query_entities": "spacy_idf"},
+        {"passage_nodes": True, "passage_ranking": "node", "passage_seed_weight": 0.5},
+        {"passage_ranking": "atom_sum"}, {"passage_ranking": "fusion", "fusion_dense_weight": 0.5},
+        {"passage_ranking": "fusion", "fusion_dense_weight": 0.5, "fusion_lexical_weight": 0.5})]
+    rows += [row(2, **{**both, **f}) for f in ({}, {"lexical_weight": 0.5}, {"query_entity_max_df": 0.01},
+                                           {"entity_sim_threshold": 0.8}, {"atom_seed_weight": 1.0})]
+    rows += [row(3, **{**both, "passage_ranking": "bridge", "query_entities": qe, "bridge_weight": w})
+             for qe in ("spacy_idf", "spacy_cased") for w in (0.7, 0.9, 1.0, 1.2)]
+    chosen = option_fields("hybrid")
+    rows += [(f"round 4: {json.dumps({'damping': d, 'atom_seed_weight': a})}", dict(chosen, damping=d, atom_seed_weight=a))
+             for d in (0.5, 0.7, 0.85) for a in (0.25, 0.5, 1.0)]
+    return rows
+
+
 @dataclasses.dataclass
 class SharedModels:
     """The Engine's models for every variant: one memoising embedder (a question is embedded once
@@ -117,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--half", default="even", choices=HALF_CHOICES,
                     help="DEV questions: even (0, where settings are chosen), odd (1, reported) or all")
     ap.add_argument("--rows", action="store_true", help="run the README's ablation rows")
+    ap.add_argument("--search", action="store_true", help="run the even-half search that chose hybrid (rounds 1-4)")
     ap.add_argument("--base", default="{}", help="JSON retriever fields over ppr_minilm for --grid")
     ap.add_argument("--grid", nargs="*", default=[], help="field=v1,v2 ... (JSON values), product over fields")
     ap.add_argument("--point", action="append", default=[], help="JSON retriever fields over ppr_minilm (repeatable)")
@@ -147,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(questions)} questions ({half_name(args.half)} half), graph of {nodes:,} nodes; "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     points: list[tuple[str, dict[str, Any]]] = ablation_rows() if args.rows else []
+    points += search_rows() if args.search else []
     points += [(p, {**PPR_MINILM, **json.loads(p)}) for p in args.point]
     if args.grid:
         fields = [g.split("=", 1) for g in args.grid]
