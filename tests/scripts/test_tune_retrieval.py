@@ -27,6 +27,25 @@ def test_ablation_rows_compose_to_the_committed_records_configurations() -> None
         assert t.with_retriever(base, fields).retriever == t.with_retriever(base, measured[label]).retriever, label
 
 
+def test_the_search_rows_are_the_committed_search_and_hold_the_chosen_preset() -> None:
+    """``--search`` runs the configurations of the committed even-half search, and the library's
+    ``hybrid`` preset is one of them: the point the README says the search chose."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import tune_retrieval as t
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    rows = t.search_rows()
+    base = t.load_config({}, env_prefix=None)
+    record = json.loads((ROOT / "results/retrieval_2wiki/tune/search_half0.json").read_text())
+    assert record["half"] == "even" and [r["label"] for r in record["results"]] == [label for label, _ in rows]
+    for (label, fields), measured in zip(rows, record["results"]):
+        assert t.with_retriever(base, fields).retriever == t.with_retriever(base, measured["retriever"]).retriever, label
+    hybrid = t.load_config({"retriever": "hybrid"}, env_prefix=None).retriever
+    chosen = [r for (_, f), r in zip(rows, record["results"]) if t.with_retriever(base, f).retriever == hybrid]
+    assert chosen and chosen[0]["R@2"] == max(r["R@2"] for r in record["results"])
+
+
 def test_a_variant_runs_through_the_engine_and_writes_its_record(tmp_path: Path, smoke_data: Path) -> None:
     """On the shipped 2Wiki smoke set: the script indexes and retrieves through Engine, and its record
     holds recall with intervals and the provenance that made it."""
