@@ -1,0 +1,52 @@
+#!/usr/bin/env python
+"""How often the docs' figure check would let a wrong figure through.
+
+``tests/scripts/test_doc_records.py`` accepts a figure when a record its paragraph (or table row)
+cites holds the same value at one decimal, or, for a signed figure, the difference of two recorded
+values. This moves every figure it checks by +0.1 and by -0.1 and counts how many of the moved
+figures it would still accept: the share of one-digit slips that pass by coincidence, because a
+large record holds many values. Prints one line per kind of figure and per document.
+
+    python scripts/doc_checker_power.py
+"""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "scripts"))
+
+import test_doc_records as check  # noqa: E402  (the checker itself, not a copy of its rules)
+
+
+def moved(fig: str, delta: float) -> str:
+    """``fig`` moved by ``delta``, written as the docs write it (a sign kept for signed figures)."""
+    x = round(float(fig.replace(",", "").replace("−", "-")) + delta, 1)
+    return (("+" if x >= 0 else "−") + f"{abs(x):.1f}") if fig[0] in "+−-" else f"{x:.1f}"
+
+
+def main() -> None:
+    total: Counter[str] = Counter()
+    passed: Counter[str] = Counter()
+    for doc in check.docs():
+        name = str(doc.relative_to(ROOT))
+        for block, records in check.blocks(doc.read_text()):
+            if not records or check.NO_RECORD in block:
+                continue
+            values = set().union(*(check.values_for(doc, r) for r in records))
+            for fig in check.figures(block):
+                kind = "signed" if fig[0] in "+−-" else "unsigned"
+                for delta in (0.1, -0.1):
+                    ok = check.holds(values, moved(fig, delta))
+                    for key in (kind, f"{name} ({kind})"):
+                        total[key] += 1
+                        passed[key] += ok
+    for key in sorted(total, key=lambda k: ("(" in k, k)):
+        print(f"{key:60s} {passed[key]:5d} of {total[key]:5d} moved figures still accepted "
+              f"({100 * passed[key] / total[key]:5.1f}%)")
+
+
+if __name__ == "__main__":
+    main()
