@@ -235,8 +235,6 @@ WITHOUT_PROVENANCE = frozenset({
     "results/retrieval_2wiki/tune/entity_filter_half0.txt",
     "results/retrieval_2wiki/tune/resolve_half0.json",
     "results/retrieval_2wiki/tune/round4_half0.json",
-    "results/table2_smoke_qwen05b/2wikimultihopqa/smoke/ppr_sentence_minilm_qwen2_5-coder-0_5b-instruct_aqd-llm_as-llm_paper_aedbc682/metrics.json",
-    "results/tables/table2_smoke.md",
 })
 
 
