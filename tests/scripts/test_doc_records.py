@@ -226,15 +226,10 @@ def test_a_brace_list_names_each_record() -> None:
 # when a listed record has gained its provenance or is no longer cited, so the list only shrinks.
 WITHOUT_PROVENANCE = frozenset({
     "results/benchmarks/bench_llm_idle_20261201.txt",
-    "results/benchmarks/retrieval_cpu_idle.txt",
-    "results/benchmarks/retrieval_real_2wiki_graph_20261201_harvest.txt",
     "results/qa_2wiki/odd333/answers.jsonl",
     "results/qa_2wiki/odd333/summary.json",
     "results/qa_2wiki/odd333_no_followup/summary.json",
     "results/qa_2wiki/odd333_reader_size/summary.json",
-    "results/retrieval_2wiki/tune/entity_filter_half0.txt",
-    "results/retrieval_2wiki/tune/resolve_half0.json",
-    "results/retrieval_2wiki/tune/round4_half0.json",
 })
 
 
