@@ -46,7 +46,7 @@ from bench_stats import HALF_CHOICES, half_name, select_half
 from bench_stats import bootstrap as _bootstrap
 
 from atomicrag.core.artifacts import write_json_atomic
-from atomicrag.harness.provenance import Provenance
+from atomicrag.harness.provenance import Provenance, git_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5", "atomicrag_budget")
@@ -238,6 +238,7 @@ def main() -> None:
     summary = summarize(rows, args.systems)
     summary.update(run_flags(out / RUNS_FILE, args))
     summary["command"] = " ".join(sys.argv)  # this (summary) call; the answering runs are in "runs"
+    summary["commit"] = git_state(ROOT).get("commit")  # the code that summarised the rows
     write_json_atomic(out / "summary.json", summary, indent=1)
     print_summary(summary)
 

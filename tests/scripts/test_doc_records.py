@@ -246,6 +246,11 @@ def says_how_it_was_made(path: Path) -> bool:
         prov = data.get("provenance")
         if isinstance(prov, dict) and prov.get("command") and (prov.get("git") or {}).get("commit"):
             return True
+        if "flags_from" in data:  # a bench_qa summary: its own call, and every run that answered its rows
+            runs = data.get("runs") or []
+            return bool(data.get("command") and data.get("commit") and runs) and all(
+                (r.get("provenance") or {}).get("command") and ((r.get("provenance") or {}).get("git") or {}).get("commit")
+                for r in runs)
         return any(isinstance(d, dict) and d.get("command") and d.get("commit") for d in (data, data.get("meta")))
     if path.suffix == ".md" and "\n## Runs used\n" in path.read_text():
         # a make_tables table: as made as the runs it was built from (each run's metrics.json)
@@ -287,6 +292,18 @@ def test_a_record_says_how_it_was_made(tmp_path: Path) -> None:
     assert not says_how_it_was_made(bare) and says_how_it_was_made(made) and says_how_it_was_made(text)
     text.write_text("1.5\n")  # the figures alone
     assert not says_how_it_was_made(text)
+    # a QA summary names its own call and every answering run's provenance
+    answered = {"provenance": {"command": "python bench_qa.py --n 3", "git": {"commit": "abc"}}}
+    qa = tmp_path / "summary.json"
+    qa.write_text(json.dumps({"flags_from": "runs.json", "command": "bench_qa.py --summary-only", "commit": "abc",
+                              "runs": [answered]}))
+    assert says_how_it_was_made(qa)
+    qa.write_text(json.dumps({"flags_from": "runs.json", "command": "bench_qa.py --summary-only", "commit": "abc",
+                              "runs": [answered, {"flags": {}}]}))  # one run without its provenance
+    assert not says_how_it_was_made(qa)
+    qa.write_text(json.dumps({"flags_from": "the summary call (this folder has no runs.json)",
+                              "command": "bench_qa.py --summary-only", "commit": "abc"}))
+    assert not says_how_it_was_made(qa)
     # a make_tables table is as made as every run it lists
     (tmp_path / "runs" / "a").mkdir(parents=True)
     (tmp_path / "runs" / "b").mkdir()
