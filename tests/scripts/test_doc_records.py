@@ -229,7 +229,6 @@ WITHOUT_PROVENANCE = frozenset({
     "results/qa_2wiki/odd333/answers.jsonl",
     "results/qa_2wiki/odd333/summary.json",
     "results/qa_2wiki/odd333_no_followup/summary.json",
-    "results/qa_2wiki/odd333_reader_size/summary.json",
 })
 
 
