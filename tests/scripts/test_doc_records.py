@@ -228,8 +228,12 @@ WITHOUT_PROVENANCE = frozenset({
     "results/benchmarks/bench_llm_idle_20261201.txt",
     "results/qa_2wiki/odd333/answers.jsonl",
     "results/qa_2wiki/odd333/summary.json",
-    "results/qa_2wiki/odd333_no_followup/summary.json",
 })
+
+
+def says_provenance(prov: Any) -> bool:
+    """Whether ``prov`` (a ``harness/provenance.py`` record) names the command and the commit."""
+    return isinstance(prov, dict) and bool(prov.get("command")) and bool((prov.get("git") or {}).get("commit"))
 
 
 def says_how_it_was_made(path: Path) -> bool:
@@ -240,16 +244,16 @@ def says_how_it_was_made(path: Path) -> bool:
         return True  # the paper's numbers; their source is the paper
     if path.suffix == ".json":
         data = json.loads(path.read_text())
+        if isinstance(data, list):  # bench_qa's runs.json: one entry per answering run, each with its provenance
+            return bool(data) and all(isinstance(r, dict) and says_provenance(r.get("provenance")) for r in data)
         if not isinstance(data, dict):
             return False
-        prov = data.get("provenance")
-        if isinstance(prov, dict) and prov.get("command") and (prov.get("git") or {}).get("commit"):
+        if says_provenance(data.get("provenance")):
             return True
         if "flags_from" in data:  # a bench_qa summary: its own call, and every run that answered its rows
             runs = data.get("runs") or []
             return bool(data.get("command") and data.get("commit") and runs) and all(
-                (r.get("provenance") or {}).get("command") and ((r.get("provenance") or {}).get("git") or {}).get("commit")
-                for r in runs)
+                says_provenance(r.get("provenance")) for r in runs)
         return any(isinstance(d, dict) and d.get("command") and d.get("commit") for d in (data, data.get("meta")))
     if path.suffix == ".md" and "\n## Runs used\n" in path.read_text():
         # a make_tables table: as made as the runs it was built from (each run's metrics.json)
@@ -303,6 +307,11 @@ def test_a_record_says_how_it_was_made(tmp_path: Path) -> None:
     qa.write_text(json.dumps({"flags_from": "the summary call (this folder has no runs.json)",
                               "command": "bench_qa.py --summary-only", "commit": "abc"}))
     assert not says_how_it_was_made(qa)
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([answered]))
+    assert says_how_it_was_made(runs)
+    runs.write_text(json.dumps([answered, {"flags": {}}]))
+    assert not says_how_it_was_made(runs)
     # a make_tables table is as made as every run it lists
     (tmp_path / "runs" / "a").mkdir(parents=True)
     (tmp_path / "runs" / "b").mkdir()
