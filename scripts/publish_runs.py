@@ -11,20 +11,83 @@ numbers instead of finding a committed run that satisfies its cache, and running
 ``git status`` clean. Publishing is the one deliberate step that changes the records: a run
 folder replaces the record of the same name (same experiment, dataset, split and run name).
 Failed or unfinished runs are never published.
+
+A run's ``predictions.jsonl`` is copied whole when it is at most ``RECORD_BYTES`` (2 MB);
+a larger one (a full-DEV run holds 5-15 MB of traces) is published as record rows: every
+question keeps its id, type, gold, answer, scores, tokens, seconds, errors and cuts, which
+is what the tables' intervals and ``tests/scripts/test_records_rederive.py`` read, and loses
+its traces (seeds, candidates, sieve, context, decomposition, raw reply) and every retrieved
+passage past the deepest recall@k. ``publish.json`` beside it says what was dropped and from
+how many bytes. A record that is still too large is not published (exit status 1).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from atomicrag.core.artifacts import write_json_atomic, write_jsonl_atomic
 from atomicrag.harness.tracking import is_finished
 
 # what a run folder holds that is a record (temporary files of a crashed write are not)
-_RECORD_FILES = ("config.yaml", "metrics.json", "predictions.jsonl")
+_RECORD_FILES = ("config.yaml", "metrics.json")
+RECORD_BYTES = 2_000_000  # the largest file a record commits; larger predictions are trimmed
+# per-question traces: what a run did, not what it scored; the run folder under runs/ keeps them
+TRACE_KEYS = ("seeds", "candidates", "sieve", "context", "decomposition", "raw_answer")
+RANKED_KEYS = ("retrieved_passages", "retrieved_titles")  # cut to the deepest recall@k
+_RECALL_AT = re.compile(r"^recall@(\d+)$")
+
+
+class RecordTooLarge(ValueError):
+    """A run's predictions exceed RECORD_BYTES even as record rows."""
+
+
+def record_row(row: dict, depth: int) -> dict:
+    """One question's record row: ``row`` without its traces, ranked lists cut to ``depth``."""
+    out = {k: v for k, v in row.items() if k not in TRACE_KEYS}
+    for key in RANKED_KEYS:
+        if isinstance(out.get(key), list):
+            out[key] = out[key][:depth]
+    return out
+
+
+def recall_depth(rows: list[dict]) -> int:
+    """The deepest k of the rows' recall@k scores (5 when they have none): what a ranked list
+    must keep for its recall to be checked again."""
+    ks = [int(m.group(1)) for r in rows for k in r if (m := _RECALL_AT.match(k))]
+    return max(ks, default=5)
+
+
+def publish_predictions(src: Path, dest: Path, limit: int | None = None) -> dict | None:
+    """Copy ``src`` (a run's predictions.jsonl) to ``dest``: whole when it is at most ``limit``
+    bytes (default ``RECORD_BYTES``), else as record rows. Returns what was dropped (None when
+    copied whole)."""
+    limit = RECORD_BYTES if limit is None else limit
+    size = src.stat().st_size
+    if size <= limit:
+        shutil.copy2(src, dest)
+        return None
+    rows = []
+    with src.open(encoding="utf-8") as fh:
+        for no, line in enumerate(fh, start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{src}:{no}: not JSON ({exc.msg})") from exc
+    depth = recall_depth(rows)
+    write_jsonl_atomic(dest, [record_row(r, depth) for r in rows])
+    if dest.stat().st_size > limit:
+        raise RecordTooLarge(f"{src}: {dest.stat().st_size:,} bytes as record rows ({len(rows)} questions), "
+                             f"over the {limit:,}-byte limit of a record; not published")
+    dropped = sorted({k for r in rows for k in r if k in TRACE_KEYS})
+    return {"predictions": "record rows", "source_bytes": size, "dropped_keys": dropped,
+            "ranked_lists_cut_to": depth, "full_rows": "the run folder this was published from"}
 
 
 def finished_runs(runs: Path, experiments: list[str] | None = None) -> list[Path]:
@@ -50,6 +113,14 @@ def publish(runs: Path, records: Path, experiments: list[str] | None = None,
         for name in _RECORD_FILES:
             if (run / name).is_file():
                 shutil.copy2(run / name, tmp / name)
+        if (run / "predictions.jsonl").is_file():
+            try:
+                trimmed = publish_predictions(run / "predictions.jsonl", tmp / "predictions.jsonl")
+            except ValueError:
+                shutil.rmtree(tmp, ignore_errors=True)  # the old record stays as it was
+                raise
+            if trimmed is not None:
+                write_json_atomic(tmp / "publish.json", trimmed)
         shutil.rmtree(dest, ignore_errors=True)  # the record is replaced whole, never merged
         tmp.rename(dest)
     return written
@@ -69,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     if runs.resolve() == records.resolve():
         print("publish_runs: --runs and --to are the same folder", file=sys.stderr)
         return 2
-    written = publish(runs, records, args.experiments or None, args.dry_run)
+    try:
+        written = publish(runs, records, args.experiments or None, args.dry_run)
+    except ValueError as exc:
+        print(f"publish_runs: {exc}", file=sys.stderr)
+        return 1
     verb = "would publish" if args.dry_run else "published"
     for dest in written:
         print(f"{verb} {dest}")
