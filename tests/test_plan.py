@@ -28,10 +28,13 @@ def _recorded_config(run: Path) -> list[str]:
     return [] if "context" in recorded.get("reader", {}) else ["reader.context=atoms"]
 
 
-# Found when the smoke runs were re-made (stop 40): with whole chunks as atoms (w/o KA) the plan
-# estimates ~4,310 prompt tokens per sieve call where vLLM counted 2,331. Not yet explained; the
-# mark fails the day the estimate is right.
-_SIEVE_OVERESTIMATE = pytest.mark.xfail(strict=True, reason="plan overestimates the w/o KA sieve prompt 1.85x")
+# Found when the smoke runs were re-made (stop 40) and explained since: in the w/o KA row 18 of
+# the 38 sieve attempts timed out at llm.timeout_s=300 (20 calls, 9,713 s of summed latency) and
+# were retried. A timed-out attempt reports no tokens, so prompt tokens / attempts (2,331) is not one
+# prompt's size; per reply it is 88,578 / 20 = 4,429, 3% above the plan's 4,310. The record predates
+# `errored_attempts`, which the comparison below subtracts; re-made, the row passes and this mark fails.
+_SIEVE_OVERESTIMATE = pytest.mark.xfail(strict=True, reason="record without errored_attempts: 18 timed-out "
+                                        "sieve attempts count in its attempts but report no tokens")
 SMOKE_PARAMS = [pytest.param(r, marks=_SIEVE_OVERESTIMATE) if "_chunk_" in r.name and "as-llm" in r.name else r
                 for r in SMOKE_RUNS]
 
@@ -58,7 +61,8 @@ def test_input_tokens_per_call_are_within_20_percent_of_the_measured(run: Path, 
         assert stage.calls + extra == measured["calls"], stage.stage  # one call per question, as the run made
         if measured["failures"] or not measured["attempts"] or extra:
             continue  # a follow-up re-sends the prompt with the reply: its tokens are not one call's
-        per_attempt = measured["prompt_tokens"] / measured["attempts"]
+        # attempts that got no reply (a timeout) report no tokens: divide by the replies only
+        per_attempt = measured["prompt_tokens"] / (measured["attempts"] - measured.get("errored_attempts", 0))
         assert abs(stage.input_per_call / per_attempt - 1) <= 0.20, (stage.stage, stage.input_per_call, per_attempt)
         compared += 1
     if not compared and followups:

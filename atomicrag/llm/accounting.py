@@ -33,6 +33,7 @@ class ModuleStats:
     cut: int = 0
     cached_calls: int = 0
     attempts: int = 0  # generation attempts, retries included
+    errored_attempts: int = 0  # of which ended without a reply (timeout, HTTP error): no tokens reported
     prompt_tokens: int = 0  # new tokens only
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
@@ -76,6 +77,7 @@ class Accountant:
                 s.failures += 0 if r.ok or cut else 1
                 s.cached_calls += 1 if r.cached else 0
                 s.attempts += r.attempts
+                s.errored_attempts += r.errored_attempts
                 s.prompt_tokens += r.prompt_tokens
                 s.completion_tokens += r.completion_tokens
                 s.cached_prompt_tokens += r.cached_prompt_tokens

@@ -40,6 +40,9 @@ class ChatResult:
     cached: bool = False
     latency_s: float = 0.0
     attempts: int = 1
+    # attempts that ended without a reply (timeout, connection or HTTP error): the server may have
+    # read their prompt, but it reported no tokens, so prompt_tokens / attempts undercounts a prompt
+    errored_attempts: int = 0
     error: str | None = None  # set when the call (or its JSON) failed after retries
     model: str = ""
     # On a cache hit prompt/completion_tokens are 0 (no new tokens were spent); the counts of

@@ -94,6 +94,7 @@ class ResultBuilder:
 
     def add_error(self, error: str) -> None:
         self.result.attempts += 1
+        self.result.errored_attempts += 1
         self.result.parsed = None
         self.result.error = error
 

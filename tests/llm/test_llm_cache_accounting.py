@@ -12,7 +12,7 @@ from pathlib import Path
 from atomicrag.llm.accounting import Accountant, AccountedLLM
 from atomicrag.llm.cache import CachedLLM, cache_key
 from atomicrag.llm.fake import FakeLLM
-from atomicrag.llm.protocol import ChatRequest
+from atomicrag.llm.protocol import ChatRequest, ChatResult
 
 SCHEMA = {"type": "object", "properties": {"named_entities": {"type": "array", "items": {"type": "string"}}},
           "required": ["named_entities"]}
@@ -143,6 +143,10 @@ def test_accounting_per_module(tmp_path: Path) -> None:
     assert (sieve["calls"], sieve["cached_calls"], sieve["failures"]) == (2, 1, 0)
     assert sieve["prompt_tokens"] == 2 and sieve["cached_prompt_tokens"] == 2 and sieve["wall_s"] >= 0
     assert (reader["calls"], reader["failures"], reader["attempts"], reader["prompt_tokens"]) == (1, 1, 2, 2)
+    assert reader["errored_attempts"] == 0  # an unparsable reply is a reply: its tokens were counted
+    acct.record("sieve", [ChatResult(prompt_tokens=4000, attempts=2, errored_attempts=1)])  # one timeout, one reply
+    sieve = acct.to_dict()["modules"]["sieve"]
+    assert sieve["attempts"] - sieve["errored_attempts"] == 2  # the two replies behind its 4,002 prompt tokens
     assert d["total"]["calls"] == 3 and d["total"]["prompt_tokens"] == 4
     json.dumps(d)
 

@@ -103,6 +103,9 @@ def test_timeout_is_retried_then_reported(stub: StubServer) -> None:
     stub.responder = lambda body, n: (200, completion('{"named_entities": []}'), 1.0 if n < 2 else 0)
     [r] = _client(stub, timeout_s=0.3, max_retries=2).chat([_req()])
     assert r.ok and r.attempts == 3
+    # the two timed-out attempts reported no tokens: only the reply's are counted, and the result
+    # says how many attempts got none, so prompt tokens per replied attempt can be computed
+    assert r.errored_attempts == 2 and r.prompt_tokens == completion("")["usage"]["prompt_tokens"]
     stub.responder = lambda body, n: (200, completion('{"named_entities": []}'), 1.0)
     [r] = _client(stub, timeout_s=0.3, max_retries=1).chat([_req()])
     assert not r.ok and "timeout" in r.error and r.parsed is None
