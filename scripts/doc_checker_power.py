@@ -3,9 +3,11 @@
 
 ``tests/scripts/test_doc_records.py`` accepts a figure when a record its paragraph (or table row)
 cites holds the same value at one decimal, or, for a signed figure, the difference of two recorded
-values. This moves every figure it checks by +0.1 and by -0.1 and counts how many of the moved
-figures it would still accept: the share of one-digit slips that pass by coincidence, because a
-large record holds many values. Prints one line per kind of figure and per document.
+values; a figure written with its interval must be one (estimate, low, high) entry of a record.
+This moves every figure it checks by +0.1 and by -0.1 and counts how many of the moved figures it
+would still accept: the share of one-digit slips that pass by coincidence, because a large record
+holds many values. Prints one line per kind of figure (signed, unsigned, with its interval, whose
+estimate is moved) and per document.
 
     python scripts/doc_checker_power.py
 """
@@ -36,6 +38,13 @@ def main() -> None:
             if not records or check.NO_RECORD in block:
                 continue
             values = set().union(*(check.values_for(doc, r) for r in records))
+            held = set().union(*(check.record_intervals(r) for r in records))
+            for _, (est, low, high) in check.intervals(block):
+                for delta in (0.1, -0.1):
+                    ok = (round(est + delta, 1), low, high) in held
+                    for key in ("with interval", f"{name} (with interval)"):
+                        total[key] += 1
+                        passed[key] += ok
             for fig in check.figures(block):
                 kind = "signed" if fig[0] in "+−-" else "unsigned"
                 for delta in (0.1, -0.1):

@@ -9,6 +9,11 @@ typed by hand, or left over from an older run, fails here. A table counts the
 records named in the paragraph just before it. A setting is not a figure: a number in a code span
 (`retriever.damping=0.3`) or written as one (`= 0.3`, `≥ 0.9`, `restart 0.3`) is not checked.
 
+A figure written with its interval, ``25.0 [20.6, 29.4]``, is held to more: the estimate and both
+bounds must be one entry of one record (a value and its ``<key>_ci95`` sibling, a ``[d, [lo, hi]]``
+pair, or the three printed together in a text record), so neither a slipped digit nor an interval
+copied from the next row passes because a large record happens to hold the number somewhere.
+
 A figure whose run kept no record says so in its paragraph or row with ``no record kept``; those
 are counted, and the count may only fall (``NO_RECORD_CEILING``): re-run the command and cite
 its output instead.
@@ -94,6 +99,50 @@ def values_for(doc: Path, record: Path) -> frozenset[float]:
     return record_values(record)
 
 
+_NUM = r"[+−-]?\d[\d,]*\.\d"
+# a one-decimal figure with its bracketed interval: "25.0 [20.6, 29.4]", "**+6.6** [2.2, 11.2]"
+INTERVAL = re.compile(rf"(?<![\w.,])({_NUM})\**\s*\[({_NUM}),\s*({_NUM})\]")
+
+
+def _decimal(fig: str) -> float:
+    return round(float(fig.replace(",", "").replace("−", "-")), 1)
+
+
+def _json_intervals(obj: Any, out: set[tuple[float, float, float]]) -> None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            ci = obj.get(f"{k}_ci95")
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(ci, list) and len(ci) == 2 \
+                    and all(isinstance(c, (int, float)) for c in ci):
+                out.add((round(v, 1), round(ci[0], 1), round(ci[1], 1)))
+            _json_intervals(v, out)
+    elif isinstance(obj, list):
+        if len(obj) in (2, 3) and isinstance(obj[0], (int, float)) and isinstance(obj[1], list) and len(obj[1]) == 2 \
+                and all(isinstance(c, (int, float)) for c in obj[1]):  # [d, [lo, hi]] or [d, [lo, hi], n]
+            out.add((round(obj[0], 1), round(obj[1][0], 1), round(obj[1][1], 1)))
+        for v in obj:
+            _json_intervals(v, out)
+
+
+@functools.cache
+def record_intervals(path: Path) -> frozenset[tuple[float, float, float]]:
+    """(estimate, low, high) entries a record holds, rounded to one decimal."""
+    out: set[tuple[float, float, float]] = set()
+    if path.suffix == ".json":
+        _json_intervals(json.loads(path.read_text()), out)
+    elif path.suffix != ".jsonl":  # rows hold per-question values, not estimates
+        for m in INTERVAL.finditer(path.read_text(errors="replace")):
+            est, low, high = (_decimal(g) for g in m.groups())
+            out.add((est, low, high))
+    return frozenset(out)
+
+
+def intervals(block: str) -> list[tuple[str, tuple[float, float, float]]]:
+    """The figures a block writes with their interval: (as written, (estimate, low, high))."""
+    return [(m.group(0), (_decimal(m.group(1)), _decimal(m.group(2)), _decimal(m.group(3))))
+            for m in INTERVAL.finditer(SETTING.sub(" ", block))]
+
+
 def expand(ref: str) -> list[str]:
     """``run{1,2,3}.txt`` → the three names it abbreviates."""
     m = re.search(r"\{([^{}]*)\}", ref)
@@ -172,6 +221,36 @@ def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
             if not holds(values, fig):
                 bad.append((fig, [r.name for r in records], block.strip()[:80]))
     assert not bad, f"{doc.relative_to(ROOT)}: figures not found in the records their paragraph names: {bad}"
+
+
+@pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_figure_with_its_interval_is_one_estimate_of_its_record(doc: Path) -> None:
+    bad = []
+    for block, records in blocks(doc.read_text()):
+        if not records or NO_RECORD in block:
+            continue
+        held = set().union(*(record_intervals(r) for r in records))
+        bad += [(written, [r.name for r in records][:3]) for written, triple in intervals(block) if triple not in held]
+    assert not bad, (f"{doc.relative_to(ROOT)}: figures whose estimate and interval are not one entry of the "
+                     f"records their paragraph names: {bad}")
+
+
+def test_an_interval_must_sit_with_its_own_estimate(tmp_path: Path) -> None:
+    rec = tmp_path / "summary.json"
+    rec.write_text(json.dumps({"F1": 25.0, "F1_ci95": [20.6, 29.4], "EM": 21.9, "EM_ci95": [17.7, 26.1],
+                               "drop": [1.1, [-3.3, 5.4], 333]}))
+    txt = tmp_path / "log.txt"
+    txt.write_text("atomicrag   21.9     [17.7, 26.1]  25.0   [20.6, 29.4]\n")
+    for path in (rec, txt):
+        held = record_intervals(path)
+        [(_, ok)] = intervals("F1 **25.0** [20.6, 29.4]")
+        assert ok in held
+        for wrong in ("F1 21.9 [20.6, 29.4]", "F1 25.1 [20.6, 29.4]", "F1 25.0 [20.6, 29.5]"):
+            [(_, t)] = intervals(wrong)
+            assert t not in held, wrong  # every value is in the record, but not as one estimate
+    [(_, d)] = intervals("a drop of +1.1 [−3.3, 5.4]")
+    assert d in record_intervals(rec)
+    assert intervals("with `ci=[0.1, 0.9]` set") == []
 
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
