@@ -186,16 +186,25 @@ def holds(values: set[float], fig: str) -> bool:
 
 def blocks(text: str) -> Iterator[tuple[str, list[Path]]]:
     """(block, records it is checked against): paragraphs, and each table row, outside code fences.
-    A table row is checked against the records it names, else those of the paragraph above the table."""
-    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)  # commands name records they write, not figures
+    A table row is checked against the records it names, else those of the paragraph above the table.
+    A code fence is skipped (commands name records they write, not figures) unless it holds a
+    printed table (a line starting with ``|``, e.g. what ``make run`` printed): that is checked as
+    one block against the records of the paragraph just before it."""
     previous: list[Path] = []
-    for block in re.split(r"\n\s*\n", text):
-        if block.lstrip().startswith("|"):
-            for row in block.strip().splitlines():
-                yield row, cited_records(row) or previous
+    for part in re.split(r"(```.*?```)", text, flags=re.DOTALL):
+        if part.startswith("```"):
+            body = part.split("\n", 1)[-1].rsplit("```", 1)[0]  # without the fence (a code span to SETTING)
+            if any(line.lstrip().startswith("|") for line in body.splitlines()):
+                yield body, previous
             continue
-        previous = cited_records(block)
-        yield block, previous
+        for block in re.split(r"\n\s*\n", part):
+            if block.lstrip().startswith("|"):
+                for row in block.strip().splitlines():
+                    yield row, cited_records(row) or previous
+                continue
+            if block.strip():
+                previous = cited_records(block)
+            yield block, previous
 
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
@@ -286,6 +295,19 @@ def test_an_experiment_readme_quotes_its_own_paper_table() -> None:
     table8, table10 = ROOT / "experiments/table8/README.md", ROOT / "experiments/table10/README.md"
     assert holds(set(values_for(table10, PUBLISHED)), "62.5") and holds(set(values_for(table8, PUBLISHED)), "73.1")
     assert not holds(set(values_for(table8, PUBLISHED)), "62.5") and holds(set(record_values(PUBLISHED)), "62.5")
+
+
+def test_a_printed_table_is_checked_against_the_record_named_before_it() -> None:
+    record = ROOT / "results/quickstart/make_run_20261204b.txt"
+    intro = f"What it printed (`{record.relative_to(ROOT)}`):\n\n"
+    table = "```\n| system | R@2 |\n|---|---:|\n| AtomicRAG | {} |\n```\n"
+    [(body, records)] = [b for b in blocks(intro + table.format("75.0")) if "AtomicRAG" in b[0]]
+    assert records == [record] and figures(body) == ["75.0"]
+    held = set(record_values(record))
+    assert holds(held, "75.0")
+    [(body, _)] = [b for b in blocks(intro + table.format("864.7")) if "AtomicRAG" in b[0]]
+    assert figures(body) == ["864.7"] and not holds(held, "864.7")  # a table from another run
+    assert not any("1.5" in b for b, _ in blocks("```\nmake run ARGS=1.5\n```\n"))  # a command is skipped
 
 
 def test_a_signed_figure_may_be_the_difference_of_two_recorded_values() -> None:
