@@ -55,15 +55,19 @@ def docs() -> list[Path]:
     return [d for d in DOCS if d.is_file()]
 
 
+def nodes(obj: Any) -> Iterator[Any]:
+    """``obj`` and everything inside it (dict values, list items), depth first."""
+    yield obj
+    for v in obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ():
+        yield from nodes(v)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def leaves(obj: Any) -> Iterator[float]:
-    if isinstance(obj, dict):
-        for v in obj.values():
-            yield from leaves(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from leaves(v)
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        yield float(obj)
+    return (float(v) for v in nodes(obj) if _is_number(v))
 
 
 NUMBER = re.compile(r"(?<![\w.])[+−-]?\d[\d,]*(?:\.\d+)?")
@@ -108,33 +112,31 @@ def _decimal(fig: str) -> float:
     return round(float(fig.replace(",", "").replace("−", "-")), 1)
 
 
-def _json_intervals(obj: Any, out: set[tuple[float, float, float]]) -> None:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            ci = obj.get(f"{k}_ci95")
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(ci, list) and len(ci) == 2 \
-                    and all(isinstance(c, (int, float)) for c in ci):
-                out.add((round(v, 1), round(ci[0], 1), round(ci[1], 1)))
-            _json_intervals(v, out)
-    elif isinstance(obj, list):
-        if len(obj) in (2, 3) and isinstance(obj[0], (int, float)) and isinstance(obj[1], list) and len(obj[1]) == 2 \
-                and all(isinstance(c, (int, float)) for c in obj[1]):  # [d, [lo, hi]] or [d, [lo, hi], n]
-            out.add((round(obj[0], 1), round(obj[1][0], 1), round(obj[1][1], 1)))
-        for v in obj:
-            _json_intervals(v, out)
+def _pair(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 2 and all(map(_is_number, v))
+
+
+def _json_intervals(obj: Any) -> Iterator[tuple[float, float, float]]:
+    """A JSON record's (estimate, low, high) entries: a number beside its ``<key>_ci95`` pair, or a
+    ``[d, [lo, hi]]`` / ``[d, [lo, hi], n]`` list."""
+    for node in nodes(obj):
+        if isinstance(node, dict):
+            yield from ((v, *node[f"{k}_ci95"]) for k, v in node.items()
+                        if _is_number(v) and _pair(node.get(f"{k}_ci95")))
+        elif isinstance(node, list) and len(node) in (2, 3) and _is_number(node[0]) and _pair(node[1]):
+            yield (node[0], *node[1])
 
 
 @functools.cache
 def record_intervals(path: Path) -> frozenset[tuple[float, float, float]]:
     """(estimate, low, high) entries a record holds, rounded to one decimal."""
-    out: set[tuple[float, float, float]] = set()
     if path.suffix == ".json":
-        _json_intervals(json.loads(path.read_text()), out)
+        found = _json_intervals(json.loads(path.read_text()))
     elif path.suffix != ".jsonl":  # rows hold per-question values, not estimates
-        for m in INTERVAL.finditer(path.read_text(errors="replace")):
-            est, low, high = (_decimal(g) for g in m.groups())
-            out.add((est, low, high))
-    return frozenset(out)
+        found = (m.groups() for m in INTERVAL.finditer(path.read_text(errors="replace")))
+    else:
+        return frozenset()
+    return frozenset(tuple(_decimal(str(x)) for x in t) for t in found)
 
 
 def intervals(block: str) -> list[tuple[str, tuple[float, float, float]]]:
