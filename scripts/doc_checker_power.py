@@ -34,9 +34,7 @@ def main() -> None:
     passed: Counter[str] = Counter()
     for doc in check.docs():
         name = str(doc.relative_to(ROOT))
-        for block, records in check.blocks(doc.read_text()):
-            if not records or check.NO_RECORD in block:
-                continue
+        for block, records in check.checked_blocks(doc):
             values = set().union(*(check.values_for(doc, r) for r in records))
             held = set().union(*(check.record_intervals(r) for r in records))
             for _, (est, low, high) in check.intervals(block):

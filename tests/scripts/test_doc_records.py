@@ -209,6 +209,12 @@ def blocks(text: str) -> Iterator[tuple[str, list[Path]]]:
             yield block, previous
 
 
+def checked_blocks(doc: Path) -> Iterator[tuple[str, list[Path]]]:
+    """The blocks of ``doc`` whose figures are checked: those that name records and do not say
+    ``no record kept``."""
+    return ((b, r) for b, r in blocks(doc.read_text()) if r and NO_RECORD not in b)
+
+
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_cited_record_file_exists(doc: Path) -> None:
     missing = []
@@ -224,9 +230,7 @@ def test_every_cited_record_file_exists(doc: Path) -> None:
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
     bad = []
-    for block, records in blocks(doc.read_text()):
-        if not records or NO_RECORD in block:
-            continue
+    for block, records in checked_blocks(doc):
         values = set().union(*(values_for(doc, r) for r in records))
         for fig in figures(block):
             if not holds(values, fig):
@@ -237,9 +241,7 @@ def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_figure_with_its_interval_is_one_estimate_of_its_record(doc: Path) -> None:
     bad = []
-    for block, records in blocks(doc.read_text()):
-        if not records or NO_RECORD in block:
-            continue
+    for block, records in checked_blocks(doc):
         held = set().union(*(record_intervals(r) for r in records))
         bad += [(written, [r.name for r in records][:3]) for written, triple in intervals(block) if triple not in held]
     assert not bad, (f"{doc.relative_to(ROOT)}: figures whose estimate and interval are not one entry of the "
