@@ -18,7 +18,8 @@ question keeps its id, type, gold, answer, scores, tokens, seconds, errors and c
 is what the tables' intervals and ``tests/scripts/test_records_rederive.py`` read, and loses
 its traces (seeds, candidates, sieve, context, decomposition, raw reply) and every retrieved
 passage past the deepest recall@k. ``publish.json`` beside it says what was dropped and from
-how many bytes. A record that is still too large is not published (exit status 1).
+how many bytes. A record that is still too large is not published (its old record stays, the
+other runs are still published, and the exit status is 1).
 """
 from __future__ import annotations
 
@@ -27,18 +28,21 @@ import json
 import re
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from atomicrag.core.artifacts import write_json_atomic, write_jsonl_atomic
+from atomicrag.core.schemas import TRACE_FIELDS
 from atomicrag.harness.tracking import is_finished
 
 # what a run folder holds that is a record (temporary files of a crashed write are not)
 _RECORD_FILES = ("config.yaml", "metrics.json")
 RECORD_BYTES = 2_000_000  # the largest file a record commits; larger predictions are trimmed
-# per-question traces: what a run did, not what it scored; the run folder under runs/ keeps them
-TRACE_KEYS = ("seeds", "candidates", "sieve", "context", "decomposition", "raw_answer")
+# per-question traces: what a run did, not what it scored (marked in the per-question schema,
+# QueryTrace); the run folder under runs/ keeps them
+TRACE_KEYS = TRACE_FIELDS
 RANKED_KEYS = ("retrieved_passages", "retrieved_titles")  # cut to the deepest recall@k
 _RECALL_AT = re.compile(r"^recall@(\d+)$")
 
@@ -98,14 +102,24 @@ def finished_runs(runs: Path, experiments: list[str] | None = None) -> list[Path
     return [p for p in found if is_finished(p)]
 
 
+@dataclass
+class Published:
+    """What one call of ``publish`` did: the record folders written, and the runs refused (a
+    refused run's old record, if any, stays as it was)."""
+
+    written: list[Path] = field(default_factory=list)
+    refused: dict[Path, str] = field(default_factory=dict)  # run folder -> why
+
+
 def publish(runs: Path, records: Path, experiments: list[str] | None = None,
-            dry_run: bool = False) -> list[Path]:
-    """Copy every finished run into ``records``; returns the record folders written."""
-    written = []
+            dry_run: bool = False) -> Published:
+    """Copy every finished run into ``records``. A run whose record would be too large is
+    refused and the others are still published."""
+    done = Published()
     for run in finished_runs(runs, experiments):
         dest = records / run.relative_to(runs)
-        written.append(dest)
         if dry_run:
+            done.written.append(dest)
             continue
         tmp = dest.with_name(f".{dest.name}.publishing")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -116,14 +130,16 @@ def publish(runs: Path, records: Path, experiments: list[str] | None = None,
         if (run / "predictions.jsonl").is_file():
             try:
                 trimmed = publish_predictions(run / "predictions.jsonl", tmp / "predictions.jsonl")
-            except ValueError:
+            except ValueError as exc:
                 shutil.rmtree(tmp, ignore_errors=True)  # the old record stays as it was
-                raise
+                done.refused[run] = str(exc)
+                continue
             if trimmed is not None:
                 write_json_atomic(tmp / "publish.json", trimmed)
         shutil.rmtree(dest, ignore_errors=True)  # the record is replaced whole, never merged
         tmp.rename(dest)
-    return written
+        done.written.append(dest)
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,17 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     if runs.resolve() == records.resolve():
         print("publish_runs: --runs and --to are the same folder", file=sys.stderr)
         return 2
-    try:
-        written = publish(runs, records, args.experiments or None, args.dry_run)
-    except ValueError as exc:
-        print(f"publish_runs: {exc}", file=sys.stderr)
-        return 1
+    done = publish(runs, records, args.experiments or None, args.dry_run)
     verb = "would publish" if args.dry_run else "published"
-    for dest in written:
+    for dest in done.written:
         print(f"{verb} {dest}")
-    print(f"{verb} {len(written)} finished run(s) from {runs} to {records}"
+    print(f"{verb} {len(done.written)} finished run(s) from {runs} to {records}"
           + ("" if args.dry_run else "; next: python scripts/make_tables.py"))
-    return 0
+    for why in done.refused.values():
+        print(f"publish_runs: refused: {why}", file=sys.stderr)
+    if done.refused:
+        print(f"publish_runs: {len(done.refused)} run(s) not published; their old records stay", file=sys.stderr)
+    return 1 if done.refused else 0
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def test_failed_reader_calls_fail_the_run_and_a_rerun_retries_exactly_them(tmp_p
     assert not is_finished(run_dir(cfg)) and m["status"] == "failed"
     f = m["failures"]
     # each failed call's attempts got no reply (the server was down): counted, as a timeout would be
-    assert f["by_module"]["answer"] == {"calls": 4, "failures": 2, "rate": 0.5, "no_reply_attempts": 4}
+    assert f["by_module"]["answer"] == {"calls": 4, "failures": 2, "rate": 0.5, "errored_attempts": 4}
     assert f["failed_questions"] == 2 and m["error_rate"] == pytest.approx(0.5)
     assert "em" in m["overall"] and "f1" in m["overall"]  # failed answers score 0, the columns stay
     from atomicrag.engine.failures import RunFailed, format_failures, raise_if_failed

@@ -5,7 +5,7 @@ tested, cached and swapped on its own. All of them serialise with ``to_dict``.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -136,6 +136,9 @@ class ScoredAtom:
         return asdict(self)
 
 
+_TRACE = {"trace": True}
+
+
 @dataclass
 class QueryTrace:
     """Everything that happened for one question: written as one line of predictions.jsonl."""
@@ -143,13 +146,14 @@ class QueryTrace:
     question_id: str
     question: str
     sub_questions: list[str] = field(default_factory=list)
-    decomposition: dict[str, Any] = field(default_factory=dict)
-    seeds: list[dict[str, Any]] = field(default_factory=list)
-    candidates: list[list[dict[str, Any]]] = field(default_factory=list)  # per query: top-k atoms
-    sieve: list[dict[str, Any]] = field(default_factory=list)
-    context: list[dict[str, Any]] = field(default_factory=list)
+    # fields marked _TRACE say what a run did, not what it scored: a published record may drop them
+    decomposition: dict[str, Any] = field(default_factory=dict, metadata=_TRACE)
+    seeds: list[dict[str, Any]] = field(default_factory=list, metadata=_TRACE)
+    candidates: list[list[dict[str, Any]]] = field(default_factory=list, metadata=_TRACE)  # per query: top-k atoms
+    sieve: list[dict[str, Any]] = field(default_factory=list, metadata=_TRACE)
+    context: list[dict[str, Any]] = field(default_factory=list, metadata=_TRACE)
     answer: str = ""
-    raw_answer: str = ""
+    raw_answer: str = field(default="", metadata=_TRACE)
     retrieved_passages: list[str] = field(default_factory=list)
     # per module: the new tokens of this question's LLM calls (cache hits count 0)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -168,3 +172,8 @@ class QueryTrace:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# the per-question fields that are traces (see QueryTrace): what scripts/publish_runs.py drops
+# from a record too large to commit whole
+TRACE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(QueryTrace) if f.metadata.get("trace"))

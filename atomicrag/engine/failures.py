@@ -69,7 +69,7 @@ def summarize_run(threshold: float, modules: dict[str, dict[str, Any]], predicti
             "rate": round(_rate(int(s.get("failures", 0)), int(s.get("calls", 0))), 6),
             # attempts that got no reply (a timeout, an HTTP error) and were retried or failed: the
             # server may have worked on them, and their tokens are not counted
-            **({"no_reply_attempts": int(s["errored_attempts"])} if s.get("errored_attempts") else {})}
+            **({"errored_attempts": int(s["errored_attempts"])} if s.get("errored_attempts") else {})}
         for m, s in sorted(modules.items()) if s.get("calls", 0)
     }
     preds = list(predictions)
@@ -120,7 +120,7 @@ def format_failures(label: str, metrics: dict[str, Any]) -> str:
     mods = [f"{m} {s['failures']}/{s['calls']}" for m, s in f.get("by_module", {}).items() if s.get("failures")]
     cuts = [f"{m} {c['questions']} (max_tokens={c['budget']})" for m, c in (f.get("cut_by_budget") or {}).items()]
     cut_line = f"; replies cut by the configured budget: {', '.join(cuts)}" if cuts else ""
-    lost = [f"{m} {s['no_reply_attempts']}" for m, s in f.get("by_module", {}).items() if s.get("no_reply_attempts")]
+    lost = [f"{m} {s['errored_attempts']}" for m, s in f.get("by_module", {}).items() if s.get("errored_attempts")]
     if lost:  # e.g. requests queued past llm.timeout_s on a busy local server: work the server may have done, redone
         cut_line += (f"; attempts without a reply, retried: {', '.join(lost)} (timeouts or HTTP errors: see "
                      "llm.timeout_s and llm.concurrency)")

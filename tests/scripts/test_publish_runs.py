@@ -42,7 +42,7 @@ def _rows(n: int, trace_words: int) -> list[dict]:
 def test_small_predictions_are_published_whole(tmp_path: Path) -> None:
     rows = _rows(3, 5)
     src = _run(tmp_path / "runs", "small", rows)
-    [dest] = publish_runs.publish(tmp_path / "runs", tmp_path / "results")
+    [dest] = publish_runs.publish(tmp_path / "runs", tmp_path / "results").written
     assert (dest / "predictions.jsonl").read_bytes() == (src / "predictions.jsonl").read_bytes()
     assert not (dest / "publish.json").exists()
 
@@ -68,7 +68,7 @@ def _publish_with_limit(tmp_path: Path, limit: int) -> list[Path]:
     old = publish_runs.RECORD_BYTES
     publish_runs.RECORD_BYTES = limit
     try:
-        return publish_runs.publish(tmp_path / "runs", tmp_path / "results")
+        return publish_runs.publish(tmp_path / "runs", tmp_path / "results").written
     finally:
         publish_runs.RECORD_BYTES = old
 
@@ -77,19 +77,39 @@ def test_a_record_too_large_even_as_record_rows_is_refused_and_the_old_record_st
                                                                                     monkeypatch: pytest.MonkeyPatch,
                                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     _run(tmp_path / "runs", "large", _rows(40, 200))
+    _run(tmp_path / "runs", "small", _rows(1, 1))  # sorted after "large": still published
     old = tmp_path / "results" / "table2_retrieval" / "2wikimultihopqa" / "dev" / "large"
     old.mkdir(parents=True)
     (old / "metrics.json").write_text("{}")
     monkeypatch.setattr(publish_runs, "RECORD_BYTES", 500)
     rc = publish_runs.main(["--runs", str(tmp_path / "runs"), "--to", str(tmp_path / "results")])
-    assert rc == 1 and "over the 500-byte limit" in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert rc == 1 and "over the 500-byte limit" in out.err and "1 run(s) not published" in out.err
+    # the run that fit is published and listed, though a refusal came before it
+    assert "published 1 finished run(s)" in out.out and f"{old.parent / 'small'}" in out.out
+    assert (old.parent / "small" / "metrics.json").is_file()
     assert (old / "metrics.json").read_text() == "{}" and not (old / "predictions.jsonl").exists()
     assert not list(old.parent.glob(".*publishing"))
 
 
+def test_every_trace_field_of_the_question_schema_is_trimmed_and_every_other_field_kept() -> None:
+    """A field added to QueryTrace is trimmed or kept by what the schema says of it, with no list
+    in the script to edit."""
+    from atomicrag.core.schemas import QueryTrace
+
+    row = QueryTrace(question_id="q1", question="who?", sub_questions=["a"], decomposition={"x": 1},
+                     seeds=[{"s": 1}], candidates=[[{"c": 1}]], sieve=[{"keep": 1}], context=[{"t": 1}],
+                     answer="yes", raw_answer="yes.", retrieved_passages=["p"] * 9, errors=["e"],
+                     cut={"answer": 8}).to_dict()
+    rec = publish_runs.record_row(row, depth=5)
+    assert set(row) - set(rec) == {"decomposition", "seeds", "candidates", "sieve", "context", "raw_answer"}
+    assert rec["answer"] == "yes" and rec["errors"] == ["e"] and rec["cut"] == {"answer": 8}
+    assert rec["retrieved_passages"] == ["p"] * 5
+
+
 def test_unfinished_runs_are_not_published(tmp_path: Path) -> None:
     _run(tmp_path / "runs", "failed", _rows(2, 1), status="failed")
-    assert publish_runs.publish(tmp_path / "runs", tmp_path / "results") == []
+    assert publish_runs.publish(tmp_path / "runs", tmp_path / "results").written == []
 
 
 def test_no_committed_file_is_over_the_record_limit() -> None:
