@@ -133,7 +133,7 @@ class LocalServer:
                     + (f"{hint}; " if hint else "") + f"last lines of {self.log_path}:\n{last}"
                 )
             if is_ready(self.base_url):
-                log.info("%s ready at %s", self.name, self.base_url)
+                log.info("%s ready at %s after %.0f s", self.name, self.base_url, time.monotonic() - t0)
                 return
             if time.monotonic() > deadline:
                 raise ServerStartError(
