@@ -6,8 +6,8 @@ cites holds the same value at one decimal, or, for a signed figure, the differen
 values; a figure written with its interval must be one (estimate, low, high) entry of a record.
 This moves every figure it checks by +0.1 and by -0.1 and counts how many of the moved figures it
 would still accept: the share of one-digit slips that pass by coincidence, because a large record
-holds many values. Prints one line per kind of figure (signed, unsigned, with its interval, whose
-estimate is moved) and per document.
+holds many values. An integer time (``58 s``) is moved by one of its units. Prints one line per
+kind of figure (signed, unsigned, with its interval, whose estimate is moved, time) and per document.
 
     python scripts/doc_checker_power.py
 """
@@ -48,6 +48,12 @@ def main() -> None:
                 for delta in (0.1, -0.1):
                     ok = check.holds(values, moved(fig, delta))
                     for key in (kind, f"{name} ({kind})"):
+                        total[key] += 1
+                        passed[key] += ok
+            for _, n, unit in check.times(block):  # an integer time moved by one of its units
+                for delta in (1, -1):
+                    ok = check.holds_time(values, n + delta, unit)
+                    for key in ("time", f"{name} (time)"):
                         total[key] += 1
                         passed[key] += ok
     for key in sorted(total, key=lambda k: ("(" in k, k)):

@@ -14,6 +14,12 @@ bounds must be one entry of one record (a value and its ``<key>_ci95`` sibling, 
 pair, or the three printed together in a text record), so neither a slipped digit nor an interval
 copied from the next row passes because a large record happens to hold the number somewhere.
 
+Times are figures too, integers included: ``58 s``, ``2 min 14 s``, ``~8 min``, ``380 s`` must name
+a record that holds them (a value that rounds to the number in the unit written, or in seconds
+converted to that unit). A setting written as a time is named as the setting (`timeout_min: 240`);
+a block that calls itself an *estimate* (arithmetic from measured figures, e.g. the GPU table of
+docs/scaling.md) has its times left unchecked, and says so in the words of the block.
+
 A figure whose run kept no record says so in its paragraph or row with ``no record kept``; those
 are counted, and the count may only fall (``NO_RECORD_CEILING``): re-run the command and cite
 its output instead.
@@ -25,6 +31,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +80,11 @@ def leaves(obj: Any) -> Iterator[float]:
 NUMBER = re.compile(r"(?<![\w.])[+−-]?\d[\d,]*(?:\.\d+)?")
 
 
+# a progress bar's redraw ("embed_atoms:  50%|█████     | 512/1015 [00:02<00:02, 177.73it/s]"): its
+# counts and rates are not results, and they would let almost any number pass
+PROGRESS = re.compile(r"[\w ]*:\s*\d+%\|[^|\n]*\|\s*\d+/\d+\s*\[[^\]\n]*\]")
+
+
 @functools.cache
 def record_values(path: Path) -> frozenset[float]:
     """The numbers a record holds, rounded to one decimal: a JSON record's values, or each number a
@@ -80,13 +92,29 @@ def record_values(path: Path) -> frozenset[float]:
     if path.suffix == ".json":
         return frozenset(round(v, 1) for v in leaves(json.loads(path.read_text())))
     out = set()
-    text = re.sub(r"\bx(?=\d)", "x ", path.read_text(errors="replace"))  # ratios printed as x17.6
+    text = PROGRESS.sub(" ", path.read_text(errors="replace"))
+    text = re.sub(r"\bx(?=\d)", "x ", text)  # ratios printed as x17.6
     for m in NUMBER.finditer(text):
         try:
             out.add(round(float(m.group(0).replace(",", "").replace("−", "-")), 1))
         except ValueError:
             continue
+    if took := elapsed(text):
+        out.add(took)
     return frozenset(out)
+
+
+_STAMP = r"^# {}: (\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"
+
+
+def elapsed(text: str) -> float | None:
+    """Seconds between a text record's ``# started:`` and ``# finished:`` lines
+    (``scripts/record_output.sh`` writes both): how long the recorded command took."""
+    start, end = (re.search(_STAMP.format(k), text, re.MULTILINE) for k in ("started", "finished"))
+    if not (start and end):
+        return None
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    return (datetime.strptime(end.group(1), fmt) - datetime.strptime(start.group(1), fmt)).total_seconds()
 
 
 def values_for(doc: Path, record: Path) -> frozenset[float]:
@@ -175,6 +203,36 @@ def figures(block: str) -> list[str]:
     return FIGURE.findall(SETTING.sub(" ", block))
 
 
+# an integer time with its unit: "58 s", "2 min 14 s" (two times), "~8 min", "4,729 ms"; decimal
+# times ("1.5 s") are one-decimal figures already; "tok/s" and "ms/query" are rates, not times
+_T = r"(\d{1,3}(?:,\d{3})+|\d+)\s?(ms|s|min|h)\b(?!/)"
+TIME = re.compile(rf"(?<![\w.,+−/-]){_T}(?:\s+(\d+)\s?(s|min)\b(?!/))?")  # "2 min 14 s" is one time
+_UNIT_S = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+ESTIMATE = re.compile(r"\bestimate", re.IGNORECASE)
+
+
+def times(block: str) -> list[tuple[str, int, str]]:
+    """The integer times a block states, settings left out: (as written, number, unit); a time of two
+    units (``2 min 14 s``) is one time in the smaller unit (134, ``s``). A block that says it is an
+    estimate states none that are checked."""
+    if ESTIMATE.search(block):
+        return []
+    out = []
+    for m in TIME.finditer(SETTING.sub(" ", block)):
+        n, unit = int(m.group(1).replace(",", "")), m.group(2)
+        if m.group(3) and _UNIT_S[m.group(4)] < _UNIT_S[unit]:
+            n, unit = round(n * _UNIT_S[unit] / _UNIT_S[m.group(4)]) + int(m.group(3)), m.group(4)
+        out.append((m.group(0), n, unit))
+    return out
+
+
+def holds_time(values: set[float], n: int, unit: str) -> bool:
+    """Whether a record holding ``values`` backs the time ``n unit``: a value that rounds to ``n`` as
+    written (the record uses the same unit), or a value in seconds that rounds to ``n`` in ``unit``."""
+    scale = _UNIT_S[unit]
+    return any(round(v) == n or round(v / scale) == n for v in values)
+
+
 def holds(values: set[float], fig: str) -> bool:
     """Whether records holding ``values`` back a figure: the value itself, or, for a signed figure
     (+3.3, −0.9), the difference of two recorded values (within the rounding of both)."""
@@ -239,6 +297,28 @@ def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
 
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_times_next_to_a_record_are_in_that_record(doc: Path) -> None:
+    bad = []
+    for block, records in checked_blocks(doc):
+        values = set().union(*(values_for(doc, r) for r in records))
+        bad += [(written, [r.name for r in records][:3], block.strip()[:80])
+                for written, n, unit in times(block) if not holds_time(values, n, unit)]
+    assert not bad, f"{doc.relative_to(ROOT)}: times not found in the records their paragraph names: {bad}"
+
+
+def test_a_time_is_checked_in_its_unit_and_a_setting_or_estimate_is_not() -> None:
+    assert times("index 58 s, set-up 2 min 14 s, compile ~8 min, 4 tok/s, 2.21 ms/query") == [
+        ("58 s", 58, "s"), ("2 min 14 s", 134, "s"), ("8 min", 8, "min")]
+    assert times("a SLURM job gets `timeout_min: 240`, `llm.timeout_s=300`") == []
+    assert times("| embeddings | ~0.2B tokens ≈ 11 min (estimate) |") == []
+    took = elapsed("# started: 2026-12-04T14:28:44Z\n...\n# finished: 2026-12-04T14:30:35Z\n")
+    assert took == 111 and holds_time({took}, *times("in 1 min 51 s")[0][1:])  # a text record's own duration
+    recorded = {57.762, 451.2}  # seconds, as a JSON record holds them
+    assert holds_time(recorded, 58, "s") and holds_time(recorded, 8, "min")  # 451.2 s is 7.5 min → 8
+    assert not holds_time(recorded, 71, "s") and not holds_time(recorded, 6, "min")
+
+
+@pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_figure_with_its_interval_is_one_estimate_of_its_record(doc: Path) -> None:
     bad = []
     for block, records in checked_blocks(doc):
@@ -268,15 +348,16 @@ def test_an_interval_must_sit_with_its_own_estimate(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_figure_names_its_record(doc: Path) -> None:
-    bare = [(figures(block)[:4], block.strip()[:100]) for block, records in blocks(doc.read_text())
-            if figures(block) and not records and NO_RECORD not in block]
+    bare = [((figures(block) + [t for t, _, _ in times(block)])[:4], block.strip()[:100])
+            for block, records in blocks(doc.read_text())
+            if (figures(block) or times(block)) and not records and NO_RECORD not in block]
     assert not bare, (f"{doc.relative_to(ROOT)}: paragraphs or table rows state figures but name no record "
                       f"(a results/ path, a record's file name, or paper_tables.json): {bare}")
 
 
 def test_figures_without_a_record_only_become_fewer() -> None:
     marked = [(d.relative_to(ROOT), block.strip()[:80]) for d in docs() for block, _ in blocks(d.read_text())
-              if NO_RECORD in block and figures(block)]
+              if NO_RECORD in block and (figures(block) or times(block))]
     assert len(marked) <= NO_RECORD_CEILING, (
         f"{len(marked)} paragraphs or rows state figures marked {NO_RECORD!r}, the ceiling is "
         f"{NO_RECORD_CEILING}: measure again and cite the record instead: {marked}")
