@@ -3,7 +3,7 @@
 
 ``tests/scripts/test_doc_records.py`` accepts a figure when a record its paragraph (or table row)
 cites holds the same value at one decimal, or, for a signed figure, the difference of two recorded
-values; a figure written with its interval must be one (estimate, low, high) entry of a record.
+figures stated beside it; a figure written with its interval must be one (estimate, low, high) entry of a record.
 This moves every figure it checks by +0.1 and by -0.1 and counts how many of the moved figures it
 would still accept: the share of one-digit slips that pass by coincidence, because a large record
 holds many values. An integer time (``58 s``) is moved by one of its units. Prints one line per
@@ -43,10 +43,11 @@ def main() -> None:
                     for key in ("with interval", f"{name} (with interval)"):
                         total[key] += 1
                         passed[key] += ok
+            quoted = check.quoted_values(block, values)
             for fig in check.figures(block):
                 kind = "signed" if fig[0] in "+−-" else "unsigned"
                 for delta in (0.1, -0.1):
-                    ok = check.holds(values, moved(fig, delta))
+                    ok = check.holds(values, moved(fig, delta), quoted)
                     for key in (kind, f"{name} ({kind})"):
                         total[key] += 1
                         passed[key] += ok
