@@ -28,18 +28,7 @@ def _recorded_config(run: Path) -> list[str]:
     return [] if "context" in recorded.get("reader", {}) else ["reader.context=atoms"]
 
 
-# Found when the smoke runs were re-made (stop 40) and explained since: in the w/o KA row 18 of
-# the 38 sieve attempts timed out at llm.timeout_s=300 (20 calls, 9,713 s of summed latency) and
-# were retried. A timed-out attempt reports no tokens, so prompt tokens / attempts (2,331) is not one
-# prompt's size; per reply it is 88,578 / 20 = 4,429, 3% above the plan's 4,310. The record predates
-# `errored_attempts`, which the comparison below subtracts; re-made, the row passes and this mark fails.
-_SIEVE_OVERESTIMATE = pytest.mark.xfail(strict=True, reason="record without errored_attempts: 18 timed-out "
-                                        "sieve attempts count in its attempts but report no tokens")
-SMOKE_PARAMS = [pytest.param(r, marks=_SIEVE_OVERESTIMATE) if "_chunk_" in r.name and "as-llm" in r.name else r
-                for r in SMOKE_RUNS]
-
-
-@pytest.mark.parametrize("run", SMOKE_PARAMS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("run", SMOKE_RUNS, ids=lambda p: p.name[:60])
 def test_input_tokens_per_call_are_within_20_percent_of_the_measured(run: Path, smoke_data: Path) -> None:
     """Per stage, estimated prompt tokens of one call against the run's measured prompt tokens per
     attempt. The retrieval outcome (candidates per sieve prompt, atoms kept) is taken from the run:
