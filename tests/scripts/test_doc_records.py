@@ -204,7 +204,7 @@ def figures(block: str) -> list[str]:
     return FIGURE.findall(SETTING.sub(" ", block))
 
 
-# an integer time with its unit: "58 s", "2 min 14 s" (two times), "~8 min", "4,729 ms"; decimal
+# an integer time with its unit: "58 s", "2 min 14 s" (one time), "~8 min", "4,729 ms"; decimal
 # times ("1.5 s") are one-decimal figures already; "tok/s" and "ms/query" are rates, not times
 _T = r"(\d{1,3}(?:,\d{3})+|\d+)\s?(ms|s|min|h)\b(?!/)"
 TIME = re.compile(rf"(?<![\w.,+−/-]){_T}(?:\s+(\d+)\s?(s|min)\b(?!/))?")  # "2 min 14 s" is one time
