@@ -6,8 +6,10 @@ cites holds the same value at one decimal, or, for a signed figure, the differen
 figures stated beside it; a figure written with its interval must be one (estimate, low, high) entry of a record.
 This moves every figure it checks by +0.1 and by -0.1 and counts how many of the moved figures it
 would still accept: the share of one-digit slips that pass by coincidence, because a large record
-holds many values. An integer time (``58 s``) is moved by one of its units. Prints one line per
-kind of figure (signed, unsigned, with its interval, whose estimate is moved, time) and per document.
+holds many values. An integer time (``58 s``) is moved by one of its units, a percentage by one unit of its last
+digit. Prints one line per
+kind of figure (signed, unsigned, with its interval, whose estimate is moved, time, percentage)
+and per document.
 
     python scripts/doc_checker_power.py
 """
@@ -49,6 +51,14 @@ def main() -> None:
                 for delta in (0.1, -0.1):
                     ok = check.holds(values, moved(fig, delta), quoted)
                     for key in (kind, f"{name} ({kind})"):
+                        total[key] += 1
+                        passed[key] += ok
+            stated = check.stated_values(block, values)
+            for pct in check.percents(block):  # a percentage moved by one unit of its last digit
+                digits = len(pct.split(".")[1]) if "." in pct else 0
+                for delta in (10 ** -digits, -(10 ** -digits)):
+                    ok = check.holds_percent(values, f"{float(pct.replace('−', '-')) + delta:.{digits}f}", stated)
+                    for key in ("percentage", f"{name} (percentage)"):
                         total[key] += 1
                         passed[key] += ok
             for _, n, unit in check.times(block):  # an integer time moved by one of its units

@@ -15,6 +15,10 @@ bounds must be one entry of one record (a value and its ``<key>_ci95`` sibling, 
 pair, or the three printed together in a text record), so neither a slipped digit nor an interval
 copied from the next row passes because a large record happens to hold the number somewhere.
 
+Percentages are figures too: ``69%`` must be a recorded value, a recorded fraction (0.69), or a
+share of two recorded numbers stated beside it (``89% (93,768 → 10,451)``); a confidence level
+(``95% CI``) and a tolerance (``within 20%``, ``up to 25%``) are not.
+
 Times are figures too, integers included: ``58 s``, ``2 min 14 s``, ``~8 min``, ``380 s`` must name
 a record that holds them (a value that rounds to the number in the unit written, or in seconds
 converted to that unit). A setting written as a time is named as the setting (`timeout_min: 240`);
@@ -234,6 +238,42 @@ def holds_time(values: set[float], n: int, unit: str) -> bool:
     return any(round(v) == n or round(v / scale) == n for v in values)
 
 
+# a percentage ("69%", "63.4%"), not a confidence level ("95% CI", "95% bootstrap intervals") nor a
+# tolerance ("within 20%", "up to 25%")
+PERCENT = re.compile(r"(?<![\w.,+−/-])(?<!within )(?<!up to )([+−-]?\d+(?:\.\d+)?)\s?%"
+                     r"(?!\s*(?:CI\b|confidence|bootstrap|interval))")
+
+
+def percents(block: str) -> list[str]:
+    """The percentages a block states, settings and tolerances left out; none in a block that says
+    it is an estimate."""
+    if ESTIMATE.search(block):
+        return []
+    return PERCENT.findall(SETTING.sub(" ", block))
+
+
+def stated_values(block: str, values: set[float]) -> set[float]:
+    """Every number a block states (``6,119``, ``0.46``, ``58.9``) that its records hold."""
+    found = (float(m.group(0).replace(",", "").replace("−", "-")) for m in NUMBER.finditer(SETTING.sub(" ", block)))
+    return {x for x in found if round(x, 1) in values}
+
+
+def holds_percent(values: set[float], pct: str, stated: Iterable[float] = ()) -> bool:
+    """Whether records holding ``values`` back a percentage, at the precision written: a recorded
+    value, a recorded fraction (0.69 for 69%), or a share of two recorded numbers ``stated`` beside
+    it (100·a/b, or the rest, 100·(1 − a/b)), so a derived share names what it is a share of."""
+    p = float(pct.replace("−", "-"))
+    digits = len(pct.split(".")[1]) if "." in pct else 0
+
+    def same(x: float) -> bool:
+        return abs(x - p) <= 0.5 * 10 ** -digits + 1e-9
+
+    if any(same(v) or same(100 * v) for v in values):
+        return True
+    q = [x for x in stated if x]
+    return any(a != b and (same(100 * a / b) or same(100 * (1 - a / b))) for a in q for b in q)
+
+
 def holds(values: set[float], fig: str, quoted: Iterable[float] = ()) -> bool:
     """Whether records holding ``values`` back a figure: the value itself, or, for a signed figure
     (+3.3, −0.9), the difference of two ``quoted`` figures (the recorded figures its block states
@@ -330,6 +370,29 @@ def test_a_time_is_checked_in_its_unit_and_a_setting_or_estimate_is_not() -> Non
 
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_percentages_next_to_a_record_are_in_that_record_or_a_share_of_its_figures(doc: Path) -> None:
+    bad = []
+    for block, records in checked_blocks(doc):
+        values = set().union(*(values_for(doc, r) for r in records))
+        stated = stated_values(block, values)
+        bad += [(f"{p}%", [r.name for r in records][:3], block.strip()[:80])
+                for p in percents(block) if not holds_percent(values, p, stated)]
+    assert not bad, f"{doc.relative_to(ROOT)}: percentages not found in the records their paragraph names: {bad}"
+
+
+def test_a_percentage_is_a_recorded_value_fraction_or_share_and_a_level_is_not() -> None:
+    assert percents("69% of the time, 63.4% of tokens, a 95% CI, 95% bootstrap intervals, up to 25% failed") == [
+        "69", "63.4"]
+    values = {0.69, 63.4, 93768.0, 10451.0, 2.0}
+    assert holds_percent(values, "69") and holds_percent(values, "63.4")  # a fraction, a value
+    assert not holds_percent(values, "70") and not holds_percent(values, "63.5")
+    block = "drops 89% of the containment edges (93,768 → 10,451)"
+    assert holds_percent(values, "89", stated_values(block, values))  # 1 − 10,451 / 93,768
+    assert not holds_percent(values, "88", stated_values(block, values))
+    assert not holds_percent(values, "89")  # the same share without the figures it is a share of
+
+
+@pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_figure_with_its_interval_is_one_estimate_of_its_record(doc: Path) -> None:
     bad = []
     for block, records in checked_blocks(doc):
@@ -359,16 +422,17 @@ def test_an_interval_must_sit_with_its_own_estimate(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_figure_names_its_record(doc: Path) -> None:
-    bare = [((figures(block) + [t for t, _, _ in times(block)])[:4], block.strip()[:100])
+    bare = [((figures(block) + [t for t, _, _ in times(block)] + [f"{p}%" for p in percents(block)])[:4],
+             block.strip()[:100])
             for block, records in blocks(doc.read_text())
-            if (figures(block) or times(block)) and not records and NO_RECORD not in block]
+            if (figures(block) or times(block) or percents(block)) and not records and NO_RECORD not in block]
     assert not bare, (f"{doc.relative_to(ROOT)}: paragraphs or table rows state figures but name no record "
                       f"(a results/ path, a record's file name, or paper_tables.json): {bare}")
 
 
 def test_figures_without_a_record_only_become_fewer() -> None:
     marked = [(d.relative_to(ROOT), block.strip()[:80]) for d in docs() for block, _ in blocks(d.read_text())
-              if NO_RECORD in block and (figures(block) or times(block))]
+              if NO_RECORD in block and (figures(block) or times(block) or percents(block))]
     assert len(marked) <= NO_RECORD_CEILING, (
         f"{len(marked)} paragraphs or rows state figures marked {NO_RECORD!r}, the ceiling is "
         f"{NO_RECORD_CEILING}: measure again and cite the record instead: {marked}")
