@@ -35,7 +35,7 @@ import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -335,25 +335,25 @@ def test_every_cited_record_file_exists(doc: Path) -> None:
     assert not missing, f"{doc.relative_to(ROOT)} cites record files that are not in the repository: {missing}"
 
 
-@pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
-    bad = []
+def unheld(doc: Path, not_held: Callable[[str, set[float]], list[str]]) -> list[tuple[str, list[str], str]]:
+    """(figure as written, its records, its block) for each figure of ``doc`` that ``not_held(block,
+    values of the block's records)`` returns: one walk for every kind of figure."""
+    out = []
     for block, records in checked_blocks(doc):
         values = set().union(*(values_for(doc, r) for r in records))
-        quoted = quoted_values(block, values)
-        for fig in figures(block):
-            if not holds(values, fig, quoted):
-                bad.append((fig, [r.name for r in records], block.strip()[:80]))
+        out += [(w, [r.name for r in records][:3], block.strip()[:80]) for w in not_held(block, values)]
+    return out
+
+
+@pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
+    bad = unheld(doc, lambda b, v: [f for f in figures(b) if not holds(v, f, quoted_values(b, v))])
     assert not bad, f"{doc.relative_to(ROOT)}: figures not found in the records their paragraph names: {bad}"
 
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_times_next_to_a_record_are_in_that_record(doc: Path) -> None:
-    bad = []
-    for block, records in checked_blocks(doc):
-        values = set().union(*(values_for(doc, r) for r in records))
-        bad += [(written, [r.name for r in records][:3], block.strip()[:80])
-                for written, n, unit in times(block) if not holds_time(values, n, unit)]
+    bad = unheld(doc, lambda b, v: [w for w, n, unit in times(b) if not holds_time(v, n, unit)])
     assert not bad, f"{doc.relative_to(ROOT)}: times not found in the records their paragraph names: {bad}"
 
 
@@ -371,12 +371,7 @@ def test_a_time_is_checked_in_its_unit_and_a_setting_or_estimate_is_not() -> Non
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_percentages_next_to_a_record_are_in_that_record_or_a_share_of_its_figures(doc: Path) -> None:
-    bad = []
-    for block, records in checked_blocks(doc):
-        values = set().union(*(values_for(doc, r) for r in records))
-        stated = stated_values(block, values)
-        bad += [(f"{p}%", [r.name for r in records][:3], block.strip()[:80])
-                for p in percents(block) if not holds_percent(values, p, stated)]
+    bad = unheld(doc, lambda b, v: [f"{p}%" for p in percents(b) if not holds_percent(v, p, stated_values(b, v))])
     assert not bad, f"{doc.relative_to(ROOT)}: percentages not found in the records their paragraph names: {bad}"
 
 
