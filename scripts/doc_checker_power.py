@@ -27,13 +27,19 @@ import test_doc_records as check  # noqa: E402  (the checker itself, not a copy 
 
 def moved(fig: str, delta: float) -> str:
     """``fig`` moved by ``delta``, written as the docs write it (a sign kept for signed figures)."""
-    x = round(float(fig.replace(",", "").replace("−", "-")) + delta, 1)
+    x = round(check.as_number(fig) + delta, 1)
     return (("+" if x >= 0 else "−") + f"{abs(x):.1f}") if fig[0] in "+−-" else f"{x:.1f}"
 
 
 def main() -> None:
     total: Counter[str] = Counter()
     passed: Counter[str] = Counter()
+
+    def tally(name: str, kind: str, ok: bool) -> None:  # overall and per document
+        for key in (kind, f"{name} ({kind})"):
+            total[key] += 1
+            passed[key] += ok
+
     for doc in check.docs():
         name = str(doc.relative_to(ROOT))
         for block, records in check.checked_blocks(doc):
@@ -41,32 +47,21 @@ def main() -> None:
             held = set().union(*(check.record_intervals(r) for r in records))
             for _, (est, low, high) in check.intervals(block):
                 for delta in (0.1, -0.1):
-                    ok = (round(est + delta, 1), low, high) in held
-                    for key in ("with interval", f"{name} (with interval)"):
-                        total[key] += 1
-                        passed[key] += ok
+                    tally(name, "with interval", (round(est + delta, 1), low, high) in held)
             quoted = check.quoted_values(block, values)
             for fig in check.figures(block):
-                kind = "signed" if fig[0] in "+−-" else "unsigned"
                 for delta in (0.1, -0.1):
-                    ok = check.holds(values, moved(fig, delta), quoted)
-                    for key in (kind, f"{name} ({kind})"):
-                        total[key] += 1
-                        passed[key] += ok
+                    tally(name, "signed" if fig[0] in "+−-" else "unsigned",
+                          check.holds(values, moved(fig, delta), quoted))
             stated = check.stated_values(block, values)
             for pct in check.percents(block):  # a percentage moved by one unit of its last digit
-                digits = len(pct.split(".")[1]) if "." in pct else 0
+                digits = check.percent_digits(pct)
                 for delta in (10 ** -digits, -(10 ** -digits)):
-                    ok = check.holds_percent(values, f"{float(pct.replace('−', '-')) + delta:.{digits}f}", stated)
-                    for key in ("percentage", f"{name} (percentage)"):
-                        total[key] += 1
-                        passed[key] += ok
+                    tally(name, "percentage",
+                          check.holds_percent(values, f"{check.as_number(pct) + delta:.{digits}f}", stated))
             for _, n, unit in check.times(block):  # an integer time moved by one of its units
                 for delta in (1, -1):
-                    ok = check.holds_time(values, n + delta, unit)
-                    for key in ("time", f"{name} (time)"):
-                        total[key] += 1
-                        passed[key] += ok
+                    tally(name, "time", check.holds_time(values, n + delta, unit))
     for key in sorted(total, key=lambda k: ("(" in k, k)):
         print(f"{key:60s} {passed[key]:5d} of {total[key]:5d} moved figures still accepted "
               f"({100 * passed[key] / total[key]:5.1f}%)")

@@ -40,9 +40,6 @@ from atomicrag.harness.tracking import is_finished
 # what a run folder holds that is a record (temporary files of a crashed write are not)
 _RECORD_FILES = ("config.yaml", "metrics.json")
 RECORD_BYTES = 2_000_000  # the largest file a record commits; larger predictions are trimmed
-# per-question traces: what a run did, not what it scored (marked in the per-question schema,
-# QueryTrace); the run folder under runs/ keeps them
-TRACE_KEYS = TRACE_FIELDS
 RANKED_KEYS = ("retrieved_passages", "retrieved_titles")  # cut to the deepest recall@k
 _RECALL_AT = re.compile(r"^recall@(\d+)$")
 
@@ -53,7 +50,7 @@ class RecordTooLarge(ValueError):
 
 def record_row(row: dict, depth: int) -> dict:
     """One question's record row: ``row`` without its traces, ranked lists cut to ``depth``."""
-    out = {k: v for k, v in row.items() if k not in TRACE_KEYS}
+    out = {k: v for k, v in row.items() if k not in TRACE_FIELDS}  # traces: what a run did, kept under runs/
     for key in RANKED_KEYS:
         if isinstance(out.get(key), list):
             out[key] = out[key][:depth]
@@ -89,7 +86,7 @@ def publish_predictions(src: Path, dest: Path, limit: int | None = None) -> dict
     if dest.stat().st_size > limit:
         raise RecordTooLarge(f"{src}: {dest.stat().st_size:,} bytes as record rows ({len(rows)} questions), "
                              f"over the {limit:,}-byte limit of a record; not published")
-    dropped = sorted({k for r in rows for k in r if k in TRACE_KEYS})
+    dropped = sorted({k for r in rows for k in r if k in TRACE_FIELDS})
     return {"predictions": "record rows", "source_bytes": size, "dropped_keys": dropped,
             "ranked_lists_cut_to": depth, "full_rows": "the run folder this was published from"}
 

@@ -85,6 +85,11 @@ def leaves(obj: Any) -> Iterator[float]:
 NUMBER = re.compile(r"(?<![\w.])[+−-]?\d[\d,]*(?:\.\d+)?")
 
 
+def as_number(written: str) -> float:
+    """A number as the docs and text records write it: ``5,551.9``, ``−6.2``."""
+    return float(written.replace(",", "").replace("−", "-"))
+
+
 # a progress bar's redraw ("embed_atoms:  50%|█████     | 512/1015 [00:02<00:02, 177.73it/s]"): its
 # counts and rates are not results, and they would let almost any number pass
 PROGRESS = re.compile(r"[\w ]*:\s*\d+%\|[^|\n]*\|\s*\d+/\d+\s*\[[^\]\n]*\]")
@@ -101,7 +106,7 @@ def record_values(path: Path) -> frozenset[float]:
     text = re.sub(r"\bx(?=\d)", "x ", text)  # ratios printed as x17.6
     for m in NUMBER.finditer(text):
         try:
-            out.add(round(float(m.group(0).replace(",", "").replace("−", "-")), 1))
+            out.add(round(as_number(m.group(0)), 1))
         except ValueError:
             continue
     if took := elapsed(text):
@@ -142,7 +147,7 @@ INTERVAL = re.compile(rf"(?<![\w.,])({_NUM})\**\s*\[({_NUM}),\s*({_NUM})\]")
 
 
 def _decimal(fig: str) -> float:
-    return round(float(fig.replace(",", "").replace("−", "-")), 1)
+    return round(as_number(fig), 1)
 
 
 def _pair(v: Any) -> bool:
@@ -216,14 +221,18 @@ _UNIT_S = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 ESTIMATE = re.compile(r"\bestimate", re.IGNORECASE)
 
 
+def _measured(block: str) -> str:
+    """The text of ``block`` whose times and percentages are checked: settings left out, and
+    nothing of a block that says it is an estimate."""
+    return "" if ESTIMATE.search(block) else SETTING.sub(" ", block)
+
+
 def times(block: str) -> list[tuple[str, int, str]]:
     """The integer times a block states, settings left out: (as written, number, unit); a time of two
     units (``2 min 14 s``) is one time in the smaller unit (134, ``s``). A block that says it is an
     estimate states none that are checked."""
-    if ESTIMATE.search(block):
-        return []
     out = []
-    for m in TIME.finditer(SETTING.sub(" ", block)):
+    for m in TIME.finditer(_measured(block)):
         n, unit = int(m.group(1).replace(",", "")), m.group(2)
         if m.group(3) and _UNIT_S[m.group(4)] < _UNIT_S[unit]:
             n, unit = round(n * _UNIT_S[unit] / _UNIT_S[m.group(4)]) + int(m.group(3)), m.group(4)
@@ -247,23 +256,30 @@ PERCENT = re.compile(r"(?<![\w.,+−/-])(?<!within )(?<!up to )([+−-]?\d+(?:\.
 def percents(block: str) -> list[str]:
     """The percentages a block states, settings and tolerances left out; none in a block that says
     it is an estimate."""
-    if ESTIMATE.search(block):
-        return []
-    return PERCENT.findall(SETTING.sub(" ", block))
+    return PERCENT.findall(_measured(block))
+
+
+def stated(block: str) -> list[str]:
+    """Every checked figure a block states, as written: one-decimal figures, times, percentages."""
+    return figures(block) + [t for t, _, _ in times(block)] + [f"{p}%" for p in percents(block)]
 
 
 def stated_values(block: str, values: set[float]) -> set[float]:
     """Every number a block states (``6,119``, ``0.46``, ``58.9``) that its records hold."""
-    found = (float(m.group(0).replace(",", "").replace("−", "-")) for m in NUMBER.finditer(SETTING.sub(" ", block)))
+    found = (as_number(m.group(0)) for m in NUMBER.finditer(SETTING.sub(" ", block)))
     return {x for x in found if round(x, 1) in values}
+
+
+def percent_digits(pct: str) -> int:
+    """Decimals a percentage is written with: what it is compared at."""
+    return len(pct.split(".")[1]) if "." in pct else 0
 
 
 def holds_percent(values: set[float], pct: str, stated: Iterable[float] = ()) -> bool:
     """Whether records holding ``values`` back a percentage, at the precision written: a recorded
     value, a recorded fraction (0.69 for 69%), or a share of two recorded numbers ``stated`` beside
     it (100·a/b, or the rest, 100·(1 − a/b)), so a derived share names what it is a share of."""
-    p = float(pct.replace("−", "-"))
-    digits = len(pct.split(".")[1]) if "." in pct else 0
+    p, digits = as_number(pct), percent_digits(pct)
 
     def same(x: float) -> bool:
         return abs(x - p) <= 0.5 * 10 ** -digits + 1e-9
@@ -417,17 +433,15 @@ def test_an_interval_must_sit_with_its_own_estimate(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_figure_names_its_record(doc: Path) -> None:
-    bare = [((figures(block) + [t for t, _, _ in times(block)] + [f"{p}%" for p in percents(block)])[:4],
-             block.strip()[:100])
-            for block, records in blocks(doc.read_text())
-            if (figures(block) or times(block) or percents(block)) and not records and NO_RECORD not in block]
+    bare = [(figs[:4], block.strip()[:100]) for block, records in blocks(doc.read_text())
+            if (figs := stated(block)) and not records and NO_RECORD not in block]
     assert not bare, (f"{doc.relative_to(ROOT)}: paragraphs or table rows state figures but name no record "
                       f"(a results/ path, a record's file name, or paper_tables.json): {bare}")
 
 
 def test_figures_without_a_record_only_become_fewer() -> None:
     marked = [(d.relative_to(ROOT), block.strip()[:80]) for d in docs() for block, _ in blocks(d.read_text())
-              if NO_RECORD in block and (figures(block) or times(block) or percents(block))]
+              if NO_RECORD in block and stated(block)]
     assert len(marked) <= NO_RECORD_CEILING, (
         f"{len(marked)} paragraphs or rows state figures marked {NO_RECORD!r}, the ceiling is "
         f"{NO_RECORD_CEILING}: measure again and cite the record instead: {marked}")
