@@ -70,17 +70,6 @@ def config(dataset: str, retriever: dict[str, Any], context: str, context_tokens
     })
 
 
-def raw_passages(dataset: str, data_dir: Path) -> list[Any]:
-    """The original documents, untitled (as ``index(folder)`` reads a .txt file)."""
-    from atomicrag.core.schemas import Passage
-
-    out = []
-    for line in (data_dir / dataset / "corpus_raw.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        out.append(Passage(id=r["id"], text=r["text"], title="", corpus=r.get("corpus") or r["id"]))
-    return out
-
-
 def windows(passages: list[Any], size: int = 200) -> dict[str, list[str]]:
     """Non-overlapping ``size``-word windows of each corpus's documents."""
     out: dict[str, list[str]] = defaultdict(list)
@@ -150,7 +139,7 @@ def main() -> None:
         SETUP["embedder"] = args.embedder  # a conf/embedder option
     SETUP["paths"] = {"data_dir": args.data_dir}
     from atomicrag.core.schemas import Question
-    from atomicrag.data.loaders import load_dataset
+    from atomicrag.data.loaders import load_dataset, read_raw_documents
     from atomicrag.data.token_windows import chunk_passages
     from atomicrag.engine import ConfigModels, Engine
     from atomicrag.retrieve.lexical import BM25Matrix
@@ -163,7 +152,7 @@ def main() -> None:
         keep = sorted({q.corpus for q in questions if q.corpus})[: args.corpora]
         questions = [q for q in questions if q.corpus in keep]
         print(f"corpora {keep}: {len(questions)} questions", flush=True)
-    passages = raw_passages(args.dataset, data_dir)
+    passages = read_raw_documents(data_dir / args.dataset)  # untitled, as index(folder) reads a .txt file
     models = ConfigModels(base)  # one embedder for the index, every retriever row and the window baselines
     embedder = models.embedder
     t0 = time.perf_counter()
@@ -215,6 +204,7 @@ def main() -> None:
         write_record(args.json, {"dataset": args.dataset, "half": half_name(args.half),
                                  "context_tokens": args.context_tokens, "rows": rows,
                                  "question_ids": [q.id for q in questions],
+                                 "indexes": index.stats(index.route(questions)),  # per corpus: chunks, atoms, merges
                                  "load_1min": os.getloadavg()[0]},
                      prov.finish(base, data_files=[*data.files, raw], uses_llm=False,
                                  extra={"questions": len(questions), "corpora": sorted(index.graphs)}))

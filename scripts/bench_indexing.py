@@ -26,11 +26,10 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from graph_stats import conf_group, passages_as_chunks, peak_rss_gb, read_passages
+from graph_stats import passages_as_chunks, peak_rss_gb, script_config
 
-from atomicrag.core.config import AtomizerConfig, Config, EmbedderConfig, FidelityConfig, GraphConfig
 from atomicrag.core.hardware import cpu_has_native_bf16
-from atomicrag.data.loaders import split_files
+from atomicrag.data.loaders import read_passages_jsonl, split_files
 from atomicrag.embed.factory import build_embedder
 from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.stats import graph_stats, stats_markdown
@@ -90,7 +89,7 @@ def main() -> None:
     prov = Provenance.start()
 
     t_start, c_start = time.perf_counter(), time.process_time()
-    passages = read_passages(Path(args.corpus))[: args.limit]
+    passages = read_passages_jsonl(Path(args.corpus))[: args.limit]
     chunks = passages_as_chunks(passages)  # 2Wiki passages are short: one chunk each
     t_load = time.perf_counter() - t_start
 
@@ -98,14 +97,14 @@ def main() -> None:
         args.embedder = "minilm" if cpu_has_native_bf16() else "minilm_onnx"
     if args.probe:
         probe_precisions(chunks, args.probe)
-    ecfg = conf_group("embedder", args.embedder, EmbedderConfig)
+    overrides = [f"atomizer.noun_chunks={str(args.noun_chunks).lower()}",
+                 f"atomizer.nlp_processes={args.nlp_processes}", "atomizer.vocab_llm_filter=false"]
     if args.batch_size:
-        ecfg.batch_size = args.batch_size
+        overrides.append(f"embedder.batch_size={args.batch_size}")
     if args.precision:
-        ecfg.precision = args.precision
-    cfg = Config(atomizer=AtomizerConfig(name=args.atomizer, noun_chunks=args.noun_chunks,
-                                         nlp_processes=args.nlp_processes, vocab_llm_filter=False),
-                 embedder=ecfg, graph=GraphConfig(), fidelity=conf_group("fidelity", args.fidelity, FidelityConfig))
+        overrides.append(f"embedder.precision={args.precision}")
+    cfg = script_config({"atomizer": args.atomizer, "embedder": args.embedder, "fidelity": args.fidelity},
+                        overrides)
     t, c = time.perf_counter(), time.process_time()
     embedder = build_embedder(cfg.embedder, cfg.fidelity)
     t_model, c_model = time.perf_counter() - t, time.process_time() - c

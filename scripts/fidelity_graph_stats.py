@@ -15,7 +15,6 @@ Writes ``results/graph_stats/<dataset>/fidelity_<atomizer>_<embedder>.{json,md}`
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -28,17 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from graph_stats import DATA_FILES, conf_group, load_chunks
+from graph_stats import DATA_FILES, load_chunks, script_config
 
-from atomicrag.core.config import (
-    AtomizerConfig,
-    Config,
-    DatasetConfig,
-    EmbedderConfig,
-    FidelityConfig,
-    GraphConfig,
-    PathsConfig,
-)
+from atomicrag.core.artifacts import write_json_atomic, write_text_atomic
+from atomicrag.core.config import FidelityConfig
 from atomicrag.embed.memo import MemoEmbedder
 from atomicrag.graph.build import build_graph
 from atomicrag.graph.cached_build import atomize_cached, index_corpus
@@ -49,20 +41,20 @@ COLUMNS = list(dict.fromkeys(TABLE6_COLUMNS + TABLE3_COLUMNS + (
     "containment_per_atom", "atoms_without_entities", "isolated_entities", "unique_pairs")))
 
 
-def variant_fidelity(spec: str) -> FidelityConfig:
-    """``reference_code+containment_keys=canonical`` -> a validated FidelityConfig."""
+def variant_overrides(spec: str) -> list[str]:
+    """``reference_code+containment_keys=canonical`` -> the Hydra overrides that compose it
+    (``fidelity=reference_code``, ``fidelity.containment_keys=canonical``, ``fidelity.preset=custom``)."""
     preset, *switches = spec.split("+")
-    fid: FidelityConfig = conf_group("fidelity", preset, FidelityConfig)
-    for sw in switches:
-        field, sep, value = sw.partition("=")
-        if not sep or not hasattr(fid, field):
-            raise SystemExit(f"variant {spec!r}: {sw!r} is not FIELD=VALUE with a FidelityConfig field")
-        kind = type(getattr(fid, field))
-        setattr(fid, field, (value.lower() == "true") if kind is bool else kind(value))
-    if switches:
-        fid.preset = "custom"
-    fid.__post_init__()
-    return fid
+    bad = [sw for sw in switches if "=" not in sw]
+    if bad:
+        raise SystemExit(f"variant {spec!r}: {bad[0]!r} is not FIELD=VALUE")
+    return [f"fidelity={preset}", *(f"fidelity.{sw}" for sw in switches),
+            *(["fidelity.preset=custom"] if switches else [])]
+
+
+def variant_fidelity(groups: dict[str, str], spec: str, cache_dir: str) -> FidelityConfig:
+    """The variant's validated fidelity section, composed like every other config."""
+    return script_config(groups, variant_overrides(spec), cache_dir).fidelity
 
 
 def markdown(rows: dict[str, dict[str, Any]]) -> str:
@@ -90,12 +82,10 @@ def main() -> None:
     variants = args.variant or ["paper", "paper+containment_keys=raw", "reference_code+entity_nodes=all",
                                 "reference_code"]
 
-    dcfg: DatasetConfig = conf_group("dataset", args.dataset, DatasetConfig)
-    base = Config(dataset=dcfg, atomizer=conf_group("atomizer", args.atomizer, AtomizerConfig),
-                  embedder=conf_group("embedder", args.embedder, EmbedderConfig),
-                  fidelity=variant_fidelity(variants[0]), graph=GraphConfig(),
-                  paths=PathsConfig(cache_dir=args.cache_dir))
-    chunks, n_passages = load_chunks(dcfg, base.paths.resolved_data_dir(ROOT, dataset=dcfg), args.rechunk)
+    groups = {"dataset": args.dataset, "atomizer": args.atomizer, "embedder": args.embedder}
+    base = script_config(groups, variant_overrides(variants[0]), args.cache_dir)
+    dcfg = base.dataset
+    chunks, n_passages = load_chunks(base, args.rechunk)
     from atomicrag.embed.factory import build_embedder
 
     embedder = build_embedder(base.embedder, base.fidelity)
@@ -114,7 +104,7 @@ def main() -> None:
         t = time.perf_counter()
         # the variant's own embedder switches (pooling, instruction) would change every vector:
         # this table varies the graph switches, so vectors come from the first graph's embedder
-        g = build_graph(result, cached, base.graph, variant_fidelity(spec))
+        g = build_graph(result, cached, base.graph, variant_fidelity(groups, spec, args.cache_dir))
         rows[spec] = graph_stats(g)
         seconds[spec] = round(time.perf_counter() - t, 1)
     out = Path(args.out or ROOT / "results" / "graph_stats" / dcfg.name)
@@ -123,10 +113,11 @@ def main() -> None:
     report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
               "atomizer": args.atomizer, "embedder": embedder.name, "variants": rows, "seconds": seconds,
               "strings_embedded_anew": cached.encoded,
+              "atomize_stats": first.meta.get("atomize_stats", {}),  # window_repeats_merged: repeats kept once
               "provenance": prov.finish(base, data_files=DATA_FILES, uses_llm=False)}
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_json_atomic(out / f"{stem}.json", report)
     md = markdown(rows)
-    (out / f"{stem}.md").write_text(md)
+    write_text_atomic(out / f"{stem}.md", md)
     print(md)
     print(f"wrote {out / stem}.json/.md ({len(chunks)} chunks; seconds per variant {seconds})")
 

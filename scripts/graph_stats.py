@@ -17,45 +17,27 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from omegaconf import OmegaConf
-
-from atomicrag.core.config import (
-    AtomizerConfig,
-    Config,
-    DatasetConfig,
-    EmbedderConfig,
-    FidelityConfig,
-    GraphConfig,
-    LLMConfig,
-    PathsConfig,
-)
+from atomicrag.core.artifacts import write_json_atomic, write_text_atomic
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import Config
 from atomicrag.core.schemas import Chunk, Passage
 from atomicrag.graph.cached_build import index_corpus
 from atomicrag.graph.stats import TABLE6_COLUMNS, graph_stats, stats_markdown
 
 
-def conf_group(group: str, name: str, cls: type) -> Any:
-    """``conf/<group>/<name>.yaml`` validated into its dataclass."""
-    path = ROOT / "conf" / group / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in (ROOT / "conf" / group).glob("*.yaml")))
-        raise SystemExit(f"no conf/{group}/{name}.yaml; known: {known}")
-    merged = OmegaConf.merge(OmegaConf.structured(cls), OmegaConf.load(path))
-    return OmegaConf.to_object(merged)
-
-
-def read_passages(path: Path) -> list[Passage]:
+def script_config(groups: dict[str, str], overrides: list[str], cache_dir: str | None = None) -> Config:
+    """The library's config for these group options (``{"dataset": "2wiki_dev"}``) and Hydra
+    overrides (``fidelity.containment_keys=raw``), composed as the library and the harness compose
+    it (group files that extend others included); a bad option or key exits naming it."""
+    paths = {"paths": {"cache_dir": cache_dir}} if cache_dir else {}
     try:
-        from atomicrag.data.loaders import read_passages_jsonl
-    except ImportError:  # the data package is not there yet: read the normalised jsonl directly
-        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        return [Passage(id=r["id"], text=r["text"], title=r.get("title", ""), corpus=r.get("corpus")) for r in rows]
-    return read_passages_jsonl(path)
+        return load_config({**groups, **paths}, overrides=overrides)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def passages_as_chunks(passages: list[Passage]) -> list[Chunk]:
@@ -66,16 +48,22 @@ def passages_as_chunks(passages: list[Passage]) -> list[Chunk]:
 DATA_FILES: list[str] = []  # the files load_chunks read (for the record's provenance)
 
 
-def load_chunks(dataset_cfg: Any, data_dir: Path, rechunk: bool) -> tuple[list[Chunk], int]:
-    """(chunks, number of passages) of a dataset config."""
-    from atomicrag.data.loaders import load_dataset
+def load_chunks(cfg: Config, rechunk: bool, raw: bool = False) -> tuple[list[Chunk], int]:
+    """(chunks, number of passages) of ``cfg.dataset``: its corpus rows as they are, or cut by the
+    dataset's chunker (``rechunk``); ``raw``: its original documents, untitled and cut by the
+    chunker, as a user's files are (Graph-Bench's ``corpus_raw.jsonl``)."""
+    from atomicrag.data.loaders import load_dataset, read_raw_documents
+    from atomicrag.data.token_windows import chunk_passages
 
-    ds = load_dataset(dataset_cfg, data_dir)
+    data_dir = cfg.paths.resolved_data_dir(ROOT, dataset=cfg.dataset)
+    if raw:
+        passages = read_raw_documents(data_dir / cfg.dataset.name)
+        DATA_FILES[:] = [str(data_dir / cfg.dataset.name / "corpus_raw.jsonl")]
+        return chunk_passages(passages, cfg.dataset), len(passages)
+    ds = load_dataset(cfg.dataset, data_dir)
     DATA_FILES[:] = ds.files
     if rechunk:
-        from atomicrag.data.token_windows import chunk_passages
-
-        return chunk_passages(ds.passages, dataset_cfg), len(ds.passages)
+        return chunk_passages(ds.passages, cfg.dataset), len(ds.passages)
     return passages_as_chunks(ds.passages), len(ds.passages)
 
 
@@ -94,11 +82,14 @@ def main() -> None:
     ap.add_argument("--llm", default="fake", help="conf/llm/<name>.yaml, for the llm / vocabulary atomizers")
     ap.add_argument("--rechunk", action="store_true",
                     help="chunk passages with the dataset's chunker (default: one chunk per corpus row)")
+    ap.add_argument("--raw", action="store_true",
+                    help="index the dataset's original documents (corpus_raw.jsonl), untitled, chunked")
     ap.add_argument("--batch-size", type=int, default=None, help="embedder batch size override")
     ap.add_argument("--nlp-processes", type=int, default=None, help="spaCy processes override")
     ap.add_argument("--noun-chunks", action="store_true", help="add spaCy noun chunks as entities")
-    ap.add_argument("--set", action="append", default=[], metavar="fidelity.FIELD=VALUE",
-                    help="one fidelity field on top of --fidelity (repeatable), e.g. fidelity.containment_keys=raw")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Hydra override on top of the groups (repeatable), e.g. fidelity.containment_keys=raw; "
+                         "its fidelity switches name the record (sentence_minilm_paper__containment_keys-raw)")
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--out", default=None, help="output folder (default results/graph_stats/<dataset>)")
     args = ap.parse_args()
@@ -107,30 +98,21 @@ def main() -> None:
     prov = Provenance.start()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
-    dcfg: DatasetConfig = conf_group("dataset", args.dataset, DatasetConfig)
+    overrides = [*args.set]
     if args.split:
-        dcfg.split = args.split
-    cfg = Config(dataset=dcfg, atomizer=conf_group("atomizer", args.atomizer, AtomizerConfig),
-                 embedder=conf_group("embedder", args.embedder, EmbedderConfig),
-                 fidelity=conf_group("fidelity", args.fidelity, FidelityConfig), graph=GraphConfig(),
-                 paths=PathsConfig(cache_dir=args.cache_dir))
-    tag = ""
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        section, _, field = key.partition(".")
-        if not sep or section != "fidelity" or not hasattr(cfg.fidelity, field):
-            raise SystemExit(f"--set expects fidelity.FIELD=VALUE with a FidelityConfig field, got {item!r}")
-        kind = type(getattr(cfg.fidelity, field))
-        setattr(cfg.fidelity, field, (value.lower() == "true") if kind is bool else kind(value))
-        cfg.fidelity.__post_init__()  # validate the value
-        tag += f"+{field}={value}"
+        overrides.append(f"dataset.split={args.split}")
     if args.batch_size:
-        cfg.embedder.batch_size = args.batch_size
+        overrides.append(f"embedder.batch_size={args.batch_size}")
     if args.nlp_processes:
-        cfg.atomizer.nlp_processes = args.nlp_processes
+        overrides.append(f"atomizer.nlp_processes={args.nlp_processes}")
     if args.noun_chunks:
-        cfg.atomizer.noun_chunks = True
-    chunks, n_passages = load_chunks(dcfg, cfg.paths.resolved_data_dir(ROOT, dataset=dcfg), args.rechunk)
+        overrides.append("atomizer.noun_chunks=true")
+    cfg = script_config({"dataset": args.dataset, "atomizer": args.atomizer, "embedder": args.embedder,
+                         "fidelity": args.fidelity, "llm": args.llm}, overrides, args.cache_dir)
+    dcfg = cfg.dataset
+    # the switches that change the graph name the record; where files live does not
+    tag = "".join(f"+{item.removeprefix('fidelity.')}" for item in args.set if not item.startswith("paths."))
+    chunks, n_passages = load_chunks(cfg, args.rechunk, args.raw)
 
     from atomicrag.embed.factory import build_embedder
 
@@ -141,7 +123,6 @@ def main() -> None:
     if needs_llm(cfg, ("atomizer",)):  # from the atomizer's registry declaration
         from atomicrag.llm.factory import build_llm
 
-        cfg.llm = conf_group("llm", args.llm, LLMConfig)
         llm = build_llm(cfg.llm, cfg.paths)
     t0 = time.perf_counter()
     try:
@@ -151,21 +132,27 @@ def main() -> None:
             llm.close()
     seconds = time.perf_counter() - t0
     st = graph_stats(graph)
-    row = f"{dcfg.name} ({args.atomizer}{'+noun chunks' if cfg.atomizer.noun_chunks else ''}, " \
+    atomized = graph.meta.get("atomize_stats", {})
+    merged = atomized.get("window_repeats_merged", 0)
+    row = f"{dcfg.name}{' raw' if args.raw else ''} ({args.atomizer}{'+noun chunks' if cfg.atomizer.noun_chunks else ''}, " \
           f"{args.embedder}, {args.fidelity}{tag})"
     report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
               "atomizer": args.atomizer, "embedder": embedder.name, "fidelity": args.fidelity + tag,
               "stats": st, "index_seconds": round(seconds, 2), "peak_rss_gb": round(peak_rss_gb(), 2),
               "graph_key": graph.meta.get("graph_key"), "timings": graph.meta.get("timings"),
+              "atomize_stats": atomized, "documents": "raw" if args.raw else "rechunked" if args.rechunk else "rows",
+              # a sentence that overlapping windows repeat is one atom (atomizer.merge_window_repeats)
+              "window_merge": {"atoms_before": st["atoms"] + merged, "merged": merged, "atoms_after": st["atoms"]},
               "failed_chunks": graph.meta.get("failed_chunks", 0),
               "provenance": prov.finish(cfg, data_files=DATA_FILES, uses_llm=llm is not None)}
     out = Path(args.out or ROOT / "results" / "graph_stats" / dcfg.name)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.atomizer}{'_nc' if cfg.atomizer.noun_chunks else ''}_{args.embedder}_{args.fidelity}"
+    stem = f"{'raw_' if args.raw else ''}{args.atomizer}{'_nc' if cfg.atomizer.noun_chunks else ''}" \
+           f"_{args.embedder}_{args.fidelity}"
     stem += tag.replace("+", "__").replace("=", "-")
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_json_atomic(out / f"{stem}.json", report)
     md = stats_markdown({row: st})
-    (out / f"{stem}.md").write_text(md)
+    write_text_atomic(out / f"{stem}.md", md)
     print(json.dumps({k: st[k] for k in TABLE6_COLUMNS}, indent=None))
     print(md)
     print(f"wrote {out / stem}.json/.md  ({len(chunks)} chunks, {seconds:.1f}s, peak {peak_rss_gb():.2f} GB)")

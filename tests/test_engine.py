@@ -66,6 +66,8 @@ def test_each_question_is_answered_from_its_own_corpus(tmp_path: Path) -> None:
     assert set(idx) == {"book-a", "book-b"}
     assert idx["book-a"]["questions"] == 1 and idx["book-b"]["questions"] == 2
     assert idx["book-a"]["chunks"] == 3 and idx["book-b"]["chunks"] == 2
+    # each index says how many window-repeated sentences it kept once (one chunk per passage: none)
+    assert idx["book-a"]["window_repeats_merged"] == idx["book-b"]["window_repeats_merged"] == 0
     # the run's graph statistics are those of the disjoint union
     assert metrics["graph_stats"]["atoms"] == idx["book-a"]["atoms"] + idx["book-b"]["atoms"]
     assert metrics["graph_stats"]["corpora"] == 2

@@ -158,6 +158,16 @@ def read_passages_jsonl(path: str | Path) -> list[Passage]:
     return out
 
 
+def read_raw_documents(dataset_dir: str | Path) -> list[Passage]:
+    """A dataset's original documents (``<dataset_dir>/corpus_raw.jsonl``: Graph-Bench Medical is one
+    document, Novel twenty), untitled, as ``index(folder)`` reads a plain-text file: the record's
+    title is its corpus's name, not a title the text carries."""
+    path = Path(dataset_dir) / "corpus_raw.jsonl"
+    if not path.is_file():
+        raise DatasetMissing(f"{path}: no raw documents; only the Graph-Bench datasets ship corpus_raw.jsonl")
+    return [dataclasses.replace(p, title="", corpus=p.corpus or p.id) for p in read_passages_jsonl(path)]
+
+
 def read_questions_jsonl(path: str | Path) -> list[Question]:
     """Read a normalized questions file (``id, question, answers[], ...``), strictly."""
     path = Path(path)

@@ -70,7 +70,11 @@ class CorpusIndex:
             if routed is not None:
                 row["questions"] = len(routed.get(name, []))
             if name in self.graphs:
-                row.update(graph_stats(self.graphs[name].graph))
+                graph = self.graphs[name].graph
+                row.update(graph_stats(graph))
+                merged = graph.meta.get("atomize_stats", {}).get("window_repeats_merged")
+                if merged is not None:  # sentences repeated by overlapping windows, kept once
+                    row["window_repeats_merged"] = merged
             out[name] = row
         return out
 
