@@ -33,6 +33,8 @@ RUN_BY = {
     "atomicrag serve --index": "tests/library/test_http_server.py (every endpoint, on a real socket)",
     "atomicrag data get": "tests/data/test_get.py (--from fixtures in each source's format; downloads "
                           "through a faked HTTP client: no network here)",
+    "atomicrag data list": "test_cli_commands (the shipped smoke sets at least); "
+                           "tests/data/test_get.py::test_data_list_prints_each_files_rows_and_hash",
 }
 
 
@@ -90,7 +92,7 @@ def test_cli_commands(tmp_path: Path) -> None:
     elsewhere = ("atomicrag serve --index", "atomicrag data get")
     cmds = [c for c in readme_commands() if c.startswith("atomicrag ") and c != "atomicrag serve"
             and not c.startswith(elsewhere)]
-    assert [c.split()[1] for c in cmds] == ["index", "query", "serve"]
+    assert [c.split()[1] for c in cmds] == ["index", "query", "serve", "data"]
     for cmd in cmds:
         proc = _run(cmd, tmp_path, env)
         assert proc.returncode == 0, (cmd, proc.stderr[-2000:])

@@ -142,7 +142,7 @@ def _check_loads(name: str, folder: Path, splits: tuple[str, ...]) -> None:
 
 
 def add_parser(sub: Any) -> None:
-    """Register ``data get`` on the ``atomicrag`` command's sub-parsers."""
+    """Register ``data get`` and ``data list`` on the ``atomicrag`` command's sub-parsers."""
     p = sub.add_parser("data", help="get a benchmark dataset in the normalised layout")
     dsub = p.add_subparsers(dest="data_command", required=True)
     g = dsub.add_parser("get", help="download (or take from --from) a dataset's sources and build it")
@@ -153,6 +153,9 @@ def add_parser(sub: Any) -> None:
                    "which paths.data_dir=auto finds)")
     g.add_argument("--strict", action="store_true", help="with --from: refuse files that are not the pinned revision")
     g.set_defaults(func=cmd_data_get)
+    from atomicrag.data.listing import add_parser as add_list_parser
+
+    add_list_parser(dsub)
 
 
 def cmd_data_get(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@
     atomicrag serve --index INDEX_DIR [--port 8765] [--set ...]   # HTTP server holding the index; `query` uses it
     atomicrag setup [--check] [--venv DIR]   # build/find the CPU vLLM server environment and SmolLM2
     atomicrag data get DATASET [--from DIR] [--out DATA_DIR]   (a benchmark in the normalised layout)
+    atomicrag data list [--data-dir DIR]   (the datasets a run finds: rows and sha256 of each file)
 
 Documents: files and folders (searched recursively) of ``.txt``, ``.md``, ``.jsonl``,
 ``.html`` and ``.pdf`` files (``atomicrag.data.ingest``); skipped files are listed on stderr.

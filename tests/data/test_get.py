@@ -319,3 +319,19 @@ def test_compare_datasets_names_the_differing_field(tmp_path: Path) -> None:
     assert files["questions.jsonl"]["identical_bytes"] and files["questions.jsonl"]["rows_differing"] == 0
     assert files["questions.dev.jsonl"]["rows_differing"] == 1
     assert files["questions.dev.jsonl"]["fields_differing"] == ["meta.hop_type"]
+
+
+def test_data_list_prints_each_files_rows_and_hash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What a dataset size in the docs is read from: each file's non-empty rows and its sha256."""
+    folder = tmp_path / "data" / "tiny"
+    (folder / "smoke").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"id": "a"}\n{"id": "b"}\n\n{"id": "c"}\n')  # a blank line is no row
+    (folder / "smoke" / "questions.jsonl").write_text('{"id": "q"}\n')
+    (tmp_path / "data" / ".tiny.partial").mkdir()  # a build in progress is not a dataset
+    assert main(["data", "list", "--data-dir", str(tmp_path / "data")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    digest = hashlib.sha256((folder / "corpus.jsonl").read_bytes()).hexdigest()
+    assert lines[0] == str(tmp_path / "data") and len(lines) == 3
+    assert lines[1].split() == ["tiny/corpus.jsonl", "3", "rows", "sha256", digest]
+    assert lines[2].split()[:2] == ["tiny/smoke/questions.jsonl", "1"]
+    assert main(["data", "list", "--data-dir", str(tmp_path / "none")]) != 0  # nothing found is an error
