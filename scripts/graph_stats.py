@@ -16,6 +16,7 @@ import logging
 import resource
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +137,9 @@ def main() -> None:
     merged = atomized.get("window_repeats_merged", 0)
     row = f"{dcfg.name}{' raw' if args.raw else ''} ({args.atomizer}{'+noun chunks' if cfg.atomizer.noun_chunks else ''}, " \
           f"{args.embedder}, {args.fidelity}{tag})"
+    per_passage = Counter(c.passage_id for c in chunks)
     report = {"dataset": dcfg.name, "split": dcfg.split, "passages": n_passages, "chunks": len(chunks),
+              "passages_in_several_chunks": sum(1 for n in per_passage.values() if n > 1),
               "atomizer": args.atomizer, "embedder": embedder.name, "fidelity": args.fidelity + tag,
               "stats": st, "index_seconds": round(seconds, 2), "peak_rss_gb": round(peak_rss_gb(), 2),
               "graph_key": graph.meta.get("graph_key"), "timings": graph.meta.get("timings"),

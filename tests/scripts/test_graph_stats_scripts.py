@@ -63,6 +63,7 @@ def test_graph_stats_of_raw_documents_records_the_window_merge(tmp_path: Path, s
     rec = json.loads((out / "raw_sentence_fake_paper.json").read_text())
     merge = rec["window_merge"]
     assert rec["documents"] == "raw" and rec["passages"] == 1 and rec["chunks"] >= 2
+    assert rec["passages_in_several_chunks"] == 1
     assert merge["merged"] > 0 and merge["atoms_before"] == merge["atoms_after"] + merge["merged"]
     # one atom per sentence of the document (a sentence said twice is two atoms: two positions)
     assert merge["atoms_after"] == rec["stats"]["atoms"] == 2 * len(SENTENCES)
