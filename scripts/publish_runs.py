@@ -28,6 +28,7 @@ import json
 import re
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,31 +112,36 @@ class Published:
 def publish(runs: Path, records: Path, experiments: list[str] | None = None,
             dry_run: bool = False) -> Published:
     """Copy every finished run into ``records``. A run whose record would be too large is
-    refused and the others are still published."""
+    refused and the others are still published. ``dry_run``: each record is built (trimmed) in a
+    scratch folder and thrown away, so what would be published and what refused are exactly what
+    a real call does; ``records`` is not touched."""
     done = Published()
     for run in finished_runs(runs, experiments):
         dest = records / run.relative_to(runs)
-        if dry_run:
+        scratch = Path(tempfile.mkdtemp(prefix="publish_dry_run_")) if dry_run else None
+        tmp = scratch / dest.name if scratch else dest.with_name(f".{dest.name}.publishing")
+        try:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            for name in _RECORD_FILES:
+                if (run / name).is_file():
+                    shutil.copy2(run / name, tmp / name)
+            if (run / "predictions.jsonl").is_file():
+                try:
+                    trimmed = publish_predictions(run / "predictions.jsonl", tmp / "predictions.jsonl")
+                except ValueError as exc:
+                    shutil.rmtree(tmp, ignore_errors=True)  # the old record stays as it was
+                    done.refused[run] = str(exc)
+                    continue
+                if trimmed is not None:
+                    write_json_atomic(tmp / "publish.json", trimmed)
+            if not dry_run:
+                shutil.rmtree(dest, ignore_errors=True)  # the record is replaced whole, never merged
+                tmp.rename(dest)
             done.written.append(dest)
-            continue
-        tmp = dest.with_name(f".{dest.name}.publishing")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name in _RECORD_FILES:
-            if (run / name).is_file():
-                shutil.copy2(run / name, tmp / name)
-        if (run / "predictions.jsonl").is_file():
-            try:
-                trimmed = publish_predictions(run / "predictions.jsonl", tmp / "predictions.jsonl")
-            except ValueError as exc:
-                shutil.rmtree(tmp, ignore_errors=True)  # the old record stays as it was
-                done.refused[run] = str(exc)
-                continue
-            if trimmed is not None:
-                write_json_atomic(tmp / "publish.json", trimmed)
-        shutil.rmtree(dest, ignore_errors=True)  # the record is replaced whole, never merged
-        tmp.rename(dest)
-        done.written.append(dest)
+        finally:
+            if scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
     return done
 
 
@@ -144,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("experiments", nargs="*", help="experiment names to publish (default: all)")
     ap.add_argument("--runs", default="runs", help="where runs write (paths.results_dir; default: runs)")
     ap.add_argument("--to", default="results", help="the committed records (default: results)")
-    ap.add_argument("--dry-run", action="store_true", help="list what would be copied, copy nothing")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="build each record in a scratch folder: list what would be published or refused, write nothing")
     args = ap.parse_args(argv)
     runs, records = Path(args.runs), Path(args.to)
     if not runs.is_dir():

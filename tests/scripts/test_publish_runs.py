@@ -92,6 +92,19 @@ def test_a_record_too_large_even_as_record_rows_is_refused_and_the_old_record_st
     assert not list(old.parent.glob(".*publishing"))
 
 
+def test_a_dry_run_refuses_what_the_real_call_refuses_and_writes_nothing(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """It used to list every finished run as "would publish", the one the real call refuses included."""
+    _run(tmp_path / "runs", "large", _rows(40, 200))
+    _run(tmp_path / "runs", "small", _rows(1, 1))
+    monkeypatch.setattr(publish_runs, "RECORD_BYTES", 500)
+    rc = publish_runs.main(["--runs", str(tmp_path / "runs"), "--to", str(tmp_path / "results"), "--dry-run"])
+    out = capsys.readouterr()
+    assert rc == 1 and "over the 500-byte limit" in out.err and "would publish 1 finished run(s)" in out.out
+    assert not (tmp_path / "results").exists()  # nothing written, not even a scratch folder
+
+
 def test_every_trace_field_of_the_question_schema_is_trimmed_and_every_other_field_kept() -> None:
     """A field added to QueryTrace is trimmed or kept by what the schema says of it, with no list
     in the script to edit."""
