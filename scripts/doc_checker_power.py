@@ -7,9 +7,9 @@ figures stated beside it; a figure written with its interval must be one (estima
 This moves every figure it checks by +0.1 and by -0.1 and counts how many of the moved figures it
 would still accept: the share of one-digit slips that pass by coincidence, because a large record
 holds many values. An integer time (``58 s``) is moved by one of its units, a percentage by one unit of its last
-digit. Prints one line per
-kind of figure (signed, unsigned, with its interval, whose estimate is moved, time, percentage)
-and per document.
+digit, a count (``6,119``) by one, an approximate count (``~4,400``) by one unit of its last nonzero digit.
+Prints one line per kind of figure (signed, unsigned, with its interval, whose estimate is moved,
+time, percentage, count) and per document.
 
     python scripts/doc_checker_power.py
 """
@@ -43,16 +43,17 @@ def main() -> None:
     for doc in check.docs():
         name = str(doc.relative_to(ROOT))
         for block, records in check.checked_blocks(doc):
-            values = set().union(*(check.values_for(doc, r) for r in records))
+            values = set().union(*(check.values_for(doc, r, block) for r in records))
             held = set().union(*(check.record_intervals(r) for r in records))
             for _, (est, low, high) in check.intervals(block):
                 for delta in (0.1, -0.1):
                     tally(name, "with interval", (round(est + delta, 1), low, high) in held)
             quoted = check.quoted_values(block, values)
+            exact = check.exact_values(records, quoted)
             for fig in check.figures(block):
                 for delta in (0.1, -0.1):
                     tally(name, "signed" if fig[0] in "+−-" else "unsigned",
-                          check.holds(values, moved(fig, delta), quoted))
+                          check.holds(values, moved(fig, delta), quoted, exact))
             stated = check.stated_values(block, values)
             for pct in check.percents(block):  # a percentage moved by one unit of its last digit
                 digits = check.percent_digits(pct)
@@ -62,6 +63,10 @@ def main() -> None:
             for _, n, unit in check.times(block):  # an integer time moved by one of its units
                 for delta in (1, -1):
                     tally(name, "time", check.holds_time(values, n + delta, unit))
+            for _, n, approx in check.counts(block):  # a count moved by one unit of what it is written to
+                step = 10 ** (len(str(n)) - len(str(n).rstrip("0"))) if approx else 1
+                for delta in (step, -step):
+                    tally(name, "count", check.holds_count(values, n + delta, approx))
     for key in sorted(total, key=lambda k: ("(" in k, k)):
         print(f"{key:60s} {passed[key]:5d} of {total[key]:5d} moved figures still accepted "
               f"({100 * passed[key] / total[key]:5.1f}%)")

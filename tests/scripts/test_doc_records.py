@@ -5,8 +5,8 @@ suffix) exists in the repository; every paragraph or table row with a one-decima
 record(s) it comes from (a ``results/`` path, a record's file name, or ``paper_tables.json`` for
 published numbers); and every such figure is a value of one of those records (rounded to one
 decimal; a signed figure such as +3.3 may be the difference of two recorded figures stated in the
-same paragraph or row), so a figure
-typed by hand, or left over from an older run, fails here. A table counts the
+same paragraph or row, as written or as the record holds them, but not off by their rounding), so
+a figure typed by hand, or left over from an older run, fails here. A table counts the
 records named in the paragraph just before it. A setting is not a figure: a number in a code span
 (`retriever.damping=0.3`) or written as one (`= 0.3`, `≥ 0.9`, `restart 0.3`) is not checked.
 
@@ -24,6 +24,12 @@ a record that holds them (a value that rounds to the number in the unit written,
 converted to that unit). A setting written as a time is named as the setting (`timeout_min: 240`);
 a block that calls itself an *estimate* (arithmetic from measured figures, e.g. the GPU table of
 docs/scaling.md) has its times left unchecked, and says so in the words of the block.
+
+Counts are figures too: a number written with thousands separators (``6,119 passages``,
+``972 of 22,545 atoms``) must be a value of a cited record, exactly; an approximate one (``~4,400``)
+to the digits written. A setting written as a count says so (``1,000 resamples``, a
+``1,024-token budget``, ``context 8,192``), and a dataset's size cites the listing of the files it
+was counted on (``atomicrag data list``, ``results/data_get/``).
 
 A figure whose run kept no record says so in its paragraph or row with ``no record kept``; those
 are counted, and the count may only fall (``NO_RECORD_CEILING``): re-run the command and cite
@@ -59,8 +65,9 @@ PUBLISHED = ROOT / "atomicrag" / "published" / "paper_tables.json"
 RECORDS[PUBLISHED.name] = PUBLISHED  # the paper's numbers, as the project holds them
 # settings, not measurements: a code span, or a number after `=`, `≥`, `≤` or a setting's name,
 # with any `/`, `–`, `to` list that follows (`restart 0.3/0.7`, `weight 0.1 to 1.0`)
-SETTING = re.compile(r"`[^`]*`|(?:[=≥≤]|\b(?:restart|damping|weight|threshold|BY(?:-SA)?))\s*"
-                     r"\d+(?:\.\d+)?(?:\s*(?:/|–|to|and)\s*\**\d+(?:\.\d+)?\**)*")
+SETTING = re.compile(r"`[^`]*`|(?:[=≥≤]|\b(?:restart|damping|weight|threshold|context|BY(?:-SA)?))\s*"
+                     r"\d+(?:\.\d+)?(?:\s*(?:/|–|to|and)\s*\**\d+(?:\.\d+)?\**)*"
+                     r"|\b\d[\d,]*[\s-](?:bootstrap\s)?(?:resamples|token budget|token context)\b")
 
 
 def docs() -> list[Path]:
@@ -96,22 +103,28 @@ PROGRESS = re.compile(r"[\w ]*:\s*\d+%\|[^|\n]*\|\s*\d+/\d+\s*\[[^\]\n]*\]")
 
 
 @functools.cache
-def record_values(path: Path) -> frozenset[float]:
-    """The numbers a record holds, rounded to one decimal: a JSON record's values, or each number a
-    text record prints (a benchmark's report, a rendered results table)."""
+def record_numbers(path: Path) -> frozenset[float]:
+    """The numbers a record holds, as it holds them: a JSON record's values, or each number a text
+    record prints (a benchmark's report, a rendered results table)."""
     if path.suffix == ".json":
-        return frozenset(round(v, 1) for v in leaves(json.loads(path.read_text())))
+        return frozenset(leaves(json.loads(path.read_text())))
     out = set()
     text = PROGRESS.sub(" ", path.read_text(errors="replace"))
     text = re.sub(r"\bx(?=\d)", "x ", text)  # ratios printed as x17.6
     for m in NUMBER.finditer(text):
         try:
-            out.add(round(as_number(m.group(0)), 1))
+            out.add(as_number(m.group(0)))
         except ValueError:
             continue
     if took := elapsed(text):
         out.add(took)
     return frozenset(out)
+
+
+@functools.cache
+def record_values(path: Path) -> frozenset[float]:
+    """The numbers a record holds, rounded to one decimal: what a one-decimal figure is compared with."""
+    return frozenset(round(v, 1) for v in record_numbers(path))
 
 
 _STAMP = r"^# {}: (\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"
@@ -127,17 +140,19 @@ def elapsed(text: str) -> float | None:
     return (datetime.strptime(end.group(1), fmt) - datetime.strptime(start.group(1), fmt)).total_seconds()
 
 
-def values_for(doc: Path, record: Path) -> frozenset[float]:
+def values_for(doc: Path, record: Path, block: str = "") -> frozenset[float]:
     """``record``'s values as a figure in ``doc`` is checked against them. The paper's numbers are
     many (every table), so in ``experiments/<tableN>/README.md`` only table N's and the paper's text
-    numbers count: a figure quoted from the wrong table, or slipped by a digit, no longer passes
-    because some other table holds it (``scripts/doc_checker_power.py`` measures how often)."""
+    numbers count, and those of another table the block names (``Table 6's Medical row``): a figure
+    quoted from the wrong table, or slipped by a digit, no longer passes because some other table
+    holds it (``scripts/doc_checker_power.py`` measures how often)."""
     table = doc.parent.name
     if record == PUBLISHED and doc.parent.parent.name == "experiments":
         published = json.loads(PUBLISHED.read_text())
         if table in published["tables"]:
-            return frozenset(round(v, 1) for v in [*leaves(published["tables"][table]),
-                                                   *leaves(published["text_numbers"])])
+            named = {f"table{n}" for n in re.findall(r"\bTable (\d+)", block)} & set(published["tables"])
+            return frozenset(round(v, 1) for t in sorted({table} | named) for v in leaves(published["tables"][t])) \
+                | frozenset(round(v, 1) for v in leaves(published["text_numbers"]))
     return record_values(record)
 
 
@@ -259,9 +274,33 @@ def percents(block: str) -> list[str]:
     return PERCENT.findall(_measured(block))
 
 
+# a count written with thousands separators ("6,119 passages", "972 of 22,545 atoms"), or an
+# approximate one ("~4,400 tokens"); not a decimal (5,551.9 is a figure), a percentage, a time, a
+# size (4.8 MB) or a ratio
+COUNT = re.compile(r"(?<![\w.,+−/-])(~\s?|≈\s?|about\s)?(\d{1,3}(?:,\d{3})+)"
+                   r"(?![\d,]|\.\d|\s?%|\s?(?:ms|s|min|h)\b|\s?[KMGT]i?B\b|\s?×)")
+
+
+def counts(block: str) -> list[tuple[str, int, bool]]:
+    """The counts a block states, settings left out: (as written, number, approximate); none in a
+    block that says it is an estimate."""
+    return [(m.group(0).strip(), int(m.group(2).replace(",", "")), bool(m.group(1)))
+            for m in COUNT.finditer(_measured(block))]
+
+
+def holds_count(values: set[float], n: int, approximate: bool = False) -> bool:
+    """Whether a record holding ``values`` backs the count ``n``: the value itself, or for an
+    approximate count (``~4,400``) a value that rounds to it at the digits written (4,350 to 4,450)."""
+    if not approximate:
+        return float(n) in values
+    zeros = len(str(n)) - len(str(n).rstrip("0"))
+    return any(abs(v - n) <= 0.5 * 10 ** zeros for v in values)
+
+
 def stated(block: str) -> list[str]:
-    """Every checked figure a block states, as written: one-decimal figures, times, percentages."""
-    return figures(block) + [t for t, _, _ in times(block)] + [f"{p}%" for p in percents(block)]
+    """Every checked figure a block states, as written: one-decimal figures, times, percentages, counts."""
+    return (figures(block) + [t for t, _, _ in times(block)] + [f"{p}%" for p in percents(block)]
+            + [c for c, _, _ in counts(block)])
 
 
 def stated_values(block: str, values: set[float]) -> set[float]:
@@ -290,24 +329,31 @@ def holds_percent(values: set[float], pct: str, stated: Iterable[float] = ()) ->
     return any(a != b and (same(100 * a / b) or same(100 * (1 - a / b))) for a in q for b in q)
 
 
-def holds(values: set[float], fig: str, quoted: Iterable[float] = ()) -> bool:
+def holds(values: set[float], fig: str, quoted: Iterable[float] = (), exact: Iterable[float] = ()) -> bool:
     """Whether records holding ``values`` back a figure: the value itself, or, for a signed figure
     (+3.3, −0.9), the difference of two ``quoted`` figures (the recorded figures its block states
-    beside it, ``quoted_values``), within the rounding of both. A difference of two values the block
-    does not state is not enough: a large record holds a pair for almost any difference."""
+    beside it, ``quoted_values``) as written, or of the ``exact`` values they round from
+    (``exact_values``), rounded once. A difference of two values the block does not state is not
+    enough: a large record holds a pair for almost any difference; nor is a difference off by the
+    rounding of both (that let a slip of 0.1 pass)."""
     x = _decimal(fig)
     if x in values:
         return True
     if fig[0] not in "+−-":
         return False
-    q = set(quoted)
-    return any(round(a - x + e, 1) in q for a in q for e in (-0.1, 0.0, 0.1))
+    return any(round(a - b, 1) == x for pool in (set(quoted), set(exact)) for a in pool for b in pool)
 
 
 def quoted_values(block: str, values: set[float]) -> set[float]:
     """The unsigned figures a block states that its records hold: what a signed figure beside them
     may be the difference of."""
     return {x for f in figures(block) if f[0] not in "+−-" and (x := _decimal(f)) in values}
+
+
+def exact_values(records: Iterable[Path], quoted: set[float]) -> set[float]:
+    """The values of ``records``, unrounded, that the ``quoted`` figures round from: a difference the
+    record's own numbers give (59.04 − 55.66 = 3.38 → +3.4) where the figures as written give +3.3."""
+    return {v for r in records for v in record_numbers(r) if round(v, 1) in quoted}
 
 
 def blocks(text: str) -> Iterator[tuple[str, list[Path]]]:
@@ -351,25 +397,30 @@ def test_every_cited_record_file_exists(doc: Path) -> None:
     assert not missing, f"{doc.relative_to(ROOT)} cites record files that are not in the repository: {missing}"
 
 
-def unheld(doc: Path, not_held: Callable[[str, set[float]], list[str]]) -> list[tuple[str, list[str], str]]:
+def unheld(doc: Path, not_held: Callable[[str, set[float], list[Path]], list[str]]) -> list[tuple[str, list[str], str]]:
     """(figure as written, its records, its block) for each figure of ``doc`` that ``not_held(block,
-    values of the block's records)`` returns: one walk for every kind of figure."""
+    values of the block's records, the records)`` returns: one walk for every kind of figure."""
     out = []
     for block, records in checked_blocks(doc):
-        values = set().union(*(values_for(doc, r) for r in records))
-        out += [(w, [r.name for r in records][:3], block.strip()[:80]) for w in not_held(block, values)]
+        values = set().union(*(values_for(doc, r, block) for r in records))
+        out += [(w, [r.name for r in records][:3], block.strip()[:80]) for w in not_held(block, values, records)]
     return out
 
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_figures_next_to_a_record_are_in_that_record(doc: Path) -> None:
-    bad = unheld(doc, lambda b, v: [f for f in figures(b) if not holds(v, f, quoted_values(b, v))])
+    def not_held(block: str, values: set[float], records: list[Path]) -> list[str]:
+        quoted = quoted_values(block, values)
+        exact = exact_values(records, quoted)
+        return [f for f in figures(block) if not holds(values, f, quoted, exact)]
+
+    bad = unheld(doc, not_held)
     assert not bad, f"{doc.relative_to(ROOT)}: figures not found in the records their paragraph names: {bad}"
 
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_times_next_to_a_record_are_in_that_record(doc: Path) -> None:
-    bad = unheld(doc, lambda b, v: [w for w, n, unit in times(b) if not holds_time(v, n, unit)])
+    bad = unheld(doc, lambda b, v, _: [w for w, n, unit in times(b) if not holds_time(v, n, unit)])
     assert not bad, f"{doc.relative_to(ROOT)}: times not found in the records their paragraph names: {bad}"
 
 
@@ -387,8 +438,25 @@ def test_a_time_is_checked_in_its_unit_and_a_setting_or_estimate_is_not() -> Non
 
 @pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_percentages_next_to_a_record_are_in_that_record_or_a_share_of_its_figures(doc: Path) -> None:
-    bad = unheld(doc, lambda b, v: [f"{p}%" for p in percents(b) if not holds_percent(v, p, stated_values(b, v))])
+    bad = unheld(doc, lambda b, v, _: [f"{p}%" for p in percents(b) if not holds_percent(v, p, stated_values(b, v))])
     assert not bad, f"{doc.relative_to(ROOT)}: percentages not found in the records their paragraph names: {bad}"
+
+
+@pytest.mark.parametrize("doc", docs(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_counts_next_to_a_record_are_in_that_record(doc: Path) -> None:
+    bad = unheld(doc, lambda b, v, _: [w for w, n, approx in counts(b) if not holds_count(v, n, approx)])
+    assert not bad, f"{doc.relative_to(ROOT)}: counts not found in the records their paragraph names: {bad}"
+
+
+def test_a_count_is_checked_exactly_unless_approximate_and_a_setting_is_not() -> None:
+    assert counts("6,119 passages → 21,573 atoms (972 merged), ~4,400 tokens, 5,551.9 ms, 4,729 ms, 1,200%") == [
+        ("6,119", 6119, False), ("21,573", 21573, False), ("~4,400", 4400, True)]
+    assert counts("(1,000 resamples), its 1,024-token budget, context 8,192, `max_tokens=1,024`") == []
+    assert counts("| embeddings | 12,000 strings (estimate) |") == []
+    values = {6119.0, 4417.0}
+    assert holds_count(values, 6119) and not holds_count(values, 6118) and not holds_count(values, 6120, False)
+    assert holds_count(values, 4400, True) and not holds_count(values, 4500, True)
+    assert not holds_count(values, 4400)  # written without "~" a count is exact
 
 
 def test_a_percentage_is_a_recorded_value_fraction_or_share_and_a_level_is_not() -> None:
@@ -464,6 +532,7 @@ def test_an_experiment_readme_quotes_its_own_paper_table() -> None:
     table8, table10 = ROOT / "experiments/table8/README.md", ROOT / "experiments/table10/README.md"
     assert holds(set(values_for(table10, PUBLISHED)), "62.5") and holds(set(values_for(table8, PUBLISHED)), "73.1")
     assert not holds(set(values_for(table8, PUBLISHED)), "62.5") and holds(set(record_values(PUBLISHED)), "62.5")
+    assert holds(set(values_for(table8, PUBLISHED, "Llama's Creat. in Table 10")), "62.5")  # a table it names
 
 
 def test_a_printed_table_is_checked_against_the_record_named_before_it() -> None:
@@ -489,6 +558,10 @@ def test_a_signed_figure_is_recorded_or_the_difference_of_two_figures_beside_it(
     assert not holds(values, "3.3", quoted)  # unsigned: a value, not a difference
     # 66.9 − 55.7 = 11.2: both recorded, but 66.9 is not stated beside it, so a slip to +11.2 fails
     assert not holds(values, "+11.2", quoted) and not holds(values, "+9.9", quoted)
+    assert not holds(values, "+3.4", quoted) and not holds(values, "+3.2", quoted)  # off by a rounding: a slip
+    # recorded as 59.04 and 55.66: the record's own difference (3.38) rounds to +3.4, as written +3.3
+    assert holds(values, "+3.4", quoted, {59.04, 55.66}) and holds(values, "+3.3", quoted, {59.04, 55.66})
+    assert not holds(values, "+3.5", quoted, {59.04, 55.66})
 
 
 def test_a_brace_list_names_each_record() -> None:
@@ -538,14 +611,16 @@ def says_how_it_was_made(path: Path) -> bool:
 
 
 def cited_with_figures() -> dict[Path, set[str]]:
-    """Each record that backs a figure in the docs → the documents that cite it."""
+    """Each record that backs a figure or a count in the docs → the documents that cite it."""
     out: dict[Path, set[str]] = {}
     for doc in docs():
         for block, records in blocks(doc.read_text()):
-            figs = figures(block)
-            for r in records if figs else []:
-                held = values_for(doc, r)
-                if any(holds(held, f, quoted_values(block, held)) for f in figs):
+            figs, cs = figures(block), counts(block)
+            for r in records if figs or cs else []:
+                held = values_for(doc, r, block)
+                quoted = quoted_values(block, held)
+                if any(holds(held, f, quoted, exact_values([r], quoted)) for f in figs) or any(
+                        holds_count(held, n, approx) for _, n, approx in cs):
                     out.setdefault(r, set()).add(str(doc.relative_to(ROOT)))
     return out
 
