@@ -144,3 +144,12 @@ def test_bench_qa_even_half_answers_other_questions(tmp_path: Path, smoke_data: 
         ids[half] = {json.loads(x)["id"] for x in (tmp_path / half / "answers.jsonl").read_text().splitlines()}
         assert json.loads((tmp_path / half / "summary.json").read_text())["half"] == half
     assert len(ids["odd"]) == len(ids["even"]) == 3 and not ids["odd"] & ids["even"]
+
+
+def test_bench_batch_size_compares_each_size_with_the_configs_own(tmp_path: Path, smoke_data: Path) -> None:
+    proc = run_script([str(ROOT / "scripts/bench_batch_size.py"), "--embedders", "fake", "--batch-sizes", "8", "16",
+                       "--corpus", str(smoke_data / "2wikimultihopqa" / "smoke" / "corpus.jsonl"),
+                       "--sentences", "50", "--repeats", "1"], cwd=tmp_path)
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("fake ")]
+    assert [(r[1], r[3]) for r in rows] == [(k, b) for k in ("titles", "sentences") for b in ("8", "16", "64")]
+    assert all(r[4] == "(config)" and r[7] == "x1.00" for r in rows if r[3] == "64")  # the baseline is itself

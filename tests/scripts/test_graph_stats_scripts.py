@@ -100,3 +100,4 @@ def test_bench_indexing_composes_its_switches(tmp_path: Path, smoke_data: Path) 
     assert rec["passages"] == 40 and rec["stats"]["atoms"] > 0
     assert config["atomizer"]["noun_chunks"] is True and config["atomizer"]["vocab_llm_filter"] is False
     assert config["embedder"]["batch_size"] == 8
+
