@@ -2,11 +2,15 @@
 """Atom-Entity Graph statistics (paper Tables 3 and 6) for one dataset.
 
 Builds the graph through the stage caches (or loads it when cached) and prints/writes the
-statistics as JSON and Markdown.
+statistics as JSON and Markdown. The config is composed as the library composes it: the group
+options named by the flags, then ``--set`` Hydra overrides. The record also says what the atomizer
+merged (``window_merge``: a sentence that two overlapping windows repeat is one atom).
 
     .venv/bin/python scripts/graph_stats.py --dataset medical_dev --atomizer sentence --embedder minilm
     # one released-code switch on its own (file name gets the tag):
     .venv/bin/python scripts/graph_stats.py --dataset 2wiki_dev --rechunk --set fidelity.containment_keys=raw
+    # a dataset's original documents, untitled, cut by the chunker (as a user's files are):
+    .venv/bin/python scripts/graph_stats.py --dataset medical_dev --raw
 """
 from __future__ import annotations
 
