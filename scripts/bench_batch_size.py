@@ -6,10 +6,13 @@ tokens each, and more of them). A batch size tuned on sentences can starve the e
 each batch call has a fixed cost, and a batch of 3-token names is little work. For each embedder
 option (``conf/embedder/<name>.yaml``) this embeds the passage titles of ``--corpus`` (the short
 texts: 2Wiki titles are entity names) and its first ``--sentences`` sentences at each
-``--batch-sizes``, all in one process, and prints texts per second (median of ``--repeats``) and
-the ratio to the option's own batch size (the baseline, run in the same process).
+``--batch-sizes`` (texts per batch) and each ``--batch-tokens`` (padded tokens per batch,
+``embedder.batch_tokens``: short texts then go in larger batches than sentences), all in one
+process, and prints texts per second (median of ``--repeats``) and the ratio to the option's own
+batching (the baseline, run in the same process).
 
-    python scripts/bench_batch_size.py --embedders minilm_onnx minilm --batch-sizes 32 64 128 256
+    python scripts/bench_batch_size.py --embedders minilm_onnx minilm --batch-sizes 32 64 128 256 \
+        --batch-tokens 1024 2048
 """
 from __future__ import annotations
 
@@ -44,9 +47,9 @@ def texts_of(corpus: Path, n_sentences: int) -> tuple[list[str], list[str]]:
     return list(titles), sentences[:n_sentences]
 
 
-def rate(embedder, texts: list[str], batch_size: int, repeats: int) -> float:  # noqa: ANN001 (any encoder)
-    """Texts per second at ``batch_size``, the median of ``repeats`` timed calls."""
-    embedder.batch_size = batch_size
+def rate(embedder, texts: list[str], batching: tuple[int, int], repeats: int) -> float:  # noqa: ANN001
+    """Texts per second with ``batching`` = (batch_size, batch_tokens), the median of ``repeats`` timed calls."""
+    embedder.batch_size, embedder.batch_tokens = batching
     runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -59,6 +62,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--embedders", nargs="+", default=["minilm_onnx", "minilm"], help="conf/embedder options")
     ap.add_argument("--batch-sizes", nargs="+", type=int, default=[32, 64, 128, 256])
+    ap.add_argument("--batch-tokens", nargs="*", type=int, default=[1024, 2048])
     ap.add_argument("--corpus", type=Path, default=None, help="JSONL with title and text (default: 2Wiki DEV)")
     ap.add_argument("--sentences", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=3)
@@ -69,15 +73,20 @@ def main() -> None:
     for option in args.embedders:
         cfg = load_config({"embedder": option}, env_prefix=None)
         embedder = build_embedder(cfg.embedder, cfg.fidelity)
-        base = cfg.embedder.batch_size
-        sizes = sorted({base, *args.batch_sizes})
+        base = (cfg.embedder.batch_size, cfg.embedder.batch_tokens)
+        ways = list(dict.fromkeys([base, *((b, 0) for b in args.batch_sizes),
+                                   *((base[0], t) for t in args.batch_tokens)]))
+
+        def label(way: tuple[int, int]) -> str:
+            return f"tokens {way[1]:5d}" if way[1] else f"batch  {way[0]:5d}"
+
         embedder.encode(long[:64])  # warm-up: first-call allocations and kernels outside the timings
         for kind, texts in (("titles", short), ("sentences", long)):
-            rates = {b: rate(embedder, texts, b, args.repeats) for b in sizes}
-            for b in sizes:
-                mark = " (config)" if b == base else ""
-                print(f"{option:12s} {kind:9s} batch {b:4d}{mark:9s} {rates[b]:8.1f} texts/s  "
-                      f"x{rates[b] / rates[base]:.2f} vs batch {base}", flush=True)
+            rates = {w: rate(embedder, texts, w, args.repeats) for w in ways}
+            for w in ways:
+                mark = " (config)" if w == base else ""
+                print(f"{option:12s} {kind:9s} {label(w)}{mark:9s} {rates[w]:8.1f} texts/s  "
+                      f"x{rates[w] / rates[base]:.2f} vs {label(base)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -218,6 +218,9 @@ class EmbedderConfig:
     passage_prefix: str = ""
     max_length: int = 256
     batch_size: int = 64
+    # > 0: a batch holds as many texts as fit in this many padded tokens (its longest text's length
+    # times the count), so short texts (entity names) go in larger batches than sentences; 0: batch_size texts
+    batch_tokens: int = 0
     fp16: bool = True  # only applied on CUDA
     precision: str = mode(Literal["auto", "fp32", "bf16", "fp16"], "auto")  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
     device: str = "auto"  # auto | cpu | cuda
@@ -230,6 +233,7 @@ class EmbedderConfig:
             raise ValueError(f"EmbedderConfig.trust_remote_code must be true or false, not {self.trust_remote_code!r}")
         _choice(self, "name", registry.EMBEDDERS.names())
         _positive(self, "max_length", "batch_size", "dim")
+        _range(self, 0, None, "batch_tokens")  # 0 = off
         _text(self, "model", nonempty=True)
         _text(self, "query_prefix", "passage_prefix")
         _device(self, "device")

@@ -10,8 +10,8 @@ from typing import Any
 
 from atomicrag.embed.protocol import Embedder
 
-_ENCODER_FIELDS = ("normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "fp16", "device",
-                   "precision", "trust_remote_code")
+_ENCODER_FIELDS = ("normalize", "query_prefix", "passage_prefix", "max_length", "batch_size", "batch_tokens", "fp16",
+                   "device", "precision", "trust_remote_code")
 
 
 def _kwargs(cfg: dict[str, Any], pooling: str) -> dict[str, Any]:

@@ -59,7 +59,7 @@ class _Encoder:
 
     def __init__(self, model: str, *, pooling: str = "auto", normalize: bool = True,
                  query_prefix: str = "", passage_prefix: str = "", max_length: int = 256,
-                 batch_size: int = 64, fp16: bool = True, device: str = "auto",
+                 batch_size: int = 64, batch_tokens: int = 0, fp16: bool = True, device: str = "auto",
                  precision: str = "auto", trust_remote_code: bool = False) -> None:
         if pooling not in ("auto", "cls", "mean"):
             raise ValueError(f"pooling must be auto, cls or mean, not {pooling!r}")
@@ -68,7 +68,7 @@ class _Encoder:
         self.pooling = pooling  # replaced by the resolved mode once the model is loaded
         self.normalize = normalize
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
-        self.max_length, self.batch_size = max_length, batch_size
+        self.max_length, self.batch_size, self.batch_tokens = max_length, batch_size, batch_tokens
         self.trust_remote_code = trust_remote_code  # runs the model folder's own Python: opt-in per model
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device, fp16)  # fp32 | bf16 | fp16
@@ -150,7 +150,8 @@ class SentenceTransformerEmbedder(_Encoder):
         # lengths cost under 1% of encoding (MiniLM, 1,500 sentences), while feeding ids would mean
         # re-implementing its per-version preprocessing (prompts, lower-casing, routers)
         lengths = token_lengths(self.model.tokenizer, texts, self.max_length)
-        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches):
+        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
+                                  batch_tokens=self.batch_tokens):
             with torch.inference_mode():
                 emb = self.model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_tensor=True,
                                         normalize_embeddings=self.normalize, show_progress_bar=False)
@@ -227,7 +228,8 @@ class TransformersEmbedder(_Encoder):
         out = torch.empty(len(texts), self.dim)
         ids = tokenized(self.tokenizer, texts, self.max_length)  # once; each batch pads its slice
         lengths = [len(x) for x in ids["input_ids"]] if ids else []
-        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches):
+        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
+                                  batch_tokens=self.batch_tokens):
             batch = padded(self.tokenizer, ids, idx, "pt").to(self.device)
             with torch.inference_mode():
                 hidden = self.model(**batch).last_hidden_state.float()  # [b, t, d]
@@ -253,9 +255,14 @@ def padded(tokenizer: Any, ids: dict[str, list[list[int]]], idx: list[int], tens
     return tokenizer.pad({k: [v[i] for i in idx] for k, v in ids.items()}, return_tensors=tensors)
 
 
-def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False) -> Iterator[list[int]]:
+def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
+                   batch_tokens: int = 0) -> Iterator[list[int]]:
     """Indices of texts in batches of similar token length, longest first; with ``equal``, every
-    text of a batch has the same length.
+    text of a batch has the same length. ``batch_tokens`` > 0 sizes each batch by padded tokens
+    instead of ``batch_size``: as many texts as fit next to the batch's longest (at least one), so
+    a batch of 4-token names is eight times larger than one of 32-token sentences. On ONNX Runtime
+    a fixed count of 32 texts leaves short texts' batches with little work per call and a larger
+    count slows sentences (``scripts/bench_batch_size.py``).
 
     Similar lengths pad little. Padding, though, moves a text's embedding in reduced precision: with
     MiniLM in bf16 on the CPU, a text padded to a longer neighbour's length moves by up to 1.8e-3,
@@ -269,8 +276,12 @@ def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False) 
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     groups = [list(g) for _, g in itertools.groupby(order, key=lengths.__getitem__)] if equal else [order]
     for group in groups:
-        for start in range(0, len(group), batch_size):
-            yield group[start: start + batch_size]
+        start = 0
+        while start < len(group):
+            # the batch's longest text is its first (longest first): it sets the padded width
+            n = max(1, batch_tokens // max(1, lengths[group[start]])) if batch_tokens > 0 else batch_size
+            yield group[start: start + n]
+            start += n
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, normalize: bool) -> torch.Tensor:

@@ -137,7 +137,8 @@ class OnnxEmbedder(_Encoder):
         out = torch.empty(len(texts), self.dim)
         ids = tokenized(self.tokenizer, texts, self.max_length)  # once; each batch pads its slice
         lengths = [len(x) for x in ids["input_ids"]] if ids else []
-        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches):
+        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
+                                  batch_tokens=self.batch_tokens):
             batch = padded(self.tokenizer, ids, idx, "np")
             hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [b, t, d]
             mask = torch.from_numpy(batch["attention_mask"])  # [b, t]

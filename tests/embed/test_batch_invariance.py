@@ -47,6 +47,18 @@ def test_equal_length_batches_hold_one_length_each_longest_first() -> None:
     assert any(len({lengths[i] for i in b}) > 1 for b in length_batches(lengths, 2))
 
 
+def test_a_token_budget_puts_short_texts_in_larger_batches() -> None:
+    """``embedder.batch_tokens``: each batch holds as many texts as fit beside its longest."""
+    lengths = [32, 30, 31, 4, 4, 3, 4, 4, 3, 4, 4, 4]
+    batches = list(length_batches(lengths, 2, batch_tokens=64))
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert [len(b) for b in batches] == [2, 2, 8]  # 32+31, then 30 with a 4-token name, then 8 names
+    assert all(len(b) * max(lengths[i] for i in b) <= 64 for b in batches)
+    assert [len(b) for b in length_batches([300, 5], 2, batch_tokens=64)] == [1, 1]  # a text longer than the budget
+    # equal-length batches keep their rule; the budget only sizes them
+    assert all(len({lengths[i] for i in b}) == 1 for b in length_batches(lengths, 2, equal=True, batch_tokens=64))
+
+
 @needs(MINILM, "transformers")
 def test_texts_tokenized_once_pad_into_the_batch_the_tokenizer_makes() -> None:
     """The transformers and ONNX encoders tokenise every text once (for the lengths that batch them)

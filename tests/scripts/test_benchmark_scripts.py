@@ -148,8 +148,9 @@ def test_bench_qa_even_half_answers_other_questions(tmp_path: Path, smoke_data: 
 
 def test_bench_batch_size_compares_each_size_with_the_configs_own(tmp_path: Path, smoke_data: Path) -> None:
     proc = run_script([str(ROOT / "scripts/bench_batch_size.py"), "--embedders", "fake", "--batch-sizes", "8", "16",
-                       "--corpus", str(smoke_data / "2wikimultihopqa" / "smoke" / "corpus.jsonl"),
+                       "--batch-tokens", "512", "--corpus", str(smoke_data / "2wikimultihopqa" / "smoke" / "corpus.jsonl"),
                        "--sentences", "50", "--repeats", "1"], cwd=tmp_path)
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("fake ")]
-    assert [(r[1], r[3]) for r in rows] == [(k, b) for k in ("titles", "sentences") for b in ("8", "16", "64")]
-    assert all(r[4] == "(config)" and r[7] == "x1.00" for r in rows if r[3] == "64")  # the baseline is itself
+    ways = [("batch", "64"), ("batch", "8"), ("batch", "16"), ("tokens", "512")]  # the config's own first
+    assert [(r[1], r[2], r[3]) for r in rows] == [(k, *w) for k in ("titles", "sentences") for w in ways]
+    assert all(r[4] == "(config)" and r[7] == "x1.00" for r in rows if r[2:4] == ["batch", "64"])
