@@ -106,3 +106,21 @@ def test_malformed_files_name_file_line_and_field(tmp_path: Path, case: str) -> 
     if field:
         assert repr(field) in msg
     assert isinstance(err.value, ValueError)
+
+
+def test_raw_documents_are_untitled_and_a_missing_file_is_named(tmp_path: Path) -> None:
+    """Graph-Bench's original documents, read as a user's files are: no title, one corpus each."""
+    from atomicrag.data.loaders import DatasetMissing, read_raw_documents
+
+    folder = tmp_path / "graphbench_novel"
+    folder.mkdir()
+    with pytest.raises(DatasetMissing, match="corpus_raw.jsonl"):
+        read_raw_documents(folder)
+    (folder / "corpus_raw.jsonl").write_text(
+        '{"id": "Novel-1", "title": "Novel-1", "text": "It was a dark night."}\n'
+        '{"id": "Novel-2", "title": "Novel-2", "text": "The ship sailed.", "corpus": "Novel-2"}\n')
+    docs = read_raw_documents(folder)
+    assert [(d.id, d.title, d.corpus) for d in docs] == [("Novel-1", "", "Novel-1"), ("Novel-2", "", "Novel-2")]
+    (folder / "corpus_raw.jsonl").write_text('{"id": "x"}\n')
+    with pytest.raises(DataError, match="text"):  # strict: a document without text names the field
+        read_raw_documents(folder)
