@@ -60,9 +60,10 @@ def main() -> None:
                 for delta in (10 ** -digits, -(10 ** -digits)):
                     tally(name, "percentage",
                           check.holds_percent(values, f"{check.as_number(pct) + delta:.{digits}f}", stated))
+            timed = set().union(*(check.time_values(r) for r in records))
             for _, n, unit in check.times(block):  # an integer time moved by one of its units
                 for delta in (1, -1):
-                    tally(name, "time", check.holds_time(values, n + delta, unit))
+                    tally(name, "time", check.holds_time(timed, n + delta, unit))
             for _, n, approx in check.counts(block):  # a count moved by one unit of what it is written to
                 step = 10 ** (len(str(n)) - len(str(n).rstrip("0"))) if approx else 1
                 for delta in (step, -step):
