@@ -149,14 +149,15 @@ TIME_PRINTED = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(ms|s|sec|seconds|m
 _PRINTED_S = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0, "min": 60.0, "minutes": 60.0, "h": 3600.0}
 
 
-def _json_times(obj: Any, key: str = "") -> Iterator[float]:
+def _json_times(obj: Any, timed: bool = False) -> Iterator[float]:
+    """The numbers under a time's key, at any depth (``stages_wall_cpu_s.embed_atoms: [79.2, 155.7]``)."""
     if isinstance(obj, dict):
         for k, v in obj.items():
-            yield from _json_times(v, str(k))
+            yield from _json_times(v, timed or bool(TIME_KEY.search(str(k))))
     elif isinstance(obj, list):
         for v in obj:
-            yield from _json_times(v, key)
-    elif _is_number(obj) and TIME_KEY.search(key):
+            yield from _json_times(v, timed)
+    elif _is_number(obj) and timed:
         yield float(obj)
 
 
