@@ -64,9 +64,9 @@ NO_RECORD = "no record kept"
 NO_RECORD_CEILING = 0  # blocks that say NO_RECORD, over all documents; lower it, never raise it
 PUBLISHED = ROOT / "atomicrag" / "published" / "paper_tables.json"
 RECORDS[PUBLISHED.name] = PUBLISHED  # the paper's numbers, as the project holds them
-# settings, not measurements: a code span, or a number after `=`, `≥`, `≤` or a setting's name,
+# settings, not measurements: a code span, or a number after `=`, `≥`, `≤` (not a sample size, `n = 333`) or a setting's name,
 # with any `/`, `–`, `to` list that follows (`restart 0.3/0.7`, `weight 0.1 to 1.0`)
-SETTING = re.compile(r"`[^`]*`|(?:[=≥≤]|\b(?:restart|damping|weight|threshold|context|BY(?:-SA)?))\s*"
+SETTING = re.compile(r"`[^`]*`|(?:(?<!\bn )(?<!\bn)[=≥≤]|\b(?:restart|damping|weight|threshold|context|BY(?:-SA)?))\s*"
                      r"\d+(?:\.\d+)?(?:\s*(?:/|–|to|and)\s*\**\d+(?:\.\d+)?\**)*"
                      r"|\b\d[\d,]*[\s-](?:bootstrap\s)?(?:resamples|token budget|token context)\b")
 
@@ -330,19 +330,21 @@ COUNT = re.compile(r"(?<![\w.,+−/-])(~\s?|≈\s?|about\s)?(\d{1,3}(?:,\d{3})+)
                    r"(?![\d,]|\.\d|\s?%|\s?(?:ms|s|min|h)\b|\s?[KMGT]i?B\b|\s?×)")
 
 
-# a small count is checked where it is said as a part of a whole: both sides of "18 of the 38 attempts"
+# a small count is checked where it is said as one: both sides of "18 of the 38 attempts", and a
+# sample size ("n = 333")
 PART_OF = re.compile(r"(?<![\w.,+−/-])(\d[\d,]*) (?:of|out of) (?:the |its |their )?(\d[\d,]*)"
                      r"(?![\d,]|\.\d|\s?%|\s?(?:ms|s|min|h)\b)")
+SAMPLE_SIZE = re.compile(r"\bn\s?=\s?(\d[\d,]*)\b")
 
 
 def counts(block: str) -> list[tuple[str, int, bool]]:
     """The counts a block states, settings left out: (as written, number, approximate); none in a
     block that says it is an estimate. Numbers with thousands separators wherever they are; smaller
-    ones as parts of a whole ("9 of 20")."""
+    ones as parts of a whole ("9 of 20") and as sample sizes ("n = 20")."""
     text = _measured(block)
     out = [(m.group(0).strip(), int(m.group(2).replace(",", "")), bool(m.group(1))) for m in COUNT.finditer(text)]
     grouped = {n for _, n, _ in out}
-    small = [x for m in PART_OF.finditer(text) for x in m.groups()]
+    small = [x for m in PART_OF.finditer(text) for x in m.groups()] + SAMPLE_SIZE.findall(text)
     return out + [(x, n, False) for x in small if (n := int(x.replace(",", ""))) not in grouped]
 
 
@@ -528,8 +530,9 @@ def test_a_count_is_checked_exactly_unless_approximate_and_a_setting_is_not() ->
     assert counts("6,119 passages → 21,573 atoms (972 merged), ~4,400 tokens, 5,551.9 ms, 4,729 ms, 1,200%") == [
         ("6,119", 6119, False), ("21,573", 21573, False), ("~4,400", 4400, True)]
     assert counts("(1,000 resamples), its 1,024-token budget, context 8,192, `max_tokens=1,024`") == []
-    assert counts("18 of the 38 attempts, 9 to 11 of 20 questions, 5 of 10 s") == [
-        ("18", 18, False), ("38", 38, False), ("11", 11, False), ("20", 20, False)]
+    assert counts("18 of the 38 attempts, n = 333, 9 to 11 of 20 questions, 5 of 10 s") == [
+        ("18", 18, False), ("38", 38, False), ("11", 11, False), ("20", 20, False), ("333", 333, False)]
+    assert counts("`dataset.limit=20`, top-k = 25") == []  # a setting stays a setting
     assert counts("| embeddings | 12,000 strings (estimate) |") == []
     values = {6119.0, 4417.0}
     assert holds_count(values, 6119) and not holds_count(values, 6118) and not holds_count(values, 6120, False)
