@@ -22,13 +22,15 @@ share of two recorded numbers stated beside it (``89% (93,768 → 10,451)``); a 
 Times are figures too, integers included: ``58 s``, ``2 min 14 s``, ``~8 min``, ``380 s`` must name
 a record that holds them as times (a value under a time's key such as ``index_s``, a number the
 record prints with a time unit, or the run's own duration from its start and finish) that rounds to
-the number in the unit written, or in seconds converted to that unit. A setting written as a time is named as the setting (`timeout_min: 240`);
-a block that calls itself an *estimate* (arithmetic from measured figures, e.g. the GPU table of
-docs/scaling.md) has its times left unchecked, and says so in the words of the block.
+the number in the unit written, or in seconds converted to that unit. A setting written as a time
+is named as the setting (`timeout_min: 240`); a block that calls itself an *estimate* (arithmetic
+from measured figures, e.g. the GPU table of docs/scaling.md) has its times left unchecked, and says
+so in the words of the block.
 
 Counts are figures too: a number written with thousands separators (``6,119 passages``,
-``972 of 22,545 atoms``) must be a value of a cited record, exactly; an approximate one (``~4,400``)
-to the digits written. A setting written as a count says so (``1,000 resamples``, a
+``972 of 22,545 atoms``), a part of a whole (``18 of the 38 attempts``) and a sample size
+(``n = 333``) must be a value of a cited record, exactly; an approximate one (``~4,400``) to the
+digits written. A setting written as a count says so (``1,000 resamples``, a
 ``1,024-token budget``, ``context 8,192``), and a dataset's size cites the listing of the files it
 was counted on (``atomicrag data list``, ``results/data_get/``).
 
@@ -64,8 +66,9 @@ NO_RECORD = "no record kept"
 NO_RECORD_CEILING = 0  # blocks that say NO_RECORD, over all documents; lower it, never raise it
 PUBLISHED = ROOT / "atomicrag" / "published" / "paper_tables.json"
 RECORDS[PUBLISHED.name] = PUBLISHED  # the paper's numbers, as the project holds them
-# settings, not measurements: a code span, or a number after `=`, `≥`, `≤` (not a sample size, `n = 333`) or a setting's name,
-# with any `/`, `–`, `to` list that follows (`restart 0.3/0.7`, `weight 0.1 to 1.0`)
+# settings, not measurements: a code span, or a number after `=`, `≥`, `≤` (not a sample size,
+# `n = 333`) or a setting's name, with any `/`, `–`, `to` list that follows (`restart 0.3/0.7`,
+# `weight 0.1 to 1.0`), or a count named as a setting (`1,000 resamples`, a `1,024-token budget`)
 SETTING = re.compile(r"`[^`]*`|(?:(?<!\bn )(?<!\bn)[=≥≤]|\b(?:restart|damping|weight|threshold|context|BY(?:-SA)?))\s*"
                      r"\d+(?:\.\d+)?(?:\s*(?:/|–|to|and)\s*\**\d+(?:\.\d+)?\**)*"
                      r"|\b\d[\d,]*[\s-](?:bootstrap\s)?(?:resamples|token budget|token context)\b")
