@@ -76,6 +76,9 @@ class _Encoder:
         # batches of one token length in reduced precision, where padding moves vectors (length_batches);
         # an attribute, so a benchmark can time the padded rule on the same encoder
         self.equal_length_batches = self.precision != "fp32"
+        # ... and of one row count per length (``fixed_rows``): the same shape runs the same kernels,
+        # so a text's vector cannot depend on how many texts share its batch
+        self.fixed_shape_batches = self.precision != "fp32"
         self.dim = 0
 
     @property
@@ -88,10 +91,17 @@ class _Encoder:
         if self.passage_prefix:
             parts.append(f"pp={content_hash(self.passage_prefix, length=8)}")
         if self.precision != "fp32":  # fp32 names stay as they were: existing caches remain valid
-            # "eq": embedded in equal-length batches (length_batches), which moves bf16 vectors by
-            # up to ~2e-3 from the padded batches of older caches; the two must not mix in one index
-            parts.append(f"{self.precision}-eq")
+            # "fixed": embedded in equal-length batches of a fixed row count (length_batches,
+            # fixed_rows), which moves bf16 vectors by up to ~2e-3 from the padded or ragged batches
+            # of older caches ("-eq"); vectors of different batching rules must not mix in one index
+            parts.append(f"{self.precision}-fixed")
         return "|".join(parts)
+
+    def _rows(self, idx: list[int], lengths: list[int]) -> list[int]:
+        """The batch the model runs for texts ``idx``: ``fixed_rows`` of them in reduced precision."""
+        if not self.fixed_shape_batches:
+            return idx
+        return fixed_rows(idx, batch_rows(lengths[idx[0]], self.batch_size, self.batch_tokens))
 
     def _prefixed(self, texts: list[str], is_query: bool) -> list[str]:
         prefix = self.query_prefix if is_query else self.passage_prefix
@@ -152,10 +162,11 @@ class SentenceTransformerEmbedder(_Encoder):
         lengths = token_lengths(self.model.tokenizer, texts, self.max_length)
         for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
                                   batch_tokens=self.batch_tokens):
+            rows = self._rows(idx, lengths)
             with torch.inference_mode():
-                emb = self.model.encode([texts[i] for i in idx], batch_size=len(idx), convert_to_tensor=True,
+                emb = self.model.encode([texts[i] for i in rows], batch_size=len(rows), convert_to_tensor=True,
                                         normalize_embeddings=self.normalize, show_progress_bar=False)
-            out[torch.tensor(idx)] = emb.float().cpu()
+            out[torch.tensor(idx)] = emb[: len(idx)].float().cpu()
             progress.advance("text", len(idx))
         return out
 
@@ -230,10 +241,11 @@ class TransformersEmbedder(_Encoder):
         lengths = [len(x) for x in ids["input_ids"]] if ids else []
         for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
                                   batch_tokens=self.batch_tokens):
-            batch = padded(self.tokenizer, ids, idx, "pt").to(self.device)
+            batch = padded(self.tokenizer, ids, self._rows(idx, lengths), "pt").to(self.device)
             with torch.inference_mode():
-                hidden = self.model(**batch).last_hidden_state.float()  # [b, t, d]
-            out[torch.tensor(idx)] = pool(hidden, batch["attention_mask"], self.pooling, self.normalize).cpu()
+                hidden = self.model(**batch).last_hidden_state.float()  # [rows, t, d]
+            vec = pool(hidden, batch["attention_mask"], self.pooling, self.normalize)  # [rows, d]
+            out[torch.tensor(idx)] = vec[: len(idx)].cpu()
             progress.advance("text", len(idx))
         return out
 
@@ -268,9 +280,10 @@ def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
     MiniLM in bf16 on the CPU, a text padded to a longer neighbour's length moves by up to 1.8e-3,
     which flips synonym edges near their cosine threshold and reorders near-tied atoms, so an
     incremental insert (or a query asked in another batch) would not embed a text as a fresh build
-    does. Equal-length batches need no padding, and 1, 7 or 40 such texts in a batch agree bit for
-    bit; they cost throughput where lengths are many and texts few, so the encoders use them in
-    bf16/fp16 only (fp32 moves by ~1e-7 either way; ``scripts/bench_embed_batching.py`` measures
+    does. Equal-length batches need no padding; run at one row count per length (``fixed_rows``)
+    they give a text the same vector bit for bit whatever else its batch holds, on CPUs with or
+    without AMX. They cost throughput where lengths are many and texts few, so the encoders use them
+    in bf16/fp16 only (fp32 moves by ~1e-7 either way; ``scripts/bench_embed_batching.py`` measures
     both). Longest first makes an out-of-memory error show up on the first batch, not hours in.
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
@@ -279,9 +292,27 @@ def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
         start = 0
         while start < len(group):
             # the batch's longest text is its first (longest first): it sets the padded width
-            n = max(1, batch_tokens // max(1, lengths[group[start]])) if batch_tokens > 0 else batch_size
+            n = batch_rows(lengths[group[start]], batch_size, batch_tokens)
             yield group[start: start + n]
             start += n
+
+
+def batch_rows(length: int, batch_size: int, batch_tokens: int = 0) -> int:
+    """How many texts a batch whose longest text has ``length`` tokens holds (``length_batches``)."""
+    return max(1, batch_tokens // max(1, length)) if batch_tokens > 0 else batch_size
+
+
+def fixed_rows(idx: list[int], rows: int) -> list[int]:
+    """``idx`` filled up to ``rows`` entries with copies of its first text (whose outputs are dropped).
+
+    Equal-length batches still left a reduced-precision vector depending on its batch on CPUs with
+    AMX (oneDNN blocks a matmul's rows by their count: MiniLM bf16 vectors moved by up to 1.2e-3
+    between a batch of 7 and one of 2 texts of the same length). With every batch of a length run at
+    one shape, ``[rows, length]``, the same kernels run on the same blocking whatever the batch holds,
+    and a matmul's output row depends only on its own input row. The cost is the filler rows: at most
+    ``rows - 1`` per distinct length (``scripts/bench_embed_batching.py`` measures it).
+    """
+    return idx + [idx[0]] * (rows - len(idx)) if len(idx) < rows else idx
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, normalize: bool) -> torch.Tensor:

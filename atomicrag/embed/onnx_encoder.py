@@ -139,9 +139,9 @@ class OnnxEmbedder(_Encoder):
         lengths = [len(x) for x in ids["input_ids"]] if ids else []
         for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
                                   batch_tokens=self.batch_tokens):
-            batch = padded(self.tokenizer, ids, idx, "np")
-            hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [b, t, d]
-            mask = torch.from_numpy(batch["attention_mask"])  # [b, t]
-            out[torch.tensor(idx)] = pool(torch.from_numpy(hidden), mask, self.pooling, self.normalize)
+            batch = padded(self.tokenizer, ids, self._rows(idx, lengths), "np")
+            hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [rows, t, d]
+            mask = torch.from_numpy(batch["attention_mask"])  # [rows, t]
+            out[torch.tensor(idx)] = pool(torch.from_numpy(hidden), mask, self.pooling, self.normalize)[: len(idx)]
             progress.advance("text", len(idx))
         return out

@@ -94,7 +94,7 @@ def test_bf16_minilm_stays_within_cosine_bound(kind: str) -> None:
     cos = (a * b).sum(1)
     assert float(cos.min()) >= 0.999, f"min cosine {float(cos.min()):.5f}"
     # the precision keys the embedding cache: bf16 vectors are never served for fp32
-    assert bf16.name != fp32.name and bf16.name.endswith("|bf16-eq") and "bf16" not in fp32.name
+    assert bf16.name != fp32.name and bf16.name.endswith("|bf16-fixed") and "bf16" not in fp32.name
 
 
 

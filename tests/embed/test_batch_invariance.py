@@ -2,8 +2,11 @@
 
 In bf16, padding a text to a longer neighbour's length moved its MiniLM embedding by up to 1.8e-3:
 an index grown by `insert` then differed from a fresh build of the same documents in synonym edges
-and top atoms (`scripts/bench_incremental.py --precision bf16`). The encoders now batch equal token
-lengths in reduced precision.
+and top atoms (`scripts/bench_incremental.py --precision bf16`). Equal token lengths were not
+enough on CPUs with AMX, whose kernels block a matmul by its row count (1.2e-3 between 7 and 2
+texts of one length): in reduced precision every batch of a length now runs at one shape. That
+rule is what cannot differ between CPUs, and `test_reduced_precision_runs_one_shape_per_length`
+checks it on any CPU; the equality tests check its effect where bf16 is native.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import torch
 from atomicrag import AtomicRAG
 from atomicrag.core.config import EmbedderConfig
 from atomicrag.embed import build_embedder
-from atomicrag.embed.encoders import length_batches
+from atomicrag.embed.encoders import batch_rows, fixed_rows, length_batches
 from tests.marks import MINILM, needs, needs_native_bf16
 
 SMOKE = Path(__file__).resolve().parents[2] / "atomicrag" / "datasets" / "2wikimultihopqa" / "smoke" / "corpus.jsonl"
@@ -77,6 +80,38 @@ def test_texts_tokenized_once_pad_into_the_batch_the_tokenizer_makes() -> None:
     assert set(mine) == set(theirs)
     assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
     assert mine["input_ids"].shape[1] == 128 and tokenized(tok, [], 128) == {}
+
+
+def test_fixed_rows_fill_a_batch_with_its_first_text_to_the_length_s_row_count() -> None:
+    assert fixed_rows([4, 9], 5) == [4, 9, 4, 4, 4]
+    assert fixed_rows([4, 9, 1], 3) == [4, 9, 1]
+    # the row count is a function of the length alone (and the settings), never of the batch
+    assert [batch_rows(n, 16) for n in (3, 40)] == [16, 16]
+    assert [batch_rows(n, 16, batch_tokens=64) for n in (3, 40, 100)] == [21, 1, 1]
+
+
+@pytest.mark.slow
+@needs(MINILM, "transformers")
+@pytest.mark.parametrize(("kind", "batch_tokens"), [("sentence_transformers", 0), ("transformers", 96)])
+def test_reduced_precision_runs_one_shape_per_length(kind: str, batch_tokens: int) -> None:
+    """Whatever the CPU's kernels, a bf16 model only ever sees ``[batch_rows(t), t]`` inputs: the same
+    shape for every text of a length, so which texts share a batch cannot choose another kernel."""
+    if kind == "sentence_transformers":
+        pytest.importorskip("sentence_transformers")
+    emb = build_embedder(EmbedderConfig(name=kind, model="minilm", device="cpu", precision="bf16", batch_size=4,
+                                        batch_tokens=batch_tokens))
+    hf = emb.model[0].auto_model if kind == "sentence_transformers" else emb.model
+    shapes: list[tuple[int, int]] = []  # [rows, tokens] of every batch: the token ids the model embeds
+    handle = hf.get_input_embeddings().register_forward_pre_hook(lambda _m, args: shapes.append(tuple(args[0].shape)))
+    texts = [p["text"][:n] for p in passages(6) for n in (40, 80, 120)]
+    try:
+        whole = emb.encode(texts)
+        single = emb.encode(texts[:1])
+    finally:
+        handle.remove()
+    assert shapes and all(rows == batch_rows(t, 4, batch_tokens) for rows, t in shapes), shapes
+    assert whole.shape == (len(texts), emb.dim) and torch.isfinite(whole).all()
+    assert torch.equal(single[0], whole[0])  # one text alone: filled to the same shape, the same vector
 
 
 @needs_bf16_minilm
