@@ -38,7 +38,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from atomicrag.llm.record_proxy import RecordProxy, compare_labels, read_request_log, request_key
+from atomicrag.llm.record_proxy import (
+    RecordProxy,
+    compare_labels,
+    load_recording,
+    read_request_log,
+    request_key,
+)
 
 # stage <- the released template file whose text begins the request's first message. The rules are
 # built from the named checkout at run time (its prompts are not ours to store): every string
@@ -345,6 +351,70 @@ def compare(ours: dict[str, Any], rel: dict[str, Any], n_chunks: int, top_k: int
     return out
 
 
+def branch_table(entries: list[dict[str, Any]], recording: dict[str, dict[str, Any]], ours: dict[str, Any],
+                 rel: dict[str, Any], docs: list[str], questions: list[str], max_sub: int) -> dict[str, Any]:
+    """Per branch of the scripted model: how often it fired for each pipeline, and whether the two
+    pipelines' outputs agreed on every subject it fired for (the chunk's atoms and triples, the
+    query's sieve keeps in order, the question's answer and the rankings of its queries)."""
+    from atomicrag.llm.scripted import ScriptedModel, branch_of
+
+    queries = ScriptedModel(docs, questions, None, max_sub_questions=max_sub).queries
+    rel_sieve = {x["query"]: x for x in rel["sieve"]}
+    ours_sieve = {x["query"]: x for x in ours["sieve"]}
+    rel_ans = {a["question"]: a for a in rel["answers"]}
+    rel_ppr = {x["query"]: x["top"] for x in rel["ppr"]}
+
+    def question_agrees(i: int) -> bool:
+        q = questions[i]
+        a = next((x for x in ours["answers"] if x["question"] == q), None)
+        r = rel_ans.get(q)
+        if a is None or r is None or a["answer"] != r["answer"]:
+            return False
+        return all(rel_ppr.get(x["query"]) == x["top"] for x in ours["ppr"] if x["query"] in queries)
+
+    def agrees(stage: str, subject: str) -> bool:
+        kind, _, pos = subject.partition(":")
+        if pos in ("", "None"):
+            return False
+        k = int(pos)
+        if kind == "doc":
+            o, r = ours["chunks"][k], rel["chunks"][k]
+            return (sorted(o["atoms"]) == sorted(r["fragments"])
+                    and sorted(map(tuple, o["triples"])) == sorted(tuple(t) for t in r["triples"] if len(t) == 3))
+        if kind == "question":
+            return question_agrees(k)
+        if kind == "query":
+            text = queries[k]
+            if stage == "sieve":
+                o, r = ours_sieve.get(text), rel_sieve.get(text)
+                return o is not None and r is not None and o["kept"] == r["kept"]
+            return rel_ppr.get(text) == next((x["top"] for x in ours["ppr"] if x["query"] == text), None)
+        return False
+
+    rows: dict[str, dict[str, Any]] = {}
+    asked: set[tuple[str, str]] = set()
+    for e in entries:
+        # a resend by a client's HTTP layer of a body it already sent is not another request
+        if e.get("method") != "POST" or (e.get("client_retry") and (e["label"], e["key"]) in asked):
+            continue
+        asked.add((e["label"], e["key"]))
+        tag = branch_of((recording.get(e["key"]) or {}).get("reply"))
+        if tag is None:
+            continue
+        stage, branch, subject = tag
+        row = rows.setdefault(branch, {"stage": stage, "ours": 0, "released": 0, "subjects": set()})
+        if e["label"] in ("ours", "released"):
+            row[e["label"]] += 1
+            row["subjects"].add(subject)
+    out = {}
+    for branch, row in sorted(rows.items(), key=lambda kv: (kv[1]["stage"], kv[0])):
+        subjects = sorted(row["subjects"])
+        agreed = [s for s in subjects if agrees(row["stage"], s)]
+        out[branch] = {"stage": row["stage"], "ours": row["ours"], "released": row["released"],
+                       "subjects": len(subjects), "outputs_agree": len(agreed)}
+    return out
+
+
 def _text_digest(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -424,6 +494,14 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", seed_line, ppr_line, sieve_line,
               f"- Answers: equal {ans['equal']}/{ans['n']} (raw reader replies equal {ans['raw_equal']})",
               f"- Wall seconds: ours {report['ours_seconds']}, released {report['released_seconds']}", ""]
+    if report.get("branches"):
+        lines += ["## Branches of the scripted model (requests per pipeline; subjects whose outputs agree)", "",
+                  "| stage | branch | requests ours | requests released | subjects | outputs agree |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for branch, r in report["branches"].items():
+            lines.append(f"| {r['stage']} | {branch} | {r['ours']} | {r['released']} | {r['subjects']} | "
+                         f"{r['outputs_agree']} |")
+        lines.append("")
     jd = report.get("judges")
     if jd:
         lines += ["## Judge (the released `Evaluation/` code and ours, scoring the released answers)", "",
@@ -505,6 +583,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         ours = json.loads((work / "ours.json").read_text(encoding="utf-8"))
         stats = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))["proxy"]
+    elif not upstream and args.llm == "scripted":
+        from atomicrag.llm.scripted import ScriptedModel, ScriptedServer
+
+        # the scripted model knows the slice (which document or question a request carries) and the
+        # stages (from the checkout's templates, at run time); its replies are written in scripted.py
+        model = ScriptedModel(docs, [q.question for q in questions], stage_rules(released_code),
+                              max_sub_questions=cfg.decompose.max_sub_questions)
+        server = ScriptedServer(model).start()
+        upstream = server.base_url
+        print(f"[parity] scripted model at {upstream}", flush=True)
     elif not upstream:
         from atomicrag.llm.backends import launch_vllm_for
 
@@ -588,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
         "compare": compare(ours, rel, len(docs), args.top_k),
         "judges": (json.loads((work / "judges.json").read_text(encoding="utf-8"))
                    if (work / "judges.json").is_file() and not args.no_judge else None),
+        "branches": (branch_table(read_request_log(req_log), load_recording(recording), ours, rel, docs,
+                                  [q.question for q in questions], cfg.decompose.max_sub_questions)
+                     if cfg.llm.model == "scripted" else None),
         "ours_seconds": ours["seconds"], "released_seconds": rel["seconds"],
         "ours_failures": ours["failures"], "released_statistics": rel.get("statistics"),
     }
@@ -628,7 +719,8 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
     expected_rel = {k: rel[k] for k in ("chunks", "ppr", "sieve", "answers")}
     (dest / "expected_released.json").write_text(json.dumps(expected_rel, ensure_ascii=False, indent=1),
                                                  encoding="utf-8")
-    meta = {"dataset": args.dataset, "llm": args.llm, "embedder": args.embedder, "set": args.set,
+    meta = {"dataset": args.dataset, "llm": args.llm, "model": report["meta"]["llm"], "embedder": args.embedder,
+            "set": args.set, "chunks": args.chunks, "questions": args.questions,
             "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
             "commit": report["meta"]["commit"],
             # per stage: how many of our requests carried the released code's exact messages

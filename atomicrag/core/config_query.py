@@ -106,6 +106,13 @@ class FidelityConfig:
     # node) | ascii (released: ASCII letters/digits/spaces only, inner spaces kept; every name with
     # no ASCII letter or digit shares one empty-key node)
     entity_keys: str = mode(Literal["unicode", "ascii"], "unicode")
+    # an empty free-text reply: reask (a failure; re-asked warmer with another seed, then counted as
+    # failed) | accepted (released: "" is the reply, and the stage's released reading counts it)
+    empty_replies: str = mode(Literal["reask", "accepted"], "reask")
+    # the reader's atoms under merge=string_dedupe: score (best PPR score first) | sieve (released: a
+    # question that was not decomposed keeps its sieve's order, the LLM's; a decomposed one is
+    # score-sorted either way)
+    context_order: str = mode(Literal["score", "sieve"], "score")
 
     def __post_init__(self) -> None:
         check_modes(self)

@@ -64,7 +64,8 @@ class ConfigModels:
         if self._llm is None:
             from atomicrag.llm.factory import build_llm
 
-            self._llm = build_llm(self.cfg.llm, self.cfg.paths, self.accountant)
+            self._llm = build_llm(self.cfg.llm, self.cfg.paths, self.accountant,
+                                  accept_empty=self.cfg.fidelity.empty_replies == "accepted")
         return self._llm
 
     @property

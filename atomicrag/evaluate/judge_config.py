@@ -39,7 +39,8 @@ def judge_llm(cfg: Config, run_llm: Any, accountant: Any = None) -> tuple[Any, b
         return run_llm, False
     from atomicrag.llm.factory import build_llm
 
-    return build_llm(cfg.judge.llm, cfg.paths, accountant), True
+    return build_llm(cfg.judge.llm, cfg.paths, accountant,
+                     accept_empty=cfg.fidelity.empty_replies == "accepted"), True
 
 
 def judge_embedder(cfg: Config, run_embedder: Any) -> Any:

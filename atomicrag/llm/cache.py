@@ -77,6 +77,8 @@ def cache_key(model: str, request: ChatRequest) -> str:
     }
     if request.continue_reply:  # only when set: the keys of every other request stay as they were
         fields["continue_reply"] = True
+    if request.accept_empty:  # a cached "" is an answer only to a request that accepts one
+        fields["accept_empty"] = True
     blob = json.dumps(
         fields,
         sort_keys=True,

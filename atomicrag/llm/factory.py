@@ -95,8 +95,10 @@ def build_backend(cfg: LLMConfig, paths: PathsConfig) -> LLMBackend:
     return LLMS.get(cfg.name)(cfg, paths)
 
 
-def build_llm(cfg: LLMConfig, paths: PathsConfig, accountant: Accountant | None = None) -> LLMBackend:
-    """The configured backend, wrapped in the SQLite cache and per-module accounting."""
+def build_llm(cfg: LLMConfig, paths: PathsConfig, accountant: Accountant | None = None, *,
+              accept_empty: bool = False) -> LLMBackend:
+    """The configured backend, wrapped in the SQLite cache and per-module accounting; with
+    ``accept_empty`` (``fidelity.empty_replies=accepted``) an empty free-text reply is a reply."""
     backend: LLMBackend = _scoped_backend(cfg, paths)
     try:
         if cfg.cache:
@@ -104,6 +106,10 @@ def build_llm(cfg: LLMConfig, paths: PathsConfig, accountant: Accountant | None 
             backend = CachedLLM(backend, paths.llm_cache, key_model=key_model)
         if accountant is not None:
             backend = AccountedLLM(backend, accountant)
+        if accept_empty:
+            from atomicrag.llm.retry import EmptyRepliesAccepted
+
+            backend = EmptyRepliesAccepted(backend)
     except BaseException:
         backend.close()  # do not leave a launched server running if the cache cannot open
         raise

@@ -29,6 +29,9 @@ class ChatRequest:
     # The last message is the assistant's reply so far and the model continues it (vLLM's
     # continue_final_message); only sent to a backend whose ``continues_replies`` is True.
     continue_reply: bool = False
+    # An empty free-text reply is a reply (the released code takes ""), not a failure to re-ask:
+    # set for every request under ``fidelity.empty_replies=accepted`` (``retry.EmptyRepliesAccepted``)
+    accept_empty: bool = False
 
 
 @dataclass

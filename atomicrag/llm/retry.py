@@ -61,10 +61,11 @@ def check_reply(request: ChatRequest, raw: RawReply) -> tuple[Any, str | None]:
     """(parsed, None) when the reply is usable, else (None, error message).
 
     Free-text requests have ``parsed=None``; an empty free-text reply counts as a failure
-    (a caller must never mistake "the model said nothing" for an answer).
+    (a caller must never mistake "the model said nothing" for an answer), unless the request says
+    it is a reply (``accept_empty``: the released code's reading, whose parsers then count it).
     """
     if request.schema is None:
-        return (None, None) if raw.text.strip() else (None, "empty reply")
+        return (None, None) if raw.text.strip() or request.accept_empty else (None, "empty reply")
     try:
         return parse_reply(raw.text, request.schema), None
     except ReplyParseError as exc:
@@ -147,3 +148,24 @@ class SyncBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class EmptyRepliesAccepted:
+    """``LLMBackend`` wrapper for ``fidelity.empty_replies=accepted``: every free-text request takes
+    an empty reply as the reply, as the released code does, instead of re-asking warmer."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.model = backend.model
+
+    def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        return self.backend.chat([dataclasses.replace(r, accept_empty=True) for r in requests])
+
+    def stream(self, request: ChatRequest) -> Any:
+        return self.backend.stream(dataclasses.replace(request, accept_empty=True))
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __getattr__(self, name: str) -> Any:  # anything else of the backend (continues_replies, ...)
+        return getattr(self.backend, name)

@@ -7,6 +7,8 @@
   order), scored by its best atom; units are ordered by that score.
 - ``string_dedupe`` (released code): atoms with exactly the same text collapse into one entry
   that keeps the highest score; entries are sorted by score and the first ``max_context`` kept.
+  ``fidelity.context_order=sieve`` keeps the sieve's order instead where a question was not
+  decomposed (the released reader reads that question's kept atoms as the sieve listed them).
 
 Both keep provenance (atom ids, passage ids) so answers can cite and recall can be measured:
 an atom counts for the passage it came from.
@@ -87,10 +89,30 @@ def citation_units(atoms: Sequence[ScoredAtom], max_context: int,
 
 
 def string_dedupe(atoms: Sequence[ScoredAtom], max_context: int,
-                  titles: Mapping[str, str] | None = None) -> list[ContextItem]:
+                  titles: Mapping[str, str] | None = None, order: str = "score") -> list[ContextItem]:
+    """One entry per distinct text, its best score kept. ``order``: score (best score first; equal
+    scores in the order their best atoms came, as the released merge of a decomposed question) |
+    sieve (the order the atoms came, i.e. the sieve's: the released reader's context of a question
+    that was not decomposed, which it never re-sorts)."""
     titles = titles or {}
+    groups: dict[str, list[tuple[int, ScoredAtom]]] = {}
+    for pos, atom in enumerate(atoms):
+        groups.setdefault(atom.text, []).append((pos, atom))
+    ranked = []
+    for members in groups.values():
+        best_pos, best = members[0]
+        for pos, atom in members[1:]:  # a strictly higher score replaces the best (and its position)
+            if atom.score > best.score:
+                best_pos, best = pos, atom
+        ranked.append((best_pos, members[0][0], best, [a for _, a in members]))
+    if order == "score":
+        ranked.sort(key=lambda t: (-t[2].score, t[0]))
+    elif order == "sieve":
+        ranked.sort(key=lambda t: t[1])
+    else:
+        raise ValueError(f"unknown context order {order!r}; expected score or sieve")
     items = []
-    for best, members in _best_by(atoms, lambda a: a.text)[:max_context]:
+    for _, _, best, members in ranked[:max_context]:
         items.append(ContextItem(
             text=best.text, score=best.score, passage_id=best.passage_id,
             title=titles.get(best.passage_id, ""),
@@ -102,15 +124,16 @@ def string_dedupe(atoms: Sequence[ScoredAtom], max_context: int,
 
 
 def merge_context(atoms: Sequence[ScoredAtom], mode: str, max_context: int,
-                  titles: Mapping[str, str] | None = None) -> list[ContextItem]:
+                  titles: Mapping[str, str] | None = None, order: str = "score") -> list[ContextItem]:
     """Build the context from kept atoms; ``mode`` is ``fidelity.merge``, ``max_context`` is
-    ``SieveConfig.max_context`` (a cap on atoms, for both modes)."""
+    ``SieveConfig.max_context`` (a cap on atoms, for both modes); ``order`` (string_dedupe only):
+    score | sieve (``string_dedupe``)."""
     if max_context <= 0:
         raise ValueError("max_context must be > 0")
     if mode == "citation_units":
         return citation_units(atoms, max_context, titles)
     if mode == "string_dedupe":
-        return string_dedupe(atoms, max_context, titles)
+        return string_dedupe(atoms, max_context, titles, order)
     raise ValueError(f"unknown merge mode {mode!r}; expected one of {MODES}")
 
 

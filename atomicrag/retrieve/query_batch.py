@@ -199,13 +199,15 @@ class BatchRetriever:
             out.append(ScoredAtom(a.id, a.text, float(s), a.passage_id, a.chunk_id, list(a.entities)))
         return out
 
-    def reader_context(self, kept: list[ScoredAtom], ranked_docs: list[str]) -> list[ContextItem]:
+    def reader_context(self, kept: list[ScoredAtom], ranked_docs: list[str], decomposed: bool = False
+                       ) -> list[ContextItem]:
         """The reader's context: ranked documents by token budget (reader.context=documents), or
-        the paper's atom list (atoms; fidelity.merge and sieve.max_context)."""
+        the paper's atom list (atoms; fidelity.merge, fidelity.context_order and sieve.max_context)."""
         rc = self.cfg.reader
         if not rc.uses_documents(self.cfg.fidelity.preset):
+            order = "sieve" if self.cfg.fidelity.context_order == "sieve" and not decomposed else "score"
             return merge_context(kept, mode=self.cfg.fidelity.merge, max_context=self.cfg.sieve.max_context,
-                                 titles=self.titles)
+                                 titles=self.titles, order=order)
         if self._store is None:
             self._store = DocumentStore(self.graph.atoms, self.titles)
         if self.cfg.sieve.name != "none":  # a document whose atoms the sieve dropped is not read
@@ -240,7 +242,8 @@ class BatchRetriever:
         for i, q in enumerate(questions):
             all_cands = [a for per in candidates[i] for a in per]
             fused = self.hybrid.ranked_passages(range(offsets[i], offsets[i + 1])) if self.hybrid else None
-            ctx = self.reader_context(sieved[i].kept, fused or passage_ranking(all_cands))
+            ctx = self.reader_context(sieved[i].kept, fused or passage_ranking(all_cands),
+                                      decomposed=len(query_sets[i]) > 1)
             traces.append(
                 QueryTrace(
                     question_id=q.id,

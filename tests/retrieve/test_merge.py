@@ -58,3 +58,20 @@ def test_passage_ranking_and_errors():
         merge_context(KEPT, "concatenate", 5)
     with pytest.raises(ValueError):
         merge_context(KEPT, "string_dedupe", 0)
+
+
+def test_released_context_keeps_the_sieve_order_of_an_undecomposed_question():
+    """fidelity.context_order=sieve: the released reader reads one query's kept atoms in the order
+    its sieve reply listed them; score order would hand the reader another prompt."""
+    kept = [atom("a4", "p3", 0.2), atom("a1", "p1", 0.9), atom("a2", "p2", 0.7)]  # the LLM's order
+    assert [i.atom_ids[0] for i in merge_context(kept, "string_dedupe", 25, order="sieve")] == ["a4", "a1", "a2"]
+    assert [i.atom_ids[0] for i in merge_context(kept, "string_dedupe", 25)] == ["a1", "a2", "a4"]
+    assert [i.atom_ids[0] for i in merge_context(kept, "string_dedupe", 2, order="sieve")] == ["a4", "a1"]
+
+
+def test_released_merge_breaks_score_ties_by_where_the_best_atom_came():
+    """Decomposed questions (released): the same text keeps its highest score, and the position of
+    that best occurrence (not of its first one) orders equal scores."""
+    kept = [atom("x", "p1", 0.1, "Tied text."), atom("y", "p2", 0.5, "Other text."),
+            atom("z", "p3", 0.5, "Tied text.")]  # "Tied text." reaches 0.5 at position 2
+    assert [i.text for i in merge_context(kept, "string_dedupe", 25)] == ["Other text.", "Tied text."]

@@ -1,0 +1,365 @@
+"""A scripted model: an OpenAI-compatible HTTP server whose replies are chosen, not sampled.
+
+Parity runs (``scripts/parity_released.py --llm scripted``) put it behind the recording proxy, where
+the released code and our ``fidelity=reference_code`` row both call it. A small real model takes the
+same few paths every time (no question decomposed, every fragment kept by the sieve); this model
+takes every path on purpose, so a difference between the two pipelines in any branch shows:
+
+- NER: plain names, names with non-ASCII letters, names with no ASCII letter at all, duplicates,
+  an empty reply;
+- extraction: well-formed, malformed triples (two or four items, non-string items), an empty reply;
+- decomposition: none, two and three sub-questions, an empty list, duplicates, more than the cap,
+  a flag that contradicts a low score, a fenced reply, an unreadable reply;
+- sieve: ids out of order, most dropped, invalid ids, out-of-range ids, no reply section, nothing
+  kept, a Python-literal reply, an empty reply;
+- reader: zero, one and two ``Answer:`` markers, an empty reply.
+
+A reply is chosen by what the request asks: its stage (``stage_rules``: regular expressions on the
+first message, built by the caller, e.g. from a checkout's templates at run time), and its subject:
+which document or which question (or sub-question) its last message carries. The branch of each
+subject is fixed by its position in the slice, so the choice does not depend on the order in
+which requests arrive. Every reply names its stage, branch and subject in ``system_fingerprint``
+(``scripted:<stage>:<branch>:<subject>``), which the recording keeps: the parity report counts the
+branches from it. All reply text is written here from the request's own content.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+from atomicrag.llm.record_proxy import classify_stage, compile_rules
+
+MODEL_NAME = "scripted"
+
+NER_BRANCHES = ("ner_plain", "ner_non_ascii", "ner_no_ascii_letter", "ner_duplicates", "ner_empty_reply")
+EXTRACTION_BRANCHES = ("extract_plain", "extract_malformed_triples", "extract_plain", "extract_empty_reply")
+DECOMPOSE_BRANCHES = ("decompose_none", "decompose_two", "decompose_three", "decompose_empty_list",
+                      "decompose_duplicates", "decompose_over_cap", "decompose_flag_below_threshold",
+                      "decompose_fenced", "decompose_unreadable")
+SIEVE_BRANCHES = ("sieve_out_of_order", "sieve_drop_most", "sieve_invalid_ids", "sieve_out_of_range",
+                  "sieve_no_section", "sieve_keep_none", "sieve_python_literal", "sieve_empty_reply")
+READER_BRANCHES = ("reader_one_marker", "reader_two_markers", "reader_no_marker", "reader_empty_reply")
+BRANCHES = {"ner": NER_BRANCHES, "query_ner": NER_BRANCHES, "extraction": EXTRACTION_BRANCHES,
+            "decompose": DECOMPOSE_BRANCHES, "sieve": SIEVE_BRANCHES, "reader": READER_BRANCHES}
+
+# name-like spans: capitalised words in a row (a cased corpus), e.g. "Marie Curie", "Blood Street"
+_NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of\s+|de\s+)?[A-Z][\w'\-]*)*")
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def names_in(text: str, limit: int = 5) -> list[str]:
+    """Up to ``limit`` distinct name-like spans of ``text``; its longest words where it has none
+    (a lowercased corpus)."""
+    out: list[str] = []
+    for m in _NAME.finditer(text):
+        if m.group(0) not in out:
+            out.append(m.group(0))
+    if not out:
+        out = sorted(dict.fromkeys(_WORD.findall(text)), key=lambda w: (-len(w), w))
+    return out[:limit]
+
+
+def sentences_of(text: str) -> list[str]:
+    parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    return parts or [text.strip()]
+
+
+def sub_questions(question: str, n: int) -> list[str]:
+    """``n`` sub-questions about the names of ``question`` (a fixed wording, written here)."""
+    names = names_in(question, limit=n) or ["the subject"]
+    forms = ("Who or what is {}?", "What is known about {}?", "Where is {} from?", "When did {} happen?",
+             "Which facts mention {}?")
+    return [forms[k % len(forms)].format(names[k % len(names)]) for k in range(n)]
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    stage: str
+    branch: str
+    subject: str
+
+    @property
+    def fingerprint(self) -> str:
+        return f"scripted:{self.stage}:{self.branch}:{self.subject}"
+
+
+class ScriptedModel:
+    """The replies of the scripted model for one slice: its documents and questions."""
+
+    def __init__(self, docs: Sequence[str], questions: Sequence[str], stage_rules: dict[str, str] | None,
+                 *, max_sub_questions: int = 3) -> None:
+        self.docs = list(docs)
+        self.questions = list(questions)
+        self.rules = compile_rules(stage_rules or {})
+        self.max_sub = max_sub_questions
+        # every query a pipeline may ask about: the questions, then the sub-questions this model
+        # writes for them (all of them, whatever a pipeline keeps), each with a fixed position
+        self.queries: list[str] = []
+        for i, q in enumerate(self.questions):
+            self.queries.append(q)
+            for sq in self._decomposition(i)[1]:
+                if sq not in self.queries:
+                    self.queries.append(sq)
+
+    # -- subjects ---------------------------------------------------------------------------------
+    def _doc(self, text: str) -> int | None:
+        hits = [i for i, d in enumerate(self.docs) if d and d in text]
+        return max(hits, key=lambda i: len(self.docs[i])) if hits else None
+
+    def _query(self, text: str) -> int | None:
+        stripped = [q.strip() for q in self.queries]
+        hits = [i for i, q in enumerate(stripped) if q and q in text]
+        return max(hits, key=lambda i: len(stripped[i])) if hits else None
+
+    # -- replies ----------------------------------------------------------------------------------
+    def reply(self, body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") or []
+        last = str(messages[-1].get("content") or "") if messages else ""
+        stage = classify_stage(body, self.rules)
+        if stage in ("ner", "query_ner"):
+            doc = self._doc(last)
+            if doc is not None:
+                return self._ner(stage, last, doc, f"doc:{doc}")
+            q = self._query(last)
+            return self._ner(stage, last, q or 0, f"query:{q}")
+        if stage == "extraction":
+            doc = self._doc(last)
+            return self._extraction(self.docs[doc] if doc is not None else last, doc or 0, f"doc:{doc}")
+        if stage == "decompose":
+            q = self._query(last)
+            qi = q if q is not None and q < len(self.queries) and self.queries[q] in self.questions else None
+            i = self.questions.index(self.queries[qi]) if qi is not None else 0
+            branch, subs, text = self._decomposition(i)
+            return Reply(text, stage, branch, f"question:{i}")
+        if stage == "sieve":
+            return self._sieve(last)
+        if stage == "reader":
+            return self._reader(last)
+        return Reply("", stage, "unscripted", "none")
+
+    def _ner(self, stage: str, text: str, position: int, subject: str) -> Reply:
+        branch = NER_BRANCHES[position % len(NER_BRANCHES)]
+        names = names_in(text.split(":", 1)[-1])
+        if branch == "ner_empty_reply":
+            return Reply("", stage, branch, subject)
+        if branch == "ner_non_ascii":
+            names = names + [f"{names[0]} Łódź" if names else "Łódź", "Zoë Åström"]
+        elif branch == "ner_no_ascii_letter":
+            names = names + ["東京", "— ·"]
+        elif branch == "ner_duplicates":
+            names = names + names[:2] + [n.upper() for n in names[:1]]
+        return Reply(json.dumps({"named_entities": names}, ensure_ascii=False), stage, branch, subject)
+
+    def _extraction(self, doc: str, position: int, subject: str) -> Reply:
+        branch = EXTRACTION_BRANCHES[position % len(EXTRACTION_BRANCHES)]
+        if branch == "extract_empty_reply":
+            return Reply("", "extraction", branch, subject)
+        body = doc.split(":", 1)[-1]
+        names = names_in(body, limit=6)
+        triples: list[list[Any]] = [[a, "appears with", b] for a, b in zip(names, names[1:])]
+        if branch == "extract_malformed_triples":
+            head = names[0] if names else "it"
+            triples += [[head, "has"], [head, "is", "a", "thing"], [head, 1921, None], ["", "", ""]]
+        fragments = sentences_of(body)[:6]
+        entities = [[n for n in names if n in f] for f in fragments]
+        reply = {"triples": triples, "knowledge_fragments": fragments, "fragment_entities": entities}
+        return Reply(json.dumps(reply, ensure_ascii=False), "extraction", branch, subject)
+
+    def _decomposition(self, i: int) -> tuple[str, list[str], str]:
+        """(branch, the sub-questions written, the reply) for question ``i``."""
+        branch = DECOMPOSE_BRANCHES[i % len(DECOMPOSE_BRANCHES)]
+        q = self.questions[i]
+        subs: list[str] = []
+        score, needs = 8, True
+        if branch == "decompose_none":
+            score, needs = 3, False
+        elif branch == "decompose_two":
+            subs = sub_questions(q, 2)
+        elif branch in ("decompose_three", "decompose_fenced"):
+            subs = sub_questions(q, 3)
+        elif branch == "decompose_duplicates":
+            one = sub_questions(q, 2)
+            subs = [one[0], one[1], one[0]]
+        elif branch == "decompose_over_cap":
+            subs = sub_questions(q, self.max_sub + 2)
+        elif branch == "decompose_flag_below_threshold":
+            score, subs = 5, sub_questions(q, 2)
+        reply = {"needs_decomposition": needs, "complexity_score": score,
+                 "reasoning": f"{len(subs)} parts were written for this question.",
+                 "sub_questions": [{"id": k + 1, "question": s, "focus": "entity"} for k, s in enumerate(subs)]}
+        text = json.dumps(reply, ensure_ascii=False, indent=1)
+        if branch == "decompose_fenced":
+            text = f"Here is the analysis.\n```json\n{text}\n```\n"
+        elif branch == "decompose_unreadable":
+            text = "needs_decomposition: maybe; the parts are unclear"
+        return branch, subs, text
+
+    def _sieve(self, last: str) -> Reply:
+        q = self._query(last)
+        n = _fragment_count(last)
+        branch = SIEVE_BRANCHES[(q or 0) % len(SIEVE_BRANCHES)]
+        subject = f"query:{q}"
+        keep: Any
+        if branch == "sieve_empty_reply":
+            return Reply("", "sieve", branch, subject)
+        if branch == "sieve_out_of_order":
+            keep = list(dict.fromkeys([min(n - 1, 4), 0, min(n - 1, 2), min(n - 1, 7)])) if n else []
+        elif branch == "sieve_drop_most":
+            keep = [min(n - 1, 1)] if n else []
+        elif branch == "sieve_invalid_ids":
+            keep = [0, "two", 3]
+        elif branch == "sieve_out_of_range":
+            keep = [1, n + 5, -1, 0]
+        elif branch == "sieve_keep_none":
+            keep = []
+        else:
+            keep = [k for k in range(n) if k % 3 == 0]
+        if branch == "sieve_no_section":
+            return Reply(json.dumps({"keep_indices": keep}), "sieve", branch, subject)
+        value = (repr({"keep_indices": keep}) if branch == "sieve_python_literal"
+                 else json.dumps({"keep_indices": keep}))
+        return Reply(f"[[ ## kept_fragment_ids ## ]]\n{value}\n\n[[ ## completed ## ]]", "sieve", branch, subject)
+
+    def _reader(self, last: str) -> Reply:
+        q = self._query(last)
+        qi = self.questions.index(self.queries[q]) if q is not None and self.queries[q] in self.questions else 0
+        branch = READER_BRANCHES[qi % len(READER_BRANCHES)]
+        subject = f"question:{qi}"
+        context = last.rsplit("Question:", 1)[0]
+        names = names_in(context, limit=2) or ["no name"]
+        if branch == "reader_empty_reply":
+            return Reply("", "reader", branch, subject)
+        if branch == "reader_no_marker":
+            text = f"The passages point to {names[0]}."
+        elif branch == "reader_two_markers":
+            text = f"{names[0]} is named first.\nAnswer: {names[0]}\nAnswer: {names[-1]}"
+        else:
+            text = f"The first passage names {names[0]}.\nAnswer: {names[0]}"
+        return Reply(text, "reader", branch, subject)
+
+
+def _fragment_count(text: str) -> int:
+    """How many fragments a sieve request lists (its ``{"fragments": [...]}`` object)."""
+    at = text.rfind('{"fragments"')
+    if at < 0:
+        return 0
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(text[at:])
+    except json.JSONDecodeError:
+        return 0
+    return len(obj.get("fragments") or [])
+
+
+def completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI chat completion object for ``reply`` (token counts: characters / 4, rounded up)."""
+    prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
+    out = -(-len(reply.text) // 4)
+    digest = hashlib.sha256(f"{reply.fingerprint}|{reply.text}".encode()).hexdigest()[:16]
+    return {"id": f"scripted-{digest}", "object": "chat.completion",
+            "created": 0, "model": body.get("model") or MODEL_NAME, "system_fingerprint": reply.fingerprint,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": reply.text}}],
+            "usage": {"prompt_tokens": -(-prompt // 4), "completion_tokens": out,
+                      "total_tokens": -(-prompt // 4) + out}}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a timed-out or cancelled request) is not the server's error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class ScriptedServer:
+    """Serves a :class:`ScriptedModel` on 127.0.0.1 (``/v1/chat/completions``, ``/v1/models``)."""
+
+    def __init__(self, model: ScriptedModel, *, port: int = 0) -> None:
+        self.model = model
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._server = _QuietServer(("127.0.0.1", port), self._handler())
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> Self:
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        reply = self.model.reply(body)
+        with self._lock:
+            self.counts[reply.branch] = self.counts.get(reply.branch, 0) + 1
+        return completion(reply, body)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _send(self, status: int, obj: Any) -> None:
+                data = json.dumps(obj, ensure_ascii=False).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model",
+                                                                 "owned_by": "atomicrag"}]})
+                elif self.path.rstrip("/").endswith("/version"):
+                    self._send(200, {"version": "scripted"})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError as exc:
+                    self._send(400, {"error": {"message": f"body is not JSON: {exc}", "type": "invalid_request"}})
+                    return
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    return
+                self._send(200, outer.answer(body))
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet: the proxy logs requests
+                return
+
+        return Handler
+
+
+def branch_of(reply: dict[str, Any] | None) -> tuple[str, str, str] | None:
+    """(stage, branch, subject) of a recorded scripted reply, or None for any other reply."""
+    fp = (reply or {}).get("system_fingerprint") or ""
+    if not fp.startswith("scripted:"):
+        return None
+    _, stage, branch, subject = fp.split(":", 3)
+    return stage, branch, subject
+
