@@ -557,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     args.released_code = str(released_code)
     cfg = compose(args, [])
     slug = f"{args.dataset}_c{args.chunks}_q{args.questions}"
-    out_dir = Path(args.out_dir or ROOT / "results" / "parity" / slug)
+    out_dir = Path(args.out_dir or ROOT / "results" / "parity" / slug).resolve()  # the drivers run in work/
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / "work"
     work.mkdir(exist_ok=True)

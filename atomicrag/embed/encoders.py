@@ -101,7 +101,17 @@ class _Encoder:
         """The batch the model runs for texts ``idx``: ``fixed_rows`` of them in reduced precision."""
         if not self.fixed_shape_batches:
             return idx
-        return fixed_rows(idx, batch_rows(lengths[idx[0]], self.batch_size, self.batch_tokens))
+        return fixed_rows(idx, batch_rows(lengths[idx[0]], min(self.batch_size, FIXED_ROWS), self.batch_tokens,
+                                          max_rows=FIXED_ROWS))
+
+    def _batches(self, lengths: list[int]) -> Iterator[list[int]]:
+        """``length_batches`` of this encoder; in reduced precision at most ``FIXED_ROWS`` texts each,
+        so the filler rows of a batch's fixed shape stay few (a lone query runs 16 rows, not 64)."""
+        if not self.fixed_shape_batches:
+            return length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
+                                  batch_tokens=self.batch_tokens)
+        return length_batches(lengths, min(self.batch_size, FIXED_ROWS), equal=True,
+                              batch_tokens=self.batch_tokens, max_rows=FIXED_ROWS)
 
     def _prefixed(self, texts: list[str], is_query: bool) -> list[str]:
         prefix = self.query_prefix if is_query else self.passage_prefix
@@ -160,8 +170,7 @@ class SentenceTransformerEmbedder(_Encoder):
         # lengths cost under 1% of encoding (MiniLM, 1,500 sentences), while feeding ids would mean
         # re-implementing its per-version preprocessing (prompts, lower-casing, routers)
         lengths = token_lengths(self.model.tokenizer, texts, self.max_length)
-        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
-                                  batch_tokens=self.batch_tokens):
+        for idx in self._batches(lengths):
             rows = self._rows(idx, lengths)
             with torch.inference_mode():
                 emb = self.model.encode([texts[i] for i in rows], batch_size=len(rows), convert_to_tensor=True,
@@ -239,8 +248,7 @@ class TransformersEmbedder(_Encoder):
         out = torch.empty(len(texts), self.dim)
         ids = tokenized(self.tokenizer, texts, self.max_length)  # once; each batch pads its slice
         lengths = [len(x) for x in ids["input_ids"]] if ids else []
-        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
-                                  batch_tokens=self.batch_tokens):
+        for idx in self._batches(lengths):
             batch = padded(self.tokenizer, ids, self._rows(idx, lengths), "pt").to(self.device)
             with torch.inference_mode():
                 hidden = self.model(**batch).last_hidden_state.float()  # [rows, t, d]
@@ -267,8 +275,11 @@ def padded(tokenizer: Any, ids: dict[str, list[list[int]]], idx: list[int], tens
     return tokenizer.pad({k: [v[i] for i in idx] for k, v in ids.items()}, return_tensors=tensors)
 
 
+FIXED_ROWS = 16  # the most texts in one reduced-precision batch: its fixed shape's row count (or fewer)
+
+
 def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
-                   batch_tokens: int = 0) -> Iterator[list[int]]:
+                   batch_tokens: int = 0, max_rows: int = 0) -> Iterator[list[int]]:
     """Indices of texts in batches of similar token length, longest first; with ``equal``, every
     text of a batch has the same length. ``batch_tokens`` > 0 sizes each batch by padded tokens
     instead of ``batch_size``: as many texts as fit next to the batch's longest (at least one), so
@@ -292,14 +303,16 @@ def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
         start = 0
         while start < len(group):
             # the batch's longest text is its first (longest first): it sets the padded width
-            n = batch_rows(lengths[group[start]], batch_size, batch_tokens)
+            n = batch_rows(lengths[group[start]], batch_size, batch_tokens, max_rows=max_rows)
             yield group[start: start + n]
             start += n
 
 
-def batch_rows(length: int, batch_size: int, batch_tokens: int = 0) -> int:
-    """How many texts a batch whose longest text has ``length`` tokens holds (``length_batches``)."""
-    return max(1, batch_tokens // max(1, length)) if batch_tokens > 0 else batch_size
+def batch_rows(length: int, batch_size: int, batch_tokens: int = 0, *, max_rows: int = 0) -> int:
+    """How many texts a batch whose longest text has ``length`` tokens holds (``length_batches``);
+    ``max_rows`` > 0 caps it."""
+    n = max(1, batch_tokens // max(1, length)) if batch_tokens > 0 else batch_size
+    return min(n, max_rows) if max_rows > 0 else n
 
 
 def fixed_rows(idx: list[int], rows: int) -> list[int]:

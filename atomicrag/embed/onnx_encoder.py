@@ -34,7 +34,6 @@ from atomicrag.embed.encoders import (
     _Encoder,
     _model_pooling,
     clamp_max_length,
-    length_batches,
     padded,
     pool,
     tokenized,
@@ -137,8 +136,7 @@ class OnnxEmbedder(_Encoder):
         out = torch.empty(len(texts), self.dim)
         ids = tokenized(self.tokenizer, texts, self.max_length)  # once; each batch pads its slice
         lengths = [len(x) for x in ids["input_ids"]] if ids else []
-        for idx in length_batches(lengths, self.batch_size, equal=self.equal_length_batches,
-                                  batch_tokens=self.batch_tokens):
+        for idx in self._batches(lengths):
             batch = padded(self.tokenizer, ids, self._rows(idx, lengths), "np")
             hidden = self.session.run(None, {n: batch[n].astype(np.int64) for n in self.input_names})[0]  # [rows, t, d]
             mask = torch.from_numpy(batch["attention_mask"])  # [rows, t]

@@ -21,7 +21,7 @@ import torch
 from atomicrag import AtomicRAG
 from atomicrag.core.config import EmbedderConfig
 from atomicrag.embed import build_embedder
-from atomicrag.embed.encoders import batch_rows, fixed_rows, length_batches
+from atomicrag.embed.encoders import FIXED_ROWS, batch_rows, fixed_rows, length_batches
 from tests.marks import MINILM, needs, needs_native_bf16
 
 SMOKE = Path(__file__).resolve().parents[2] / "atomicrag" / "datasets" / "2wikimultihopqa" / "smoke" / "corpus.jsonl"
@@ -88,6 +88,7 @@ def test_fixed_rows_fill_a_batch_with_its_first_text_to_the_length_s_row_count()
     # the row count is a function of the length alone (and the settings), never of the batch
     assert [batch_rows(n, 16) for n in (3, 40)] == [16, 16]
     assert [batch_rows(n, 16, batch_tokens=64) for n in (3, 40, 100)] == [21, 1, 1]
+    assert [batch_rows(n, 64, batch_tokens=64, max_rows=16) for n in (3, 40)] == [16, 1]
 
 
 @pytest.mark.slow
@@ -109,7 +110,7 @@ def test_reduced_precision_runs_one_shape_per_length(kind: str, batch_tokens: in
         single = emb.encode(texts[:1])
     finally:
         handle.remove()
-    assert shapes and all(rows == batch_rows(t, 4, batch_tokens) for rows, t in shapes), shapes
+    assert shapes and all(rows == batch_rows(t, 4, batch_tokens, max_rows=FIXED_ROWS) for rows, t in shapes), shapes
     assert whole.shape == (len(texts), emb.dim) and torch.isfinite(whole).all()
     assert torch.equal(single[0], whole[0])  # one text alone: filled to the same shape, the same vector
 

