@@ -214,32 +214,39 @@ def run_ours(cfg: Any, chunks: list[Any], questions: list[Any], reader_name: str
             "seconds": {"index": round(t_index, 2), "query": round(t_query, 2)}}
 
 
-def run_judges(args: argparse.Namespace, cfg: Any, proxy: Any, questions: list[Any], rel: dict[str, Any],
-               work: Path, released_code: Path, embed_path: str) -> dict[str, Any]:
-    """The released judge (its ``Evaluation/`` code, ``scripts/released_judge_driver.py``) and ours
-    (``fidelity=reference_code``'s judge: free text read as released, seed 42, the query instruction
-    LangChain's bge class puts on both texts) score the same answers, the released code's, with the
-    same LLM behind the proxy; per question: both scores and whether they agree."""
-    import dataclasses
-
-    from atomicrag.evaluate.judge_config import judge_from_config
+def judge_items(questions: list[Any], rel: dict[str, Any]) -> list[dict[str, Any]]:
+    """What both judges score: the released code's answers, with each question's reference."""
     from atomicrag.evaluate.score import judge_reference
 
     answers = {a["id"]: a["answer"] for a in rel["answers"]}
-    items = [{"id": q.id, "question": q.question, "answer": answers.get(q.id) or "", "ground_truth": judge_reference(q)}
-             for q in questions]
-    (work / "judge_items.json").write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
-    cmd = [args.released_python, str(ROOT / "scripts" / "released_judge_driver.py"), "--checkout", str(released_code),
-           "--items", str(work / "judge_items.json"), "--llm-base-url", proxy.client_url("released_judge"),
-           "--model", cfg.llm.model, "--embed-model", embed_path, "--out", str(work / "released_judge.json")]
+    return [{"id": q.id, "question": q.question, "answer": answers.get(q.id) or "", "ground_truth": judge_reference(q)}
+            for q in questions]
+
+
+def released_judge(python: str, released_code: Path, items_file: Path, base_url: str, model: str,
+                   embed_path: str, work: Path) -> dict[str, dict[str, Any]]:
+    """The released ``Evaluation/`` judge (``scripts/released_judge_driver.py`` in its environment):
+    id -> {acc, status}."""
+    out = work / "released_judge.json"
+    cmd = [python, str(ROOT / "scripts" / "released_judge_driver.py"), "--checkout", str(released_code),
+           "--items", str(items_file), "--llm-base-url", base_url, "--model", model, "--embed-model", embed_path,
+           "--out", str(out)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
     with (work / "released_judge.log").open("w") as logf:
         rc = subprocess.run(cmd, cwd=str(work), env=env, stdout=logf, stderr=subprocess.STDOUT, check=False).returncode
     if rc != 0:
         raise SystemExit(f"parity_released: the released judge failed (exit {rc}); see {work / 'released_judge.log'} "
                          "(its LangChain stack: RELEASED_EVAL=1 bash scripts/setup_released_env.sh)")
-    theirs = {x["id"]: x for x in json.loads((work / "released_judge.json").read_text(encoding="utf-8"))["scores"]}
+    return {x["id"]: x for x in json.loads(out.read_text(encoding="utf-8"))["scores"]}
+
+
+def our_judge(cfg: Any, base_url: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Our ``reference_code`` judge (free text read as released, seed 42, the query instruction
+    LangChain's bge class puts on both texts) on ``items``, its LLM at ``base_url``: [{id, acc, status}]."""
+    import dataclasses
+
     from atomicrag.core.compose import group_config
+    from atomicrag.evaluate.judge_config import judge_from_config
 
     j = group_config("judge", "llm")  # the released judge as conf/judge/llm.yaml declares it
     # its models as the released generation_eval.py builds them, with the run's: the run's LLM at
@@ -247,7 +254,7 @@ def run_judges(args: argparse.Namespace, cfg: Any, proxy: Any, questions: list[A
     # LangChain's bge class puts on both texts (the judge's own embedder config holds it)
     judge_cfg = dataclasses.replace(cfg, judge=dataclasses.replace(
         j, llm_source="own", embedder_source="own",
-        llm=dataclasses.replace(cfg.llm, base_url=proxy.client_url("ours_judge"), seed=j.llm.seed, cache=False),
+        llm=dataclasses.replace(cfg.llm, base_url=base_url, seed=j.llm.seed, cache=False),
         embedder=dataclasses.replace(cfg.embedder, query_prefix=j.embedder.query_prefix, passage_prefix="")))
     judge = judge_from_config(judge_cfg, None, None)
     try:
@@ -255,11 +262,24 @@ def run_judges(args: argparse.Namespace, cfg: Any, proxy: Any, questions: list[A
                                [x["ground_truth"] for x in items])
     finally:
         judge.close()
+    return [{"id": x["id"], "acc": v.acc, "status": v.status} for x, v in zip(items, verdicts)]
+
+
+def run_judges(args: argparse.Namespace, cfg: Any, proxy: Any, questions: list[Any], rel: dict[str, Any],
+               work: Path, released_code: Path, embed_path: str) -> dict[str, Any]:
+    """The released judge and ours score the same answers, the released code's, with the same LLM
+    behind the proxy; per question: both scores and whether they agree."""
+    items = judge_items(questions, rel)
+    (work / "judge_items.json").write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    theirs = released_judge(args.released_python, released_code, work / "judge_items.json",
+                            proxy.client_url("released_judge"), cfg.llm.model, embed_path, work)
+    ours = our_judge(cfg, proxy.client_url("ours_judge"), items)
     rows = []
-    for x, v in zip(items, verdicts):
+    for x, v in zip(items, ours):
         r = theirs.get(x["id"], {})
-        a, b = v.acc, r.get("acc")
-        rows.append({"id": x["id"], "ours": a, "released": b, "ours_status": v.status, "released_status": r.get("status"),
+        a, b = v["acc"], r.get("acc")
+        rows.append({"id": x["id"], "ours": a, "released": b, "ours_status": v["status"],
+                     "released_status": r.get("status"),
                      "equal": (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-6)})
     return {"n": len(rows), "equal": sum(r["equal"] for r in rows), "per_question": rows,
             "requests": compare_labels(read_request_log(work / "requests.jsonl"), "ours_judge", "released_judge",
@@ -352,7 +372,8 @@ def compare(ours: dict[str, Any], rel: dict[str, Any], n_chunks: int, top_k: int
 
 
 def branch_table(entries: list[dict[str, Any]], recording: dict[str, dict[str, Any]], ours: dict[str, Any],
-                 rel: dict[str, Any], docs: list[str], questions: list[str], max_sub: int) -> dict[str, Any]:
+                 rel: dict[str, Any], docs: list[str], questions: list[str], max_sub: int,
+                 judges: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per branch of the scripted model: how often it fired for each pipeline, and whether the two
     pipelines' outputs agreed on every subject it fired for (the chunk's atoms and triples, the
     query's sieve keeps in order, the question's answer and the rankings of its queries)."""
@@ -372,11 +393,15 @@ def branch_table(entries: list[dict[str, Any]], recording: dict[str, dict[str, A
             return False
         return all(rel_ppr.get(x["query"]) == x["top"] for x in ours["ppr"] if x["query"] in queries)
 
+    judged = (judges or {}).get("per_question") or []
+
     def agrees(stage: str, subject: str) -> bool:
         kind, _, pos = subject.partition(":")
         if pos in ("", "None"):
             return False
         k = int(pos)
+        if stage.startswith("judge_"):  # both judges gave the question the same score
+            return k < len(judged) and bool(judged[k]["equal"])
         if kind == "doc":
             o, r = ours["chunks"][k], rel["chunks"][k]
             return (sorted(o["atoms"]) == sorted(r["fragments"])
@@ -402,16 +427,18 @@ def branch_table(entries: list[dict[str, Any]], recording: dict[str, dict[str, A
         if tag is None:
             continue
         stage, branch, subject = tag
-        row = rows.setdefault(branch, {"stage": stage, "ours": 0, "released": 0, "subjects": set()})
-        if e["label"] in ("ours", "released"):
-            row[e["label"]] += 1
+        row = rows.setdefault((stage, branch), {"stage": stage, "ours": 0, "released": 0, "subjects": set()})
+        side = e["label"].removesuffix("_judge")  # the judges' clients count for their pipeline
+        if side in ("ours", "released"):
+            row[side] += 1
             row["subjects"].add(subject)
     out = {}
-    for branch, row in sorted(rows.items(), key=lambda kv: (kv[1]["stage"], kv[0])):
+    for (stage, branch), row in sorted(rows.items()):
         subjects = sorted(row["subjects"])
-        agreed = [s for s in subjects if agrees(row["stage"], s)]
-        out[branch] = {"stage": row["stage"], "ours": row["ours"], "released": row["released"],
-                       "subjects": len(subjects), "outputs_agree": len(agreed)}
+        agreed = [s for s in subjects if agrees(stage, s)]
+        out[f"{stage}/{branch}"] = {"stage": stage, "branch": branch, "ours": row["ours"],
+                                    "released": row["released"], "subjects": len(subjects),
+                                    "outputs_agree": len(agreed)}
     return out
 
 
@@ -498,8 +525,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["## Branches of the scripted model (requests per pipeline; subjects whose outputs agree)", "",
                   "| stage | branch | requests ours | requests released | subjects | outputs agree |",
                   "|---|---|---:|---:|---:|---:|"]
-        for branch, r in report["branches"].items():
-            lines.append(f"| {r['stage']} | {branch} | {r['ours']} | {r['released']} | {r['subjects']} | "
+        for r in report["branches"].values():
+            lines.append(f"| {r['stage']} | {r['branch']} | {r['ours']} | {r['released']} | {r['subjects']} | "
                          f"{r['outputs_agree']} |")
         lines.append("")
     jd = report.get("judges")
@@ -584,12 +611,14 @@ def main(argv: list[str] | None = None) -> int:
         ours = json.loads((work / "ours.json").read_text(encoding="utf-8"))
         stats = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))["proxy"]
     elif not upstream and args.llm == "scripted":
-        from atomicrag.llm.scripted import ScriptedModel, ScriptedServer
-
         # the scripted model knows the slice (which document or question a request carries) and the
         # stages (from the checkout's templates, at run time); its replies are written in scripted.py
+        from atomicrag.evaluate.score import judge_reference
+        from atomicrag.llm.scripted import ScriptedModel, ScriptedServer
+
         model = ScriptedModel(docs, [q.question for q in questions], stage_rules(released_code),
-                              max_sub_questions=cfg.decompose.max_sub_questions)
+                              max_sub_questions=cfg.decompose.max_sub_questions,
+                              references=[judge_reference(q) for q in questions])
         server = ScriptedServer(model).start()
         upstream = server.base_url
         print(f"[parity] scripted model at {upstream}", flush=True)
@@ -602,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.report_only:
             with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=stage_rules(released_code),
-                             digest_messages=True,
+                             digest_messages=True, sequence_replies=args.llm == "scripted",
                              default_max_tokens=args.default_max_tokens or None) as proxy:
                 print(f"[parity] proxy {proxy.url} → {upstream}; recorded replies: {len(proxy.entries)}", flush=True)
                 ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
@@ -677,7 +706,9 @@ def main(argv: list[str] | None = None) -> int:
         "judges": (json.loads((work / "judges.json").read_text(encoding="utf-8"))
                    if (work / "judges.json").is_file() and not args.no_judge else None),
         "branches": (branch_table(read_request_log(req_log), load_recording(recording), ours, rel, docs,
-                                  [q.question for q in questions], cfg.decompose.max_sub_questions)
+                                  [q.question for q in questions], cfg.decompose.max_sub_questions,
+                                  json.loads((work / "judges.json").read_text(encoding="utf-8"))
+                                  if (work / "judges.json").is_file() and not args.no_judge else None)
                      if cfg.llm.model == "scripted" else None),
         "ours_seconds": ours["seconds"], "released_seconds": rel["seconds"],
         "ours_failures": ours["failures"], "released_statistics": rel.get("statistics"),
@@ -712,6 +743,14 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
     (dest / "requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels), encoding="utf-8")
     for name in ("docs.json", "questions.json"):
         (dest / name).write_text((work / name).read_text(encoding="utf-8"), encoding="utf-8")
+    judges = report.get("judges")
+    if judges:  # both judges' scores of the released answers (tests replay both judges)
+        (dest / "judge_items.json").write_text((work / "judge_items.json").read_text(encoding="utf-8"),
+                                               encoding="utf-8")
+        (dest / "expected_judges.json").write_text(json.dumps(judges["per_question"], indent=1), encoding="utf-8")
+    else:
+        for name in ("judge_items.json", "expected_judges.json"):
+            (dest / name).unlink(missing_ok=True)
     expected = {k: ours[k] for k in ("chunks", "entities", "fragments", "ppr", "sieve", "answers")}
     (dest / "expected_ours.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1), encoding="utf-8")
     # what the released code produced from these replies (tests/parity/test_released_replay.py runs it again)
@@ -721,6 +760,7 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
                                                  encoding="utf-8")
     meta = {"dataset": args.dataset, "llm": args.llm, "model": report["meta"]["llm"], "embedder": args.embedder,
             "set": args.set, "chunks": args.chunks, "questions": args.questions,
+            "sequence_replies": args.llm == "scripted",
             "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
             "commit": report["meta"]["commit"],
             # per stage: how many of our requests carried the released code's exact messages

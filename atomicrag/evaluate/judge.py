@@ -20,7 +20,7 @@ classifies every eligible sample, and one ``encode()`` call embeds all texts for
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -117,11 +117,12 @@ class AnswerAccuracyJudge:
         tokens = [[0, 0] for _ in range(n)]
         errors: list[list[str]] = [[] for _ in range(n)]
 
-        # 1. Statements. A blank text has none and needs no call.
+        # 1. Statements. A blank text has none and needs no call, except as released: the released
+        # judge asks the model to split even an empty answer (and a model may write statements for it)
         split_jobs: list[tuple[int, str]] = []
         for i in range(n):
             for role, text in (("answer", answers[i]), ("reference", references[i])):
-                if (text or "").strip():
+                if (text or "").strip() or self.replies == "released":
                     split_jobs.append((i, role))
                 else:
                     stmts[(i, role)] = []
@@ -161,8 +162,9 @@ class AnswerAccuracyJudge:
                 prompt.SCHEMA["classify"]) for i in classify}
             last_error: dict[int, Exception] = {}
             todo = list(classify)
-            for _ in range(RELEASED_TRIES if self.replies == "released" else 1):
-                replies = self._chat([requests[i] for i in todo])
+            for attempt in range(RELEASED_TRIES if self.replies == "released" else 1):
+                # each released try is a new call to the model (as released), not the cache's copy
+                replies = self._chat([replace(requests[i], attempt=attempt) for i in todo])
                 for i, reply in zip(todo, replies, strict=True):
                     _add_tokens(tokens[i], reply)
                     try:

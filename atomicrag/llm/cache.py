@@ -79,6 +79,8 @@ def cache_key(model: str, request: ChatRequest) -> str:
         fields["continue_reply"] = True
     if request.accept_empty:  # a cached "" is an answer only to a request that accepts one
         fields["accept_empty"] = True
+    if request.attempt:  # a retry of the same request is its own call
+        fields["attempt"] = request.attempt
     blob = json.dumps(
         fields,
         sort_keys=True,

@@ -32,6 +32,10 @@ class ChatRequest:
     # An empty free-text reply is a reply (the released code takes ""), not a failure to re-ask:
     # set for every request under ``fidelity.empty_replies=accepted`` (``retry.EmptyRepliesAccepted``)
     accept_empty: bool = False
+    # the n-th asking of the same request (the released judge asks its classification again): keys
+    # the LLM cache apart, so a retry is a new call and not the cached copy of the reply that failed;
+    # never sent to the server
+    attempt: int = 0
 
 
 @dataclass

@@ -172,9 +172,15 @@ def load_recording(path: Path) -> dict[str, dict[str, Any]]:
                 raise RecordingError(f"{path}:{lineno}: entry lacks field(s) {missing}; "
                                      "expected key, status, reply")
             if "method" in entry and "path" in entry:  # keyed again: recordings made before the
-                entry["key"] = request_key(entry["method"], entry["path"], entry.get("body"))  # key rule
+                entry["key"] = sequenced_key(request_key(entry["method"], entry["path"], entry.get("body")),  # key rule
+                                             int(entry.get("occurrence") or 0))
             entries.setdefault(entry["key"], entry)  # the first reply given is the one replayed
     return entries
+
+
+def sequenced_key(key: str, occurrence: int) -> str:
+    """The recording key of a request's ``occurrence``-th asking by one client (0: the first)."""
+    return key if occurrence == 0 else f"{key}#{occurrence}"
 
 
 def _append_line(path: Path, obj: dict[str, Any]) -> None:
@@ -203,7 +209,7 @@ class RecordProxy:
                  host: str = "127.0.0.1", port: int = 0, request_log: str | Path | None = None,
                  stage_rules: dict[str, str] | list[tuple[str, str]] | None = None,
                  timeout_s: float = 1800.0, default_max_tokens: int | None = None,
-                 digest_messages: bool = False) -> None:
+                 digest_messages: bool = False, sequence_replies: bool = False) -> None:
         if mode not in ("record", "replay"):
             raise ValueError(f"RecordProxy: mode must be 'record' or 'replay', got {mode!r}")
         if mode == "record" and not upstream:
@@ -224,6 +230,12 @@ class RecordProxy:
         self.default_max_tokens = default_max_tokens
         self.capped = 0
         self.digest_messages = digest_messages  # the recording keeps message digests, not texts
+        # sequence_replies: the n-th time one client asks the same request it gets the reply recorded
+        # for the n-th asking (a model asked again may answer otherwise, as a judge's retry is); off,
+        # every asking gets the first reply. Each client counts its own askings, so both pipelines
+        # see the same sequence; a resend by a client's HTTP layer is not another asking
+        self.sequence_replies = sequence_replies
+        self._asked: Counter = Counter()
         self.rules = compile_rules(stage_rules)
         self.entries = load_recording(self.recording)
         self.stats = ProxyStats()
@@ -277,6 +289,14 @@ class RecordProxy:
         if isinstance(body, dict) and body.get("stream"):
             return 400, _error("record proxy: streaming replies cannot be recorded; send stream=false")
         key = request_key(method, path, body)
+        if self.sequence_replies and method == "POST":
+            with self._lock:
+                asked = self._asked[(label, key)]
+                occurrence = asked - 1 if client_retry and asked else asked
+                self._asked[(label, key)] = occurrence + 1
+            key = sequenced_key(key, occurrence)
+        else:
+            occurrence = 0
         stage = classify_stage(body, self.rules) if method == "POST" else "meta"
         with self._key_locks[key]:  # the same body twice in flight: the upstream sees it once
             entry = self.entries.get(key)
@@ -297,6 +317,8 @@ class RecordProxy:
                 stored = hash_messages(body) if self.digest_messages else body
                 entry = {"key": key, "method": method, "path": path, "body": stored, "status": status,
                          "reply": reply, "stage": stage}
+                if occurrence:
+                    entry["occurrence"] = occurrence
                 with self._lock:
                     _append_line(self.recording, entry)
                     self.entries[key] = entry

@@ -12,7 +12,10 @@ takes every path on purpose, so a difference between the two pipelines in any br
   a flag that contradicts a low score, a fenced reply, an unreadable reply;
 - sieve: ids out of order, most dropped, invalid ids, out-of-range ids, no reply section, nothing
   kept, a Python-literal reply, an empty reply;
-- reader: zero, one and two ``Answer:`` markers, an empty reply.
+- reader: zero, one and two ``Answer:`` markers, an empty reply;
+- judge: statements and classifications with true and false positives and negatives, all true,
+  fenced JSON, a classification unreadable when first asked and readable when asked again, an
+  answer with no statements (the model counts how often it was asked the same messages).
 
 A reply is chosen by what the request asks: its stage (``stage_rules``: regular expressions on the
 first message, built by the caller, e.g. from a checkout's templates at run time), and its subject:
@@ -45,8 +48,15 @@ DECOMPOSE_BRANCHES = ("decompose_none", "decompose_two", "decompose_three", "dec
 SIEVE_BRANCHES = ("sieve_out_of_order", "sieve_drop_most", "sieve_invalid_ids", "sieve_out_of_range",
                   "sieve_no_section", "sieve_keep_none", "sieve_python_literal", "sieve_empty_reply")
 READER_BRANCHES = ("reader_one_marker", "reader_two_markers", "reader_no_marker", "reader_empty_reply")
+# the judge, per question: statements and a classification with true and false positives and
+# negatives | every answer statement supported | fenced replies (the statement reading takes them,
+# the released classification reading does not) | a classification unreadable when first asked and
+# readable when asked again | an answer that splits into no statements
+JUDGE_BRANCHES = ("judge_tp_fp_fn", "judge_all_tp", "judge_fenced", "judge_retry_then_readable",
+                  "judge_no_statements")
 BRANCHES = {"ner": NER_BRANCHES, "query_ner": NER_BRANCHES, "extraction": EXTRACTION_BRANCHES,
-            "decompose": DECOMPOSE_BRANCHES, "sieve": SIEVE_BRANCHES, "reader": READER_BRANCHES}
+            "decompose": DECOMPOSE_BRANCHES, "sieve": SIEVE_BRANCHES, "reader": READER_BRANCHES,
+            "judge_statements": JUDGE_BRANCHES, "judge_classify": JUDGE_BRANCHES}
 
 # name-like spans: capitalised words in a row (a cased corpus), e.g. "Marie Curie", "Blood Street"
 _NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of\s+|de\s+)?[A-Z][\w'\-]*)*")
@@ -94,9 +104,13 @@ class ScriptedModel:
     """The replies of the scripted model for one slice: its documents and questions."""
 
     def __init__(self, docs: Sequence[str], questions: Sequence[str], stage_rules: dict[str, str] | None,
-                 *, max_sub_questions: int = 3) -> None:
+                 *, max_sub_questions: int = 3, references: Sequence[str] = ()) -> None:
         self.docs = list(docs)
         self.questions = list(questions)
+        self.references = list(references)  # the judge's ground truths, by question
+        self._lock = threading.Lock()
+        self._asked: dict[str, int] = {}  # messages digest -> times asked (a judge asks again)
+        self._statements: dict[tuple[int, str], list[str]] = {}  # (question, role) -> statements written
         self.rules = compile_rules(stage_rules or {})
         self.max_sub = max_sub_questions
         # every query a pipeline may ask about: the questions, then the sub-questions this model
@@ -142,7 +156,65 @@ class ScriptedModel:
             return self._sieve(last)
         if stage == "reader":
             return self._reader(last)
+        if stage in ("judge_statements", "judge_classify"):
+            q = self._query(last)
+            qi = self.questions.index(self.queries[q]) if q is not None and self.queries[q] in self.questions else 0
+            digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+            with self._lock:
+                asked = self._asked.get(digest, 0)
+                self._asked[digest] = asked + 1
+            if stage == "judge_statements":
+                return self._judge_statements(last, qi)
+            return self._judge_classify(qi, asked)
         return Reply("", stage, "unscripted", "none")
+
+    def _judge_statements(self, last: str, qi: int) -> Reply:
+        branch = JUDGE_BRANCHES[qi % len(JUDGE_BRANCHES)]
+        ref = self.references[qi] if qi < len(self.references) else ""
+        # the text to split: after the question's "Answer:" label, up to the next blank line
+        after = last[last.rfind(self.questions[qi].strip()) + len(self.questions[qi].strip()):]
+        m = re.search(r"Answer:[ \t]*(.*?)(?:\n\s*\n|$)", after, re.DOTALL)
+        text = m.group(1).strip() if m else ""
+        # a reference of several paragraphs is cut at its first blank line above
+        role = ("reference" if ref.strip() and (text == ref.strip() or (len(text) >= 40 and ref.strip().startswith(text)))
+                else "answer")
+        text = ref if role == "reference" else text
+        statements = [] if (branch == "judge_no_statements" and role == "answer") or not text.strip() else \
+            sentences_of(text)[:4]
+        with self._lock:
+            self._statements[(qi, role)] = statements
+        body = json.dumps(statements, ensure_ascii=False)
+        if branch == "judge_fenced":
+            body = "```json\n" + json.dumps({"statements": statements}, ensure_ascii=False) + "\n```"
+        return Reply(body, "judge_statements", branch, f"question:{qi}")
+
+    def _judge_classify(self, qi: int, asked: int) -> Reply:
+        branch = JUDGE_BRANCHES[qi % len(JUDGE_BRANCHES)]
+        subject = f"question:{qi}"
+        if branch == "judge_retry_then_readable" and asked == 0:
+            return Reply("Most of the statements seem right to me.", "judge_classify", branch, subject)
+        with self._lock:
+            answer = list(self._statements.get((qi, "answer"), []))
+            reference = list(self._statements.get((qi, "reference"), []))
+
+        def words(t: str) -> set[str]:
+            return {w.lower() for w in _WORD.findall(t)}
+
+        ref_words = set().union(*(words(r) for r in reference)) if reference else set()
+        ans_words = set().union(*(words(a) for a in answer)) if answer else set()
+        if branch == "judge_all_tp":
+            tp, fp, fn = answer, [], []
+        else:
+            tp = [a for a in answer if words(a) & ref_words]
+            fp = [a for a in answer if not words(a) & ref_words]
+            fn = [r for r in reference if not words(r) & ans_words]
+        obj = {key: [{"statement": x, "reason": reason} for x in items] for key, items, reason in (
+            ("TP", tp, "shares a word with the reference"), ("FP", fp, "shares no word with the reference"),
+            ("FN", fn, "shares no word with the answer"))}
+        text = json.dumps(obj, ensure_ascii=False)
+        if branch == "judge_fenced":
+            text = f"```json\n{text}\n```"
+        return Reply(text, "judge_classify", branch, subject)
 
     def _ner(self, stage: str, text: str, position: int, subject: str) -> Reply:
         branch = NER_BRANCHES[position % len(NER_BRANCHES)]

@@ -177,7 +177,7 @@ def test_judge_has_its_own_llm_and_embedder(monkeypatch):
         def close(self):
             self.closed = True
 
-    def fake_build_llm(cfg, paths, accountant=None):
+    def fake_build_llm(cfg, paths, accountant=None, accept_empty=False):
         built["llm"] = cfg
         return Closable(responder)
 

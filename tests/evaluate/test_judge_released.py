@@ -60,7 +60,8 @@ def test_judge_embeds_with_langchains_bge_instruction(monkeypatch):
     [v] = AnswerAccuracyJudge(ScriptedLLM(responder), emb, RELEASED).judge(["q"], ["ANSWER"], ["REFERENCE"])
     assert v.status == "scored"
     prefix = "Represent this question for searching relevant passages: "
-    assert sorted(sent) == [prefix + "ANSWER", prefix + "REFERENCE"]
+    # the distinct texts (a reduced-precision batch is filled to its fixed shape with copies)
+    assert sorted(set(sent)) == [prefix + "ANSWER", prefix + "REFERENCE"]
     assert similarity_score(v.cosine, "rescaled") == pytest.approx(v.ss)
 
 

@@ -77,3 +77,37 @@ def test_released_statement_reading() -> None:
     assert parse_statements_released('Sure: {"facts": ["a", 2]} done') == ["['a', 2]"]  # all values
     assert parse_statements_released('["a", "b"]') == ["a", "b"]
     assert parse_statements_released('{"items": ["x"]}') == ["x"]
+
+
+def test_each_released_classification_try_is_a_new_call_past_the_llm_cache(tmp_path) -> None:
+    """The released judge asks its classification again and gets a new reply; behind our LLM cache
+    the same request used to come back as the cached copy of the unreadable one (scored as failed)."""
+    from atomicrag.llm.cache import CachedLLM
+
+    class Backend(LLM):
+        def close(self) -> None:
+            return None
+
+    backend = Backend(["not json", GOOD, GOOD])
+    cached = CachedLLM(backend, tmp_path / "llm.sqlite", key_model="scripted")
+    fid = FidelityConfig(judge_replies="released", judge_failures="released", acc_weight=0.75,
+                         acc_similarity="rescaled")
+    try:
+        [v] = AnswerAccuracyJudge(cached, Embedder(), fid).judge(["Q?"], ["line one"], ["ref"])
+    finally:
+        cached.close()
+    assert sum("Answer statements:" in r.messages[-1]["content"] for r in backend.requests) == 2
+    assert v.status == "scored" and abs(v.fc - 2 / 3) < 1e-9
+
+
+def test_the_released_judge_asks_to_split_an_empty_answer_too() -> None:
+    """Released: an empty answer is sent for splitting like any other (a model may write statements
+    for it); ours scores it 0 without a call. Found by the scripted parity model."""
+    llm, emb = LLM([GOOD]), Embedder()
+    fid = FidelityConfig(judge_replies="released", judge_failures="released", acc_weight=0.75, acc_similarity="rescaled")
+    [v] = AnswerAccuracyJudge(llm, emb, fid).judge(["Q?"], [""], ["ref"])
+    assert sum("Answer statements:" not in r.messages[-1]["content"] for r in llm.requests) == 2
+    assert v.status == "scored"  # the model's statements for it were classified
+    llm = LLM([])
+    [v] = AnswerAccuracyJudge(llm, Embedder(), FidelityConfig()).judge(["Q?"], [""], ["ref"])
+    assert v.status == "empty_answer" and len(llm.requests) == 1  # ours: only the reference is split

@@ -154,9 +154,12 @@ def test_scripted_fixtures_fire_every_branch_three_times_in_both_pipelines() -> 
                 continue  # a resend of a body the same client already sent
             seen.add((e["label"], e["key"]))
             tag = branch_of(replies.get(e["key"]))
-            if tag is not None:
-                counts[(e["label"], tag[1])] += 1
-    wanted = {b for stage in ("ner", "extraction", "decompose", "sieve", "reader") for b in BRANCHES[stage]}
-    short = {(label, b): counts[(label, b)] for b in sorted(wanted) for label in ("ours", "released")
-             if counts[(label, b)] < 3}
+            if tag is not None:  # the judges' clients count for their pipeline
+                counts[(e["label"].removesuffix("_judge"), tag[0], tag[1])] += 1
+    wanted = {(stage, b) for stage in ("ner", "extraction", "decompose", "sieve", "reader") for b in BRANCHES[stage]}
+    # the judge: each branch's classification, but an answer with no statements is never classified
+    wanted |= {("judge_classify", b) for b in BRANCHES["judge_classify"] if b != "judge_no_statements"}
+    wanted.add(("judge_statements", "judge_no_statements"))
+    short = {(label, *sb): counts[(label, *sb)] for sb in sorted(wanted) for label in ("ours", "released")
+             if counts[(label, *sb)] < 3}
     assert not short, f"branches fired fewer than 3 times: {short}"
