@@ -89,6 +89,10 @@ def stage_rules(checkout: str | Path) -> dict[str, str]:
     return {stage: r"^\s*(?:" + "|".join(pats) + ")" for stage, pats in sorted(by_stage.items())}
 
 
+# stages whose repeated asking gets the model's next reply (the scripted judge answers a retried
+# classification otherwise); both judges ask one request at a time
+SEQUENCED = ("judge_classify",)
+
 EXPERIMENTS = {"2wikimultihopqa": "table1/2wiki_atomicrag", "medical": "table1/medical_atomicrag",
                "graphbench_medical": "table1/medical_atomicrag"}
 
@@ -631,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.report_only:
             with RecordProxy(recording, upstream=upstream, request_log=req_log, stage_rules=stage_rules(released_code),
-                             digest_messages=True, sequence_replies=args.llm == "scripted",
+                             digest_messages=True, sequence_stages=SEQUENCED if args.llm == "scripted" else (),
                              default_max_tokens=args.default_max_tokens or None) as proxy:
                 print(f"[parity] proxy {proxy.url} → {upstream}; recorded replies: {len(proxy.entries)}", flush=True)
                 ours_cfg = compose(args, [f"llm.base_url={proxy.client_url('ours')}"])
@@ -760,7 +764,7 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
                                                  encoding="utf-8")
     meta = {"dataset": args.dataset, "llm": args.llm, "model": report["meta"]["llm"], "embedder": args.embedder,
             "set": args.set, "chunks": args.chunks, "questions": args.questions,
-            "sequence_replies": args.llm == "scripted",
+            "sequence_stages": list(SEQUENCED) if args.llm == "scripted" else [],
             "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
             "commit": report["meta"]["commit"],
             # per stage: how many of our requests carried the released code's exact messages

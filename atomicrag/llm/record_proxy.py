@@ -217,7 +217,7 @@ class RecordProxy:
                  host: str = "127.0.0.1", port: int = 0, request_log: str | Path | None = None,
                  stage_rules: dict[str, str] | list[tuple[str, str]] | None = None,
                  timeout_s: float = 1800.0, default_max_tokens: int | None = None,
-                 digest_messages: bool = False, sequence_replies: bool = False) -> None:
+                 digest_messages: bool = False, sequence_stages: tuple[str, ...] = ()) -> None:
         if mode not in ("record", "replay"):
             raise ValueError(f"RecordProxy: mode must be 'record' or 'replay', got {mode!r}")
         if mode == "record" and not upstream:
@@ -238,11 +238,13 @@ class RecordProxy:
         self.default_max_tokens = default_max_tokens
         self.capped = 0
         self.digest_messages = digest_messages  # the recording keeps message digests, not texts
-        # sequence_replies: the n-th time one client asks the same request it gets the reply recorded
-        # for the n-th asking (a model asked again may answer otherwise, as a judge's retry is); off,
-        # every asking gets the first reply. Each client counts its own askings, so both pipelines
-        # see the same sequence; a resend by a client's HTTP layer is not another asking
-        self.sequence_replies = sequence_replies
+        # sequence_stages: in these stages the n-th time one client asks the same request it gets the
+        # reply recorded for the n-th asking (a model asked again may answer otherwise, as it does a
+        # judge's retry); elsewhere every asking gets the first reply. Each client counts its own
+        # askings, so both pipelines see the same sequence; a resend by a client's HTTP layer is not
+        # another asking (kept to stages whose clients ask one request at a time: a resend of a
+        # request that never arrived cannot be told from a second asking)
+        self.sequence_stages = frozenset(sequence_stages)
         self._asked: Counter = Counter()
         self.rules = compile_rules(stage_rules)
         self.entries = load_recording(self.recording)
@@ -296,7 +298,8 @@ class RecordProxy:
         if isinstance(body, dict) and body.get("stream"):
             return 400, _error("record proxy: streaming replies cannot be recorded; send stream=false")
         key = request_key(method, path, body)
-        if self.sequence_replies and method == "POST":
+        stage = classify_stage(body, self.rules) if method == "POST" else "meta"
+        if stage in self.sequence_stages:
             with self._lock:
                 asked = self._asked[(label, key)]
                 occurrence = asked - 1 if client_retry and asked else asked
@@ -304,7 +307,6 @@ class RecordProxy:
             key = sequenced_key(key, occurrence)
         else:
             occurrence = 0
-        stage = classify_stage(body, self.rules) if method == "POST" else "meta"
         with self._key_locks[key]:  # the same body twice in flight: the upstream sees it once
             entry = self.entries.get(key)
             hit = entry is not None

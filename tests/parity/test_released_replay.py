@@ -43,8 +43,7 @@ def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path, FIXTU
     meta = json.loads((FIXTURE / "meta.json").read_text())
     expected = json.loads((FIXTURE / "expected_released.json").read_text())
     out = tmp_path / "released.json"
-    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay",
-                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
+    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay") as proxy:  # no judge here: nothing sequenced
         cmd = [str(python), str(ROOT / "scripts" / "released_driver.py"), "--checkout", str(RELEASED),
                "--docs", str(FIXTURE / "docs.json"), "--questions", str(FIXTURE / "questions.json"),
                "--llm-base-url", proxy.client_url("released"),
@@ -91,8 +90,8 @@ def test_the_released_judge_replays_its_recorded_scores(tmp_path: Path, FIXTURE:
     spec.loader.exec_module(parity)
     meta = json.loads((FIXTURE / "meta.json").read_text())
     expected = json.loads((FIXTURE / "expected_judges.json").read_text())
-    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay",
-                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
+    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay", stage_rules=parity.stage_rules(RELEASED),
+                     sequence_stages=tuple(meta.get("sequence_stages") or ())) as proxy:
         got = parity.released_judge(str(python), RELEASED, FIXTURE / "judge_items.json",
                                     proxy.client_url("released_judge"), meta["model"], offline_minilm_path(), tmp_path)
     assert proxy.stats.misses == 0, "the released judge sent a request the recording does not hold"

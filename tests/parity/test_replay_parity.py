@@ -67,7 +67,7 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path,
     log = tmp_path / "requests.jsonl"
     with RecordProxy(FIXTURE / "recording.jsonl", mode="replay", request_log=log,
                      stage_rules=parity.stage_rules(RELEASED),
-                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
+                     sequence_stages=tuple(meta.get("sequence_stages") or ())) as proxy:
         args = type("A", (), {"dataset": meta["dataset"], "llm": meta["llm"], "embedder": meta["embedder"],
                               "released_code": str(RELEASED), "set": meta["set"]})()
         cfg = parity.compose(args, [f"llm.base_url={proxy.client_url('ours')}", "llm.max_retries=0",
@@ -181,8 +181,8 @@ def test_our_judge_replays_its_recorded_scores(FIXTURE: Path) -> None:
     meta = json.loads((FIXTURE / "meta.json").read_text())
     items = json.loads((FIXTURE / "judge_items.json").read_text())
     expected = json.loads((FIXTURE / "expected_judges.json").read_text())
-    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay",
-                     sequence_replies=bool(meta.get("sequence_replies"))) as proxy:
+    with RecordProxy(FIXTURE / "recording.jsonl", mode="replay", stage_rules=parity.stage_rules(RELEASED),
+                     sequence_stages=tuple(meta.get("sequence_stages") or ())) as proxy:
         args = type("A", (), {"dataset": meta["dataset"], "llm": meta["llm"], "embedder": meta["embedder"],
                               "released_code": str(RELEASED), "set": meta["set"]})()
         cfg = parity.compose(args, ["llm.max_retries=0"])
