@@ -115,10 +115,29 @@ def test_embedding_precision_and_concurrency_are_named_when_they_differ() -> Non
     from atomicrag.core.config import EmbedderConfig, LLMConfig
 
     ref = group_config("fidelity", "reference_code")
-    t = _topics(HarnessConfig(fidelity=ref))
+    auto = dataclasses.replace(ref, embed_precision="config")  # precision from embedder.precision (auto)
+    t = _topics(HarnessConfig(fidelity=auto))
     assert "embedding precision" in t and t["LLM concurrency"]["released"] == 200
-    same = _topics(HarnessConfig(fidelity=ref, embedder=EmbedderConfig(precision="fp32"), llm=LLMConfig(concurrency=200)))
+    same = _topics(HarnessConfig(fidelity=auto, embedder=EmbedderConfig(precision="fp32"), llm=LLMConfig(concurrency=200)))
     assert "embedding precision" not in same and "LLM concurrency" not in same
+    # reference_code embeds in fp32 whatever embedder.precision says (fidelity.embed_precision)
+    assert "embedding precision" not in _topics(HarnessConfig(fidelity=ref))
+
+
+def test_reference_code_embeds_in_fp32_as_the_released_class_loads_its_model(monkeypatch) -> None:
+    """fidelity.embed_precision=fp32 (reference_code): precision=auto would embed in bf16 on CPUs
+    with native bf16 (fp16 on CUDA) and move seeds in the third decimal; the released class loads
+    the checkpoint's float32."""
+    from atomicrag.core.config import EmbedderConfig
+    from atomicrag.embed import factory
+
+    built: list[dict] = []
+    monkeypatch.setattr(factory, "_build", lambda key, pooling: built.append(dict(key)))
+    ref = group_config("fidelity", "reference_code")
+    factory.build_embedder(EmbedderConfig(name="transformers", model="minilm", precision="auto"), ref)
+    factory.build_embedder(EmbedderConfig(name="transformers", model="minilm", precision="auto"),
+                           dataclasses.replace(ref, embed_precision="config"))
+    assert [b["precision"] for b in built] == ["fp32", "auto"]
 
 
 def test_a_run_that_asked_no_llm_lists_no_llm_difference() -> None:

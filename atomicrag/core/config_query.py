@@ -113,6 +113,10 @@ class FidelityConfig:
     # question that was not decomposed keeps its sieve's order, the LLM's; a decomposed one is
     # score-sorted either way)
     context_order: str = mode(Literal["score", "sieve"], "score")
+    # embedding precision: config (embedder.precision; auto = fp16 on CUDA, bf16 on CPUs with native
+    # bf16) | fp32 (released: the model in the checkpoint's dtype, torch_dtype=auto; fp32 for
+    # bge-large and MiniLM, whose bf16/fp16 vectors move seeds in the third decimal and reorder PPR)
+    embed_precision: str = mode(Literal["config", "fp32"], "config")
 
     def __post_init__(self) -> None:
         check_modes(self)

@@ -59,6 +59,8 @@ def effective_pooling(cfg: EmbedderConfig, fidelity: FidelityConfig | None = Non
 
 def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> Embedder:
     """Return the embedder ``cfg`` describes; identical settings share one loaded model."""
+    if fidelity is not None and fidelity.embed_precision == "fp32" and cfg.name != "fake":
+        cfg = dataclasses.replace(cfg, precision="fp32")  # as released: the checkpoint's fp32
     fidelity = embedding_fidelity(cfg, fidelity)
     if fidelity is not None and fidelity.embed_instruction == "released":
         # switch #10: the released code's instruction, glued on with no separator; none on passages

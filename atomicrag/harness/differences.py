@@ -118,7 +118,7 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.embedder.model != RELEASED_MODELS["embedder"]:
         covered = "released BGE class" if released_code_covers(cfg.embedder) else "its model card's recipe"
         out.append(_item("embedder", f"{cfg.embedder.model} ({covered})", RELEASED_MODELS["embedder"]))
-    if cfg.embedder.precision != "fp32":  # the released class loads the model in its stored dtype
+    if cfg.embedder.precision != "fp32" and cfg.fidelity.embed_precision != "fp32":  # released: stored dtype
         out.append(_item("embedding precision", f"embedder.precision={cfg.embedder.precision} (auto: fp16 on "
                          "CUDA, bf16 on CPUs with native bf16; similarities move in the third decimal)",
                          "the model's stored dtype (float32 for bge-large-en-v1.5)"))
@@ -177,6 +177,24 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts "
                          "(fidelity.extraction_replies=released: positional, as released)",
                          "positional: the entity lists truncated or padded to the fragments"))
+    if fid.empty_replies != "accepted":
+        out.append(_item("empty replies", "an empty free-text reply is re-asked warmer with a new seed, then "
+                         "counted as failed (fidelity.empty_replies=accepted: as released)",
+                         'taken as the reply ("") and read by the stage\'s parser'))
+    if cfg.fidelity.merge == "string_dedupe" and fid.context_order != "sieve":
+        out.append(_item("reader context order", "an undecomposed question's kept atoms by PPR score "
+                         "(fidelity.context_order=sieve: as released)", "in the order the sieve reply listed them"))
+    # no switch: not measured on a published slice (the scripted parity slices take neither path)
+    if cfg.sieve.name != "none":
+        out.append(_item("sieve timeout", "none: the sieve waits for its reply (llm.timeout_s bounds each "
+                         "request)", "60 s per sieve task, after which every candidate is kept"))
+        out.append(_item("sieve window", "candidates that overflow the model's window are trimmed "
+                         "before the request is sent", "all candidates are sent; an overflowing request fails "
+                         "and every candidate is kept"))
+    if cfg.atomizer.name == "llm":
+        out.append(_item("failed chunks", "a chunk whose request failed is counted as failed and asked "
+                         "again on the next run (its result is not cached)",
+                         "an empty result for the chunk (no re-asking), counted in its OpenIE statistics"))
     return out
 
 

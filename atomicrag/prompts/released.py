@@ -5,8 +5,8 @@ and query NER (``ner``; the released code reuses the passage prompt for queries)
 triple + fragment extraction, the question analysis (decomposition), both readers
 (``rag_qa_precise`` / ``rag_qa_abstract``) and the judge's two prompts with its few-shot block
 (``Evaluation/metrics/answer_accuracy.py``). The sieve's released prompt is built inside a class
-method, not a template file, so the sieve keeps the project's wording; the run's differences
-list says so.
+method, not a template file: ``released_sieve`` reads it from that method's source
+(``fidelity.sieve_prompt=released``).
 
 The texts are never copied into this project: ``load`` parses the checkout (``released_parse``)
 and keeps the placeholders (``${passage}`` etc.), which are filled with ``string.Template``
