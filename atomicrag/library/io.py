@@ -37,6 +37,7 @@ from typing import Any
 from atomicrag.core.artifacts import read_jsonl, write_json_atomic, write_jsonl_atomic
 from atomicrag.core.config import Config
 from atomicrag.graph.incremental import IndexedGraph, SynonymRows
+from atomicrag.library.index_settings import INDEX_SETTINGS, index_settings
 from atomicrag.library.types import DocState, Document
 
 FORMAT = "atomicrag-index"
@@ -66,7 +67,8 @@ def manifest(snap: Snapshot) -> dict[str, Any]:
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION, "atomicrag_version": _version(),
         "saved_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": dataclasses.asdict(snap.config), "embedder": snap.embedder,
+        # the index settings only: a saved index carries no paths, endpoints or programs (index_settings)
+        "config": index_settings(dataclasses.asdict(snap.config)), "embedder": snap.embedder,
         "documents": len(snap.documents), "atoms": g.num_atoms if g else 0, "entities": g.num_entities if g else 0,
     }
 
@@ -406,15 +408,20 @@ BUILD_SECTIONS = ("atomizer", "graph")
 BUILD_DATASET_FIELDS = ("chunk_tokens", "chunk_overlap", "chunk_tokenizer")
 
 
+def _index_part(section: Any, name: str) -> dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(section).items() if k in INDEX_SETTINGS[name]}
+
+
 def check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
     """Raise ``ValueError`` naming every build setting of ``cfg`` that differs from the saved
     index's (and the ``ATOMICRAG_*`` variables that set them), instead of silently mixing builds."""
     from atomicrag.graph.build import GRAPH_FIDELITY_FIELDS
 
-    diffs = [s for s in BUILD_SECTIONS if getattr(saved, s) != getattr(cfg, s)]
+    # the index settings of each build section (a device or trust_remote_code is the user's to choose)
+    diffs = [s for s in BUILD_SECTIONS if _index_part(getattr(saved, s), s) != _index_part(getattr(cfg, s), s)]
     diffs += [f"dataset.{f}" for f in BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
     diffs += [f"fidelity.{f}" for f in GRAPH_FIDELITY_FIELDS if getattr(saved.fidelity, f) != getattr(cfg.fidelity, f)]
-    if not byo_embedder and saved.embedder != cfg.embedder:
+    if not byo_embedder and _index_part(saved.embedder, "embedder") != _index_part(cfg.embedder, "embedder"):
         diffs.append("embedder")
     if diffs:
         env = sorted(k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k
