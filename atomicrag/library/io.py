@@ -3,16 +3,20 @@
 Directory layout (no pickle anywhere; every file is JSON, JSONL or safetensors)::
 
     INDEX_DIR/
-      manifest.json            format, format_version, atomicrag version, config, embedder name/dim, counts
+      manifest.json            format, format_version, atomicrag version, index settings, embedder name/dim,
+                               counts, and the SHA-256 and size of every other file ("files")
       documents.jsonl          one Document per line (id, text, title, meta), in corpus order
       doc_state.jsonl          per document: chunk count, triples, atomization failures
       graph/                   graph.io.save_graph: tensors.safetensors, atoms.jsonl, entities.jsonl, graph.json
       synonym_rows.safetensors directed synonym rows (what incremental updates need)
 
-The directory is written beside its destination and renamed into place, so a crash never
-leaves a half-written index where a good one was. A PostgreSQL store keeps the graph and the
-documents through ``storage.pgvector.PgVectorStore``; the per-document state rides in each
-document's metadata and the manifest in the graph's meta. That store does not keep the synonym
+The directory is written beside its destination and swapped into place (``library.swap``: one
+atomic exchange on Linux), so a crash never leaves a half-written index, or none, where a good
+one was; a save killed between the two renames of the fallback is finished by the next load.
+Every file's SHA-256 is in the manifest and checked on load (``library.checksums``).
+
+A PostgreSQL store keeps the graph and the documents through ``storage.pgvector.PgVectorStore``;
+the per-document state rides in each document's metadata and the manifest in the graph's meta. That store does not keep the synonym
 rows, so the first update after loading from it recomputes them over all entities.
 
 ``AtomicRAG.save(store=...)`` picks a store by its ``registry.STORES`` name (``dir``: ``DirStore``,
@@ -21,7 +25,6 @@ rows, so the first update after loading from it recomputes them over all entitie
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
 import shutil
@@ -37,7 +40,16 @@ from typing import Any
 from atomicrag.core.artifacts import read_jsonl, write_json_atomic, write_jsonl_atomic
 from atomicrag.core.config import Config
 from atomicrag.graph.incremental import IndexedGraph, SynonymRows
+from atomicrag.library.checksums import folder_digests, verify_digests
 from atomicrag.library.index_settings import INDEX_SETTINGS, index_settings
+from atomicrag.library.swap import (
+    exchange,
+    finish_interrupted_save,
+    in_progress,
+    is_complete,
+    leftovers,
+    remove_leftovers,
+)
 from atomicrag.library.types import DocState, Document
 
 FORMAT = "atomicrag-index"
@@ -147,6 +159,12 @@ def save_dir(snap: Snapshot, path: str | Path, expect: str | None = None) -> str
     ``expect``: the version this object loaded or last saved there; a different one on disk
     means another writer saved in between, and overwriting it would lose that writer's changes."""
     with index_lock(path):
+        restored = finish_interrupted_save(Path(path))
+        if restored is not None and expect is None:
+            # the caller saw no index there (a CLI `index` after "no such index"): never overwrite
+            # the copy that was just restored without being asked again
+            raise FileExistsError(f"{path}: an interrupted save had left the index beside it ({restored.name}); it "
+                                  "is restored in place and was not overwritten: load it, or save again to overwrite it")
         current = version_token(path)
         if expect is not None and current is not None and current != expect:
             raise IndexChangedError(
@@ -176,16 +194,25 @@ def _save_dir(snap: Snapshot, path: str | Path) -> Path:
             save_graph(snap.indexed.graph, tmp / "graph")
             if snap.indexed.rows is not None:
                 save_file(snap.indexed.rows.to_tensors(), str(tmp / "synonym_rows.safetensors"))
-        write_json_atomic(tmp / "manifest.json", manifest(snap))  # last: its presence marks a complete index
-        old = path.parent / f".{path.name}.old-{os.getpid()}"
-        if path.exists():
-            os.replace(path, old)
-        os.replace(tmp, path)
-        if old.exists():
-            shutil.rmtree(old)
+        info = manifest(snap)
+        info["files"] = folder_digests(tmp)  # load verifies every file against these (library.checksums)
+        write_json_atomic(tmp / "manifest.json", info)  # last: its presence marks a complete index
+        if not (path / "manifest.json").is_file():
+            os.replace(tmp, path)  # no index there (or an empty folder): one atomic rename
+        elif not exchange(tmp, path):  # swapped in one step: tmp now holds the old version
+            # no atomic exchange here: two renames; a writer killed between them leaves two complete
+            # copies beside the path, and the next load or save finishes the swap (library.swap)
+            os.replace(path, path.parent / f".{path.name}.old-{os.getpid()}")
+            os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        # the temporary folders are deleted only once the path holds a complete index: an error
+        # between the two renames leaves the copies for finish_interrupted_save
+        if is_complete(path):
+            for p in (tmp, path.parent / f".{path.name}.old-{os.getpid()}"):
+                if p.exists():
+                    shutil.rmtree(p)
+        elif tmp.exists() and not is_complete(tmp):
+            shutil.rmtree(tmp)  # a half-written new version: the old one is still in place
     remove_leftovers(path)  # folders of earlier saves that were killed
     return path
 
@@ -202,15 +229,17 @@ def _group_atoms(snap_docs: dict[str, Document], graph: Any) -> dict[str, list[A
 def load_dir(path: str | Path, attempts: int = 40) -> tuple[dict[str, Any], Snapshot]:
     """(manifest, snapshot) of one whole version of an index directory, also while another process
     replaces it: a read that saw the folder change under it (its manifest's version differs before
-    and after, or a file vanished mid-swap) is read again; the result carries ``info["version"]``."""
+    and after, or a file vanished mid-swap) is read again; the result carries ``info["version"]``.
+    A save that was killed between its two renames is finished first (``swap.finish_interrupted_save``)."""
     from atomicrag.graph.verify import IndexDamagedError
 
+    _finish_interrupted(Path(path))
     for attempt in range(attempts):
         before = version_token(path)
         try:
             info, snap = _load_dir(path)
         except (IndexDamagedError, FileNotFoundError, OSError):
-            if attempt + 1 < attempts and (version_token(path) != before or _save_in_progress(Path(path))):
+            if attempt + 1 < attempts and (version_token(path) != before or in_progress(Path(path))):
                 time.sleep(0.02 * (attempt + 1))
                 continue
             raise
@@ -221,14 +250,13 @@ def load_dir(path: str | Path, attempts: int = 40) -> tuple[dict[str, Any], Snap
     raise TimeoutError(f"{path} kept changing while it was read ({attempts} tries): is a writer saving in a loop?")
 
 
-def _save_in_progress(path: Path) -> bool:
-    """A save of ``path`` by a live process is under way (its temporary folders are beside it)."""
-    for kind in ("tmp", "old"):
-        for p in path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"):
-            pid = p.name.rsplit("-", 1)[-1]
-            if pid.isdigit() and _alive(int(pid)):
-                return True
-    return False
+def _finish_interrupted(path: Path) -> None:
+    """Finish a killed save under the write lock, when there is one to finish (a reader takes the
+    lock only then)."""
+    if is_complete(path) or not any(is_complete(p) for p in leftovers(path)):
+        return
+    with index_lock(path):
+        finish_interrupted_save(path)
 
 
 def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
@@ -249,6 +277,7 @@ def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
         raise FileNotFoundError(f"{path} is not an atomicrag index (no manifest.json)")
     info = read_json_object(mpath)
     check_manifest(info, str(path))
+    verify_digests(path, info.get("files"))  # one changed byte anywhere is refused, naming the file
     if not isinstance(info.get("config"), dict):
         raise damaged(mpath, "it holds no 'config' object")
     docs = read_file(path / "documents.jsonl",
@@ -281,30 +310,6 @@ def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
     indexed = IndexedGraph(graph, rows) if graph is not None else None
     remove_leftovers(path)
     return info, Snapshot(Config(), docs, states, indexed, dict(info.get("embedder") or {}))
-
-
-def remove_leftovers(path: Path) -> list[Path]:
-    """Delete ``.NAME.tmp-PID`` / ``.NAME.old-PID`` folders that killed saves left beside ``path``.
-
-    A folder whose process is still alive (a save in progress elsewhere) is kept."""
-    removed = []
-    for kind in ("tmp", "old"):
-        for p in path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"):
-            pid = p.name.rsplit("-", 1)[-1]
-            if p.is_dir() and pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
-                shutil.rmtree(p, ignore_errors=True)
-                removed.append(p)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 # ----------------------------------------------------------------------------- PostgreSQL
