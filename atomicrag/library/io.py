@@ -95,7 +95,7 @@ def check_manifest(info: dict[str, Any], where: str) -> None:
 
 # ----------------------------------------------------------------------------- directory
 class IndexChangedError(RuntimeError):
-    """Another writer saved the index folder after this object loaded (or last saved) it."""
+    """Another writer saved the index (folder or PostgreSQL schema) after this object loaded (or last saved) it."""
 
 
 _HELD: dict[str, list[Any]] = {}  # lock file -> [open file, depth]: the lock is re-entrant in a process
@@ -313,8 +313,11 @@ def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
 
 
 # ----------------------------------------------------------------------------- PostgreSQL
-def save_pg(snap: Snapshot, uri: str, schema: str = "atomicrag") -> None:
-    from atomicrag.library.storage.pgvector import PgVectorStore
+def save_pg(snap: Snapshot, uri: str, schema: str = "atomicrag", expect: str | None = None) -> str:
+    """Write the index to PostgreSQL in one transaction, holding the schema's writer lock, and
+    return the new version. ``expect``: the version this object loaded or last saved there; another
+    one there means another writer saved in between (``IndexChangedError``, nothing written)."""
+    from atomicrag.library.storage.pgvector import PgVectorStore, StaleVersionError
 
     if snap.indexed is None:
         raise ValueError("nothing to save: the index is empty (PostgreSQL stores need a graph)")
@@ -325,7 +328,10 @@ def save_pg(snap: Snapshot, uri: str, schema: str = "atomicrag") -> None:
     graph.meta = {**saved_meta, "library": manifest(snap)}
     try:
         with PgVectorStore(uri, schema) as store:
-            store.save(graph, docs)
+            return store.save(graph, docs, expect_version=expect)
+    except StaleVersionError as exc:
+        raise IndexChangedError(f"{exc}; its changes would be lost: load it again (AtomicRAG.load(uri=...)) and "
+                                "repeat the update") from None
     finally:
         graph.meta = saved_meta
 
@@ -334,8 +340,11 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
     from atomicrag.library.storage.pgvector import PgVectorStore
 
     with PgVectorStore(uri, schema) as store:
-        graph = store.load()
-        raw_docs = store.load_documents()
+        # one transaction: the graph and the documents of the same save (a writer waits for it)
+        with store.connect().transaction():
+            graph = store.load()
+            raw_docs = store.load_documents()
+        version = store.loaded_version
     info = graph.meta.pop("library", None)
     if not info:
         raise ValueError(f"PostgreSQL schema {schema!r} holds a graph that was not saved by AtomicRAG.save")
@@ -353,6 +362,7 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
         records[d["id"]] = d.get(_STATE_KEY) or {}
     by_doc = _group_atoms(docs, graph)
     states = {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs}
+    info["version"] = version
     return info, Snapshot(Config(), docs, states, IndexedGraph(graph, None), dict(info.get("embedder") or {}))
 
 
@@ -380,8 +390,8 @@ class PgStore:
             raise ValueError('store="pg" needs uri="postgresql://..."')
         self.uri, self.schema = uri, schema
 
-    def save(self, snap: Snapshot, expect: str | None = None) -> None:
-        save_pg(snap, self.uri, self.schema)  # one transaction; no version check (expect unused)
+    def save(self, snap: Snapshot, expect: str | None = None) -> str:
+        return save_pg(snap, self.uri, self.schema, expect)  # one transaction, under the schema's writer lock
 
     def load(self) -> tuple[dict[str, Any], Snapshot]:
         return load_pg(self.uri, self.schema)
