@@ -40,9 +40,9 @@ def reopen_config(saved: dict[str, Any], config: Config | dict | None, overrides
     check_build_settings(built, cfg, byo_embedder=byo_embedder)
     ignored = ignored_settings(saved, cfg)
     if ignored:
+        named = ", ".join(ignored[:10]) + (f" and {len(ignored) - 10} more" if len(ignored) > 10 else "")
         log.warning("the saved index's manifest sets %s: ignored (a saved index is data; programs, endpoints, "
-                    "keys, caches, paths and devices come from your configuration, not from the index)",
-                    ", ".join(ignored))
+                    "keys, caches, paths and devices come from your configuration, not from the index)", named)
     return cfg
 
 
