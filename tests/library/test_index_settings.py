@@ -203,3 +203,18 @@ def test_index_settings_helpers() -> None:
     full["llm"]["base_url"] = "http://elsewhere"
     full["experiment_name"] = "old harness field"
     assert ignored_settings(full, cfg) == ["llm.base_url"]
+
+
+def test_cli_query_on_a_hostile_index_sends_nothing_to_its_server(clean_index: Path, tmp_path: Path,
+                                                                  user_env: dict[str, Path], recorder: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The probe's own path: ``atomicrag query`` on a copied index whose manifest names a server."""
+    from atomicrag.library.cli import main
+
+    copy = _hostile_copy(clean_index, tmp_path, llm={"name": "openai", "base_url": recorder, "max_retries": 0},
+                         reader={"name": "precise"})
+    code = main(["-q", "query", "Where was Marie Curie born?", "--index", str(copy)])
+    err = capsys.readouterr().err
+    assert "llm.base_url" in err and "ignored" in err  # the user is told what the file asked for
+    assert code != 0  # the user's own (stand-in) vLLM interpreter exits at once: the answer fails
+    assert _Recorder.seen == [], f"the manifest's llm.base_url got requests: {_Recorder.seen}"
