@@ -16,8 +16,10 @@ one was; a save killed between the two renames of the fallback is finished by th
 Every file's SHA-256 is in the manifest and checked on load (``library.checksums``).
 
 A PostgreSQL store keeps the graph and the documents through ``storage.pgvector.PgVectorStore``;
-the per-document state rides in each document's metadata and the manifest in the graph's meta. That store does not keep the synonym
-rows, so the first update after loading from it recomputes them over all entities.
+the per-document state rides in each document's metadata and the manifest in the graph's meta.
+That store does not keep the synonym rows, so the first update after loading from it recomputes
+them over all entities. Its writers take an advisory lock and check the version they loaded, as
+the folder's do (``IndexChangedError``).
 
 ``AtomicRAG.save(store=...)`` picks a store by its ``registry.STORES`` name (``dir``: ``DirStore``,
 ``pg``: ``PgStore``); each is built as ``(path=, uri=, schema=)`` and saves or loads a ``Snapshot``.
