@@ -348,12 +348,13 @@ class AtomicRAG(AsyncQueries, IndexReports):
         """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
         ``store`` names a ``registry.STORES`` entry."""
         target = STORES.build(store, path=path, uri=uri, schema=schema)
-        key = str(Path(path).resolve()) if store == "dir" and path is not None else None
-        # the version this object loaded from (or last saved to) that folder: a newer one there is
-        # another writer's, and save refuses to overwrite it (library.io.IndexChangedError)
+        key = str(Path(path).resolve()) if store == "dir" and path is not None else \
+            f"pg:{uri}#{schema}" if store == "pg" and uri else None
+        # the version this object loaded from (or last saved to) that folder or schema: a newer one
+        # there is another writer's, and save refuses to overwrite it (library.io.IndexChangedError)
         if key:
             self._versions[key] = target.save(self._snapshot(), expect=self._versions.get(key))
-        else:  # PostgreSQL, or a store registered by the user: its own save(snapshot)
+        else:  # a store registered by the user: its own save(snapshot)
             target.save(self._snapshot())
 
     @classmethod
@@ -377,8 +378,7 @@ class AtomicRAG(AsyncQueries, IndexReports):
             rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
         finally:
             _LOADING.active = False
-        if path is not None:
-            rag._versions[str(Path(path).resolve())] = info.get("version")
+        rag._versions[str(Path(path).resolve()) if path is not None else f"pg:{uri}#{schema}"] = info.get("version")
         check_reopen_embedder(rag.embedder, snap.embedder)
         rag._docs, rag._states, rag._indexed = snap.documents, snap.states, snap.indexed
         return rag
