@@ -55,7 +55,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -202,7 +201,6 @@ class _Usage:
 
     def __init__(self, rag: Any) -> None:
         self.rag = rag
-        self.lock = getattr(rag, "_lock", None) or nullcontext()
         self.start = self._totals()
 
     def _totals(self) -> tuple[int, int, int]:
@@ -673,7 +671,7 @@ class _IndexHTTPServer(ThreadingHTTPServer):
     request_queue_size = 128  # the listen backlog (socketserver's default of 5 reset bursts of clients)
 
     def __init__(self, address: tuple[str, int], service: IndexService, policy: AccessPolicy, *,
-                 max_connections: int = 64, idle_timeout_s: float = 15.0, request_timeout_s: float = 30.0) -> None:
+                 max_connections: int = 128, idle_timeout_s: float = 15.0, request_timeout_s: float = 30.0) -> None:
         if max_connections < 1 or idle_timeout_s <= 0 or request_timeout_s <= 0:
             raise ValueError("max_connections must be >= 1 and the timeouts > 0")
         self.service, self.policy = service, policy
@@ -741,7 +739,7 @@ class _IndexHTTPServer(ThreadingHTTPServer):
 
 def make_server(rag: Any, index_dir: str | Path | None = None, *, host: str = "127.0.0.1",
                 port: int = 0, api_key: str | None = None, cors_origins: Iterable[str] = (),
-                allowed_hosts: Iterable[str] = (), max_connections: int = 64, idle_timeout_s: float = 15.0,
+                allowed_hosts: Iterable[str] = (), max_connections: int = 128, idle_timeout_s: float = 15.0,
                 request_timeout_s: float = 30.0) -> _IndexHTTPServer:
     """An HTTP server over ``rag`` (not yet serving: call ``serve_forever()``, e.g. in a thread);
     ``port=0`` lets the OS pick a free port (``server.url`` names it). ``api_key``: the bearer
