@@ -35,6 +35,7 @@ PAGE = r"""<!doctype html>
   section.card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 14px 18px;
                  margin-top: 14px; }
   h2 { font-size: 15px; margin: 0 0 8px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
+  #asked { color: var(--muted); margin: 0; }
   #answer-text { font-size: 18px; margin: 4px 0 10px; }
   #answer-text a { color: var(--accent); text-decoration: none; font-size: 13px; vertical-align: super; }
   #sources { margin: 0; padding-left: 0; list-style: none; }
@@ -45,12 +46,13 @@ PAGE = r"""<!doctype html>
   td, th { text-align: left; vertical-align: top; padding: 6px 8px; border-top: 1px solid var(--line); }
   th { font-size: 12px; color: var(--muted); font-weight: 600; }
   td.rank { width: 32px; color: var(--muted); }
+  tr.cited td:first-child { box-shadow: inset 3px 0 0 #e07b00; }
   td.rel { width: 90px; }
   .bar { height: 8px; background: var(--accent); border-radius: 4px; }
   td.doc { width: 150px; font-family: ui-monospace, monospace; font-size: 12px; }
   .ents { color: var(--muted); font-size: 12px; }
   #graph { width: 100%; height: auto; display: block; }
-  #graph text { font-size: 12px; fill: var(--ink); }
+  #graph text { font-size: 12px; fill: var(--ink); paint-order: stroke; stroke: #fff; stroke-width: 3px; }
   #graph .col { font-size: 12px; fill: var(--muted); font-weight: 600; }
   .legend { color: var(--muted); font-size: 12px; }
   .legend i { display: inline-block; width: 18px; height: 0; border-top: 2px solid; margin: 0 4px 3px 10px; }
@@ -71,6 +73,7 @@ PAGE = r"""<!doctype html>
   <p id="status" data-state="idle"></p>
   <section class="card" id="answer-card" hidden>
     <h2>Answer</h2>
+    <p id="asked"></p>
     <p id="answer-text"></p>
     <ol id="sources"></ol>
     <ul id="errors"></ul>
@@ -123,6 +126,7 @@ async function call(path, body) {
 }
 
 function renderAnswer(r) {
+  $("asked").textContent = r.query;
   const p = $("answer-text"); p.replaceChildren();
   if (r.answer === null) { p.textContent = "(retrieval only: no reader is configured, or answer is off)"; }
   else {
@@ -146,8 +150,11 @@ function renderAnswer(r) {
 
 function renderAtoms(r) {
   const body = $("atoms").tBodies[0]; body.replaceChildren();
+  // the atoms whose lines the answer cites are marked (the reader's context numbers are its own)
+  const cited = new Set((r.sources || []).filter((s) => s.how !== "retrieved")
+    .flatMap((s) => s.context.flatMap((n) => (r.context[n - 1] || {}).atom_ids || [])));
   r.items.forEach((it, i) => {
-    const tr = el("tr", { class: "atom" });
+    const tr = el("tr", { class: cited.has(it.atom_id) ? "atom cited" : "atom" });
     const bar = el("div", { class: "bar", style: "width:" + Math.round(80 * (it.relevance || 0)) + "px" });
     const rel = el("td", { class: "rel", title: "score " + it.score }); rel.append(bar);
     const text = el("td", {}, it.text);
