@@ -96,7 +96,6 @@ log = logging.getLogger("atomicrag")
 MAX_BODY = 64 * 1024 * 1024  # bytes a request body may have (an insert of many documents)
 
 
-
 # ---------------------------------------------------------------------------------- transport
 class _DeadlineReader:
     """The request stream with a deadline: each read waits at most the time left of the request

@@ -143,7 +143,9 @@ def test_cors_origins_are_an_option(index_dir: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------- token
-def test_a_token_guards_every_route_but_the_page(index_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_token_guards_every_route_but_the_page(index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ATOMICRAG_STATE_DIR", str(tmp_path / "state"))
     with serving(index_dir, api_key="s3cret-token") as httpd:
         url = httpd.url
         for method, path in (("GET", "/health"), ("GET", "/v1/models"), ("POST", "/query"), ("POST", "/delete"),
@@ -164,6 +166,15 @@ def test_a_token_guards_every_route_but_the_page(index_dir: Path, monkeypatch: p
             http_server.remote_query(url, [QUESTIONS[0]], answer=False)
         monkeypatch.setenv("ATOMICRAG_API_KEY", "s3cret-token")
         assert http_server.remote_query(url, [QUESTIONS[0]], answer=False)[0].items
+        # `atomicrag query --index` finds the guarded server (its record is not taken for a stale one)
+        http_server._write_state(index_dir, url, httpd.server_address[1])
+        monkeypatch.delenv("ATOMICRAG_API_KEY")
+        assert http_server.find_index_server(index_dir) == url
+        assert main(["query", QUESTIONS[0], "--index", str(index_dir), "--no-answer"]) == 2
+        assert "ATOMICRAG_API_KEY" in capsys.readouterr().err
+        monkeypatch.setenv("ATOMICRAG_API_KEY", "s3cret-token")
+        assert main(["query", QUESTIONS[0], "--index", str(index_dir), "--no-answer"]) == 0
+        assert "Marie Curie" in capsys.readouterr().out
 
 
 def test_listening_beyond_loopback_needs_a_token(index_dir: Path, monkeypatch: pytest.MonkeyPatch,
