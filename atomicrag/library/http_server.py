@@ -65,6 +65,7 @@ from atomicrag.library.http_access import (
     check_bind,
     cors_headers,
     error_payload,
+    is_loopback,
 )
 
 # what the server does, transport-free; re-exported: tests and callers import it from here
@@ -496,6 +497,9 @@ def serve_index(index_dir: str | Path, *, host: str = "127.0.0.1", port: int = 0
         in_main = threading.current_thread() is threading.main_thread()  # signals go to the main thread only
         previous = signal.signal(signal.SIGTERM, stop) if in_main else None
         guard = "a bearer token (ATOMICRAG_API_KEY)" if api_key else "no token: loopback only"
+        if not is_loopback(host):  # the token and every answer cross the network as plain HTTP
+            log.warning("serving %s on %s over plain HTTP: beyond a trusted network put a TLS proxy in front "
+                        "(and --allow-host the name it forwards)", index, host or "0.0.0.0")
         print(f"serving {index} ({rag!r}) at {httpd.url} (ready in {time.perf_counter() - t0:.1f} s; {guard}); "
               "`atomicrag query --index` uses it; Ctrl-C stops it", flush=True)
         try:
