@@ -44,6 +44,7 @@ removes a record whose process is gone or does not answer for that index.
 """
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -98,38 +99,30 @@ MAX_BODY = 64 * 1024 * 1024  # bytes a request body may have (an insert of many 
 
 
 # ---------------------------------------------------------------------------------- transport
-class _DeadlineReader:
-    """The request stream with a deadline: each read waits at most the time left of the request
-    (a client that trickles its headers or body cannot hold a thread past ``request_timeout_s``)."""
+class _DeadlineSocket(io.RawIOBase):
+    """The connection's reading end with a deadline: every receive waits at most the time left of
+    the request, so a client that trickles its request line, headers or body a byte at a time
+    cannot hold a thread past ``request_timeout_s`` (a timeout per receive alone would restart
+    with each byte). No deadline: the socket's own timeout (the idle wait)."""
 
-    def __init__(self, raw: Any, sock: socket.socket) -> None:
-        self.raw, self.sock = raw, sock
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
         self.deadline: float | None = None
 
-    def _arm(self) -> None:
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("the request did not arrive within the request timeout")
             self.sock.settimeout(left)
-
-    def readline(self, *args: Any) -> bytes:
-        self._arm()
-        return self.raw.readline(*args)
-
-    def read(self, *args: Any) -> bytes:
-        self._arm()
-        return self.raw.read(*args)
-
-    def peek(self, *args: Any) -> bytes:
-        return self.raw.peek(*args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.raw, name)
+        return self.sock.recv_into(buffer)
 
 
 _DIGITS = re.compile(r"[0-9]{1,19}")
-_GET, _POST = ("GET",), ("POST",)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -143,7 +136,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.rfile = _DeadlineReader(self.rfile, self.connection)
+        self.rfile.close()  # setup()'s plain reader, unread: its file object would keep the socket open
+        self._reader = _DeadlineSocket(self.connection)
+        self.rfile = io.BufferedReader(self._reader)
         self._cors: dict[str, str] = {}
 
     def log_message(self, fmt: str, *args: Any) -> None:  # access lines at debug, not on stderr
@@ -153,7 +148,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Wait at most ``idle_timeout_s`` for the next request on this connection, then give the
         whole request ``request_timeout_s`` to arrive."""
         srv = self.server
-        self.rfile.deadline = None
+        self._reader.deadline = None
         self.connection.settimeout(srv.idle_timeout_s)
         try:
             if not self.rfile.peek(1):  # the client closed the connection
@@ -162,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # idle too long (TimeoutError), or the client reset
             self.close_connection = True
             return
-        self.rfile.deadline = time.monotonic() + srv.request_timeout_s
+        self._reader.deadline = time.monotonic() + srv.request_timeout_s
         self._cors = {}
         super().handle_one_request()
 
@@ -213,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(raw) < length:
             raise HTTPError(f"the request body ended after {len(raw)} of {length} bytes", 400,
                             code="incomplete_body")
-        self.rfile.deadline = None  # the request is in: the reply is not held to the read deadline
+        self._reader.deadline = None  # the request is in: the reply is not held to the read deadline
         self.connection.settimeout(self.server.request_timeout_s)
         try:
             body = json.loads(raw or b"{}")
@@ -316,12 +311,9 @@ class _Handler(BaseHTTPRequestHandler):
         with unread data resets the connection, and the client could lose the error reply."""
         try:
             self.connection.shutdown(socket.SHUT_WR)
-            self.connection.settimeout(1.0)
-            left = 1 << 20
-            while left > 0 and (chunk := self.connection.recv(min(65536, left))):
-                left -= len(chunk)
         except OSError:
-            pass
+            return
+        _read_away(self.connection, time.monotonic() + 1.0)
 
     def _stream(self, chunks: Any) -> None:
         try:
@@ -417,26 +409,28 @@ class _IndexHTTPServer(ThreadingHTTPServer):
             with self._count:
                 self.active -= 1
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that reset or vanished is routine (logged at debug); anything else is a bug."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], OSError):
+            log.debug("connection from %s ended: %s", client_address, sys.exc_info()[1])
+        else:
+            log.exception("serving %s failed", client_address)
+
     def _refuse_busy(self, request: socket.socket, _client: Any) -> None:
         """503 to a connection over the cap: read its request head (1 s at most), answer, read
         away the rest, close."""
         try:
-            request.settimeout(1.0)
-            head = b""
-            try:
-                while b"\r\n\r\n" not in head and len(head) < 65536 and (chunk := request.recv(4096)):
-                    head += chunk
-            except OSError:
-                pass
+            _read_away(request, time.monotonic() + 1.0, until=b"\r\n\r\n")
             data = json.dumps(error_payload(f"the server is busy ({self.max_connections} connections); retry",
                                             503, code="server_busy")).encode()
+            request.settimeout(1.0)
             request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                             b"Retry-After: 1\r\nConnection: close\r\n"
                             b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
             request.shutdown(socket.SHUT_WR)
-            left = 1 << 20
-            while left > 0 and (chunk := request.recv(65536)):
-                left -= len(chunk)
+            _read_away(request, time.monotonic() + 1.0)
         except OSError:
             pass
         finally:
@@ -444,6 +438,25 @@ class _IndexHTTPServer(ThreadingHTTPServer):
             with self._count:
                 self.refusing -= 1
                 self.refused += 1
+
+
+def _read_away(sock: socket.socket, deadline: float, until: bytes | None = None, limit: int = 1 << 20) -> None:
+    """Read and drop what a client sends until it closes, ``until`` has arrived, ``limit`` bytes
+    or ``deadline`` (a whole deadline: a client trickling bytes cannot hold the thread longer)."""
+    tail = b""
+    try:
+        while limit > 0 and (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            chunk = sock.recv(min(65536, limit))
+            if not chunk:
+                return
+            limit -= len(chunk)
+            if until is not None:
+                tail = (tail + chunk)[-(len(until) + 65536):]
+                if until in tail:
+                    return
+    except OSError:
+        pass
 
 
 def make_server(rag: Any, index_dir: str | Path | None = None, *, host: str = "127.0.0.1",

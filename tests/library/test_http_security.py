@@ -310,6 +310,38 @@ def test_connections_over_the_cap_get_503_and_idle_ones_are_closed(index_dir: Pa
         assert httpx.get(f"{httpd.url}/health").status_code == 200  # room again
 
 
+def test_a_trickling_client_holds_no_thread_past_its_deadline(index_dir: Path) -> None:
+    """One byte every 0.2 s: a request head that never ends is cut at the request timeout, and
+    over the cap the 503 goes out within its own short deadline all the same."""
+    with serving(index_dir, max_connections=1, request_timeout_s=1.0) as httpd:
+        host, port = httpd.server_address[:2]
+        served = socket.create_connection((host, port), timeout=10)  # served, then cut at the deadline
+        time.sleep(0.2)
+        over = socket.create_connection((host, port), timeout=10)  # over the cap: a 503
+        t0 = time.monotonic()
+        got: dict[str, bytes] = {"served": b"", "over": b""}
+        try:
+            while time.monotonic() - t0 < 8 and not all(v.endswith(b"CLOSED") for v in got.values()):
+                for name, s in (("served", served), ("over", over)):
+                    if got[name].endswith(b"CLOSED"):
+                        continue
+                    try:
+                        s.sendall(b"X")
+                        s.settimeout(0.2)
+                        data = s.recv(65536)
+                        got[name] += data if data else b"CLOSED"
+                    except TimeoutError:
+                        pass
+                    except OSError:
+                        got[name] += b"CLOSED"
+        finally:
+            served.close()
+            over.close()
+        elapsed = time.monotonic() - t0
+    assert got["over"].startswith(b"HTTP/1.1 503") and got["served"].endswith(b"CLOSED"), got
+    assert elapsed < 6, elapsed
+
+
 def test_200_idle_connections_do_not_hold_200_threads(httpd: Any) -> None:
     """Silent connections are closed after the idle timeout (set short here; set on the server
     object, so the old server, which has none, fails here and not on an unknown argument)."""
