@@ -1,0 +1,20 @@
+"""scripts/bench_server_burst.py runs end to end at a small size, in a subprocess as a user runs it,
+and its record holds what the docs quote from results/server/burst.json: each burst's outcomes
+(200 or 503 only, one per client) and the server's limits."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.scripts.test_benchmark_scripts import ROOT, run_script
+
+
+def test_bench_server_burst_counts_every_client(tmp_path: Path) -> None:
+    out = tmp_path / "burst.json"
+    run_script([str(ROOT / "scripts/bench_server_burst.py"), "--clients", "30", "--idle", "0", "--out", str(out)],
+               tmp_path)
+    record = json.loads(out.read_text())
+    outcomes = record["bursts"]["30"]["outcomes"]
+    assert set(outcomes) <= {"200", "503"} and sum(outcomes.values()) == 30, outcomes
+    assert record["server"]["max_connections"] >= 30 and record["server"]["backlog"] >= 128
+    assert record["commit"] and record["command"].endswith(f"--out {out}")
