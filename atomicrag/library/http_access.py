@@ -124,8 +124,10 @@ class AccessPolicy:
         origin = origin.strip().rstrip("/").lower()
         if origin in self.cors_origins:
             return True
-        # the server's own page: its origin is the scheme and the Host the browser asked for
-        return bool(host_header) and origin == f"http://{host_header.strip().lower()}"
+        # the server's own page: its origin is the Host the browser asked for (https behind a TLS
+        # proxy), and a Host that reached this point is one of the server's own names
+        host = (host_header or "").strip().lower()
+        return bool(host) and origin in (f"http://{host}", f"https://{host}")
 
     def check_origin(self, headers: Mapping[str, str]) -> str | None:
         """The request's ``Origin`` when it is a CORS origin to answer (None: same-origin or none)."""

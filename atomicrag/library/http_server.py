@@ -246,6 +246,9 @@ class _Handler(BaseHTTPRequestHandler):
         policy = self.server.policy
         path = urlsplit(self.path).path.rstrip("/") or "/"
         body_read = method not in ("POST", "PUT", "PATCH")  # a body still unread must not be the next request
+        if body_read:  # the request is in: the reply's writes get the whole timeout, not what was left
+            self._reader.deadline = None
+            self.connection.settimeout(self.server.request_timeout_s)
         try:
             policy.check_host(self.headers)
             origin = policy.check_origin(self.headers)

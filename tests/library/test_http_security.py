@@ -142,6 +142,18 @@ def test_cors_origins_are_an_option(index_dir: Path) -> None:
         http_server.make_server(None, cors_origins=["*"])
 
 
+def test_behind_a_tls_proxy_the_page_under_an_allowed_host_may_write(index_dir: Path) -> None:
+    """A proxy forwarding https://rag.example.org: its Host is allowed with --allow-host, and the
+    page it serves sends that https origin; another site's origin is still refused."""
+    with serving(index_dir, allowed_hosts=["rag.example.org"]) as httpd:
+        own = {"Host": "rag.example.org", "Origin": "https://rag.example.org"}
+        assert httpx.post(f"{httpd.url}/search", json={"question": QUESTIONS[0]}, headers=own).status_code == 200
+        evil = {"Host": "rag.example.org", "Origin": "https://evil.example"}
+        assert httpx.post(f"{httpd.url}/delete", json={"doc_ids": ["curie"]}, headers=evil).status_code == 403
+        other = {"Host": "other.example.org"}
+        assert httpx.get(f"{httpd.url}/health", headers=other).status_code == 421
+
+
 # ---------------------------------------------------------------------------------- token
 def test_a_token_guards_every_route_but_the_page(index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
