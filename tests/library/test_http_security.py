@@ -205,6 +205,18 @@ def test_listening_beyond_loopback_needs_a_token(index_dir: Path, monkeypatch: p
         assert resp.status_code == 200
 
 
+def test_the_serve_command_passes_its_token_origins_and_hosts(index_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(http_server, "serve_index", lambda index, **kw: seen.update(kw, index=index) or 0)
+    monkeypatch.setenv("MY_RAG_KEY", "from-env")
+    assert main(["serve", "--index", str(index_dir), "--port", "0", "--api-key-env", "MY_RAG_KEY",
+                 "--cors-origin", "https://a.example", "--allow-host", "rag.lan"]) == 0
+    assert seen["api_key"] == "from-env" and list(seen["cors_origins"]) == ["https://a.example"]
+    assert list(seen["allowed_hosts"]) == ["rag.lan"]
+    monkeypatch.setenv("ATOMICRAG_API_KEY", "default-env")
+    assert main(["serve", "--index", str(index_dir)]) == 0 and seen["api_key"] == "default-env"
+
+
 # ---------------------------------------------------------------------------------- bad requests
 def test_every_bad_request_is_a_4xx_with_a_json_error(httpd: Any) -> None:
     url = httpd.url
