@@ -257,10 +257,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 0 if url else 1
         if args.config:
             raise ValueError("serve --index takes the index's own config; change query-time settings with --set")
-        from atomicrag.library.http_access import api_key_from_env
+        from atomicrag.library.http_access import API_KEY_ENV, api_key_from_env
 
+        key = api_key_from_env(args.api_key_env)
+        if key is None and args.api_key_env != API_KEY_ENV:  # named, so meant: not a silent fallback
+            raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set or empty")
         return http_server.serve_index(args.index, host=args.host, port=args.port, overrides=args.set or (),
-                                       progress=_progress(args), api_key=api_key_from_env(args.api_key_env),
+                                       progress=_progress(args), api_key=key,
                                        cors_origins=args.cors_origin or (), allowed_hosts=args.allow_host or ())
     if args.stop:
         had, state = resident.stop_resident()

@@ -215,6 +215,8 @@ def test_the_serve_command_passes_its_token_origins_and_hosts(index_dir: Path, m
     assert list(seen["allowed_hosts"]) == ["rag.lan"]
     monkeypatch.setenv("ATOMICRAG_API_KEY", "default-env")
     assert main(["serve", "--index", str(index_dir)]) == 0 and seen["api_key"] == "default-env"
+    monkeypatch.delenv("MY_RAG_KEY")  # a variable named but not set is an error, not the default's key
+    assert main(["serve", "--index", str(index_dir), "--api-key-env", "MY_RAG_KEY"]) == 2
 
 
 # ---------------------------------------------------------------------------------- bad requests
