@@ -10,6 +10,7 @@
     atomicrag serve [--config FILE] [--set llm=...]   # keep the LLM server up for later queries
     atomicrag serve --status | --stop
     atomicrag serve --index INDEX_DIR [--port 8765] [--set ...]   # HTTP server holding the index; `query` uses it
+                    [--host H (needs $ATOMICRAG_API_KEY)] [--cors-origin URL] [--allow-host NAME]
     atomicrag setup [--check] [--venv DIR]   # build/find the CPU vLLM server environment and SmolLM2
     atomicrag data get DATASET [--from DIR] [--out DATA_DIR]   (a benchmark in the normalised layout)
     atomicrag data list [--data-dir DIR]   (the datasets a run finds: rows and sha256 of each file)
@@ -256,8 +257,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 0 if url else 1
         if args.config:
             raise ValueError("serve --index takes the index's own config; change query-time settings with --set")
+        from atomicrag.library.http_access import API_KEY_ENV, api_key_from_env
+
+        key = api_key_from_env(args.api_key_env)
+        if key is None and args.api_key_env != API_KEY_ENV:  # named, so meant: not a silent fallback
+            raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set or empty")
         return http_server.serve_index(args.index, host=args.host, port=args.port, overrides=args.set or (),
-                                       progress=_progress(args))
+                                       progress=_progress(args), api_key=key,
+                                       cors_origins=args.cors_origin or (), allowed_hosts=args.allow_host or ())
     if args.stop:
         had, state = resident.stop_resident()
         print(f"stopped the {state['model']} server (pid {state['pid']}, {state['base_url']})" if had and state
@@ -384,6 +391,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "from one process holding the index and its models")
     s.add_argument("--host", default="127.0.0.1", help="with --index: address to listen on")
     s.add_argument("--port", type=int, default=8765, help="with --index: port (0: any free port)")
+    s.add_argument("--api-key-env", default="ATOMICRAG_API_KEY", metavar="VAR",
+                   help="with --index: the environment variable holding the bearer token clients must send "
+                   "(required with a --host other than loopback; a key is never taken on the command line)")
+    s.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                   help="with --index: a site whose pages may call the server (https://app.example.org)")
+    s.add_argument("--allow-host", action="append", metavar="NAME",
+                   help="with --index: a Host name it answers to besides loopback (behind a proxy)")
     s.set_defaults(func=cmd_serve)
 
     from atomicrag.data.get import add_parser as add_data_parser

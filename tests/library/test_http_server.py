@@ -90,13 +90,13 @@ def test_health_stats_insert_delete_persist(served: str, index_dir: Path) -> Non
     with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:  # saved at once: the folder is what the server answers from
         assert "tesla" in rag and len(rag) == len(DOCS) + 1
     again = httpx.post(f"{served}/insert", json={"documents": [new]})
-    assert again.status_code == 400 and "duplicate document id 'tesla'" in again.json()["error"]
+    assert again.status_code == 400 and "duplicate document id 'tesla'" in again.json()["error"]["message"]
     resp = httpx.post(f"{served}/delete", json={"doc_ids": ["tesla", "curie"]}, timeout=60)
     assert resp.json() == {"deleted": 2, "documents": len(DOCS) - 1}
     with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:
         assert "tesla" not in rag and "curie" not in rag
     missing = httpx.post(f"{served}/delete", json={"doc_ids": ["nope"]})
-    assert missing.status_code == 400 and "nope" in missing.json()["error"]
+    assert missing.status_code == 400 and "nope" in missing.json()["error"]["message"]
 
 
 def test_bad_requests_get_clear_errors(served: str) -> None:
@@ -106,22 +106,25 @@ def test_bad_requests_get_clear_errors(served: str) -> None:
              ("/insert", b'{"documents": [3]}', 400, "string or an object")]
     for path, body, status, text in cases:
         resp = httpx.post(f"{served}{path}", content=body, headers={"Content-Type": "application/json"})
-        assert resp.status_code == status and text in resp.json()["error"], (path, resp.text)
+        assert resp.status_code == status and text in resp.json()["error"]["message"], (path, resp.text)
     assert httpx.get(f"{served}/nope").status_code == 404
 
 
 def test_openai_chat_completions_and_streaming(served: str, index_dir: Path) -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"},
+                {"role": "assistant", "content": "Hi."}, {"role": "user", "content": QUESTIONS[0]}]
+    asked = http_server.conversation_question(messages)  # the last question, the turns before as context
+    assert asked.startswith(QUESTIONS[0]) and "user: Hello | assistant: Hi." in asked and "Be brief" not in asked
     with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:
+        want_chat = rag.query(asked, answer=True)
         want = rag.query(QUESTIONS[0], answer=True)
     models = httpx.get(f"{served}/v1/models").json()
     assert [m["id"] for m in models["data"]] == [http_server.MODEL_ID]
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"},
-                {"role": "assistant", "content": "Hi."}, {"role": "user", "content": QUESTIONS[0]}]
     reply = httpx.post(f"{served}/v1/chat/completions", json={"model": "atomicrag", "messages": messages},
                        timeout=60).json()
     assert reply["object"] == "chat.completion"
-    assert reply["choices"][0]["message"] == {"role": "assistant", "content": want.answer}
-    assert reply["atomicrag"]["documents"] == want.documents  # the sources come with the answer
+    assert reply["choices"][0]["message"] == {"role": "assistant", "content": want_chat.answer}
+    assert reply["atomicrag"]["documents"] == want_chat.documents  # the sources come with the answer
     with httpx.stream("POST", f"{served}/v1/chat/completions", timeout=60,
                       json={"messages": [{"role": "user", "content": [{"type": "text", "text": QUESTIONS[0]}]}],
                             "stream": True}) as resp:
