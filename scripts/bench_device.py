@@ -95,7 +95,7 @@ def random_bert_folder(folder: Path, shape: dict, dev: torch.device) -> Path:
     torch.manual_seed(0)
     with torch.device(dev):  # initialise on the device: 335M normal draws on a CPU take seconds
         model = BertModel(BertConfig(**shape))
-    model.half().save_pretrained(tmp, safe_serialization=True)
+    model.half().cpu().save_pretrained(tmp, safe_serialization=True)
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     words = [f"w{i}" for i in range(shape["vocab_size"] - len(specials))]
     (tmp / "vocab.txt").write_text("\n".join(specials + words) + "\n")

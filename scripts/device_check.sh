@@ -66,7 +66,7 @@ if [ "$SMALL" = 1 ]; then
 else
   DEV=cuda; SLOW=1; THREADS=$(nproc 2>/dev/null || echo 8)
   PPR_ARGS="--scales hotpot --queries 1024 --batches 1024 --sample 32 --b1 16 --reps 3 --threads $THREADS"
-  EXACT_ARGS="--nodes 200000 --queries 256"; EMBED_ARGS="--texts 8192 --batch 128"
+  EXACT_ARGS="--nodes 200000 --queries 256"; EMBED_ARGS="--texts 4096 --batch 128"
   KNN_ARGS="--entities 200000,1000000 --cpu-slice 20000"; HARNESS_ARGS="--questions 8"; SIZE=""
 fi
 
@@ -74,9 +74,9 @@ fi
 STEPS="env:10:^torch
 wheels:20:^wheels (installed|none)
 exact_ppr:40:^exact_ppr float64
-ppr_batch:100:^ratio_vs_igraph=[0-9]
+ppr_batch:90:^ratio_vs_igraph=[0-9]
 embed:60:^embed_tokens_per_s .* ok$
-knn:70:^knn sizes .*: ok$
+knn:80:^knn sizes .*: ok$
 harness:70:^harness_run device=
 memory:50:^memory_plan_mib="
 LIMIT_TOTAL=$(echo "$STEPS" | awk -F: '{s += $2} END {print s}')

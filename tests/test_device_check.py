@@ -162,3 +162,37 @@ def test_device_check_dry_run_passes_in_the_emulated_image(tmp_path: Path) -> No
         names = {Path(n).name for n in tar.getnames()}
     assert {"env.log", "wheels.log", "exact_ppr.log", "ppr_batch.log", "embed.log", "knn.log", "harness.log",
             "memory.log", "summary.txt"} <= names
+
+
+def _tiny_wheelhouse(tmp: Path) -> Path:
+    """A wheelhouse of one pure-Python wheel built here (no index), with its checksums."""
+    proj = tmp / "proj"
+    (proj / "devcheck_probe").mkdir(parents=True)
+    (proj / "devcheck_probe" / "__init__.py").write_text("VALUE = 46\n")
+    (proj / "pyproject.toml").write_text('[project]\nname = "devcheck-probe"\nversion = "1.0"\n'
+                                         '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    house = tmp / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    "-w", str(house), str(proj)], check=True, capture_output=True, timeout=300)
+    subprocess.run("sha256sum ./*.whl > SHA256SUMS", shell=True, cwd=house, check=True)
+    return house
+
+
+@pytest.mark.slow
+def test_the_wheelhouse_is_checked_and_installed_beside_the_image(tmp_path: Path) -> None:
+    """The wheels step verifies the checksums, installs with pip --no-index into a folder first on
+    PYTHONPATH (the image's packages stay visible), and a damaged wheelhouse FAILS the step."""
+    house = _tiny_wheelhouse(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PYTHON=sys.executable, OUT=str(tmp_path / "ok"), WHEELS=str(house))
+    ok = subprocess.run(["bash", "scripts/device_check.sh", "--small", "--only=none"], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=600, check=False)
+    summary = (tmp_path / "ok" / "summary.txt").read_text()
+    assert ok.returncode == 0 and re.search(r"^\[wheels\] PASS .*wheels installed: 1 into ", summary, re.M), summary
+    whl = next(house.glob("*.whl"))
+    whl.write_bytes(whl.read_bytes() + b"x")
+    env["OUT"] = str(tmp_path / "bad")
+    bad = subprocess.run(["bash", "scripts/device_check.sh", "--small", "--only=none"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600, check=False)
+    summary = (tmp_path / "bad" / "summary.txt").read_text()
+    assert bad.returncode == 1 and re.search(r"^\[wheels\] FAIL .*checksums differ", summary, re.M), summary

@@ -83,24 +83,31 @@ def test_visible_cards_reads_the_list_and_the_cap(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
-                    reason="hydra-joblib-launcher not installed")
-def test_a_joblib_sweep_gives_each_worker_its_own_card(tmp_path: Path, smoke_data) -> None:  # noqa: ARG001
-    args = [sys.executable, "-m", "atomicrag.run", "-m", "hydra/launcher=local_parallel", "hydra.launcher.n_jobs=2",
-            "llm=fake", "embedder=fake", "retriever.top_k=5,10", "baselines=[]", "dataset.limit=2",
+@pytest.mark.parametrize(("launcher", "plugin"), [("local_parallel", "hydra_joblib_launcher"),
+                                                  ("local_submitit", "hydra_submitit_launcher")])
+def test_a_sweep_gives_each_worker_its_own_card(launcher: str, plugin: str, tmp_path: Path,
+                                                smoke_data) -> None:  # noqa: ARG001
+    if importlib.util.find_spec(f"hydra_plugins.{plugin}") is None:
+        pytest.skip(f"{plugin} not installed")
+    args = [sys.executable, "-m", "atomicrag.run", "-m", f"hydra/launcher={launcher}", "llm=fake", "embedder=fake",
+            "retriever.top_k=5,10", "baselines=[]", "dataset.limit=2",
             f"paths.results_dir={tmp_path / 'runs'}", f"paths.cache_dir={tmp_path / 'cache'}",
             f"paths.llm_cache={tmp_path / 'cache' / 'llm.sqlite'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    # joblib: 2 workers; submitit's local executor gives every job the same cards 0..n-1
+    # (gpus_per_node=n), of which each job claims one
+    args.insert(5, "hydra.launcher.n_jobs=2" if launcher == "local_parallel" else "hydra.launcher.gpus_per_node=2")
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", ATOMICRAG_GPU_COUNT="2",
                ATOMICRAG_GPU_LOCKS=str(tmp_path / "locks"))
     proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    log = proc.stdout + proc.stderr + "".join(p.read_text() for p in (tmp_path / "sweep").rglob("*.log"))
+    # the workers' logs: Hydra's per-job .log files, submitit's .out/.err
+    logs = [p for p in (tmp_path / "sweep").rglob("*") if p.is_file() and p.suffix in (".log", ".out", ".err")]
+    log = proc.stdout + proc.stderr + "".join(p.read_text(errors="replace") for p in logs)
     assert proc.returncode == 0, log[-3000:]
-    claims = re.findall(r"this sweep worker \(pid (\d+)\) runs on GPU (\d) of 0,1", log)
+    claims = set(re.findall(r"this sweep worker \(pid (\d+)\) runs on GPU (\d) of 0,1", log))
     assert claims, log[-3000:]
-    by_pid = {}
+    by_pid: dict[str, set[str]] = {}
     for pid, card in claims:
         by_pid.setdefault(pid, set()).add(card)
     assert all(len(cards) == 1 for cards in by_pid.values())  # a worker keeps its card
-    if len(by_pid) == 2:  # both workers ran a point: two cards
-        assert {c for cards in by_pid.values() for c in cards} == {"0", "1"}
+    # (distinct cards for workers alive at once: the lock test above, where they provably overlap)
