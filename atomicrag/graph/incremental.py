@@ -29,12 +29,15 @@ differently, as they could between two fresh builds on different hardware.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from atomicrag.graph.canon import alnum_count
 from atomicrag.graph.structure import AtomEntityGraph, EdgeList
+
+if TYPE_CHECKING:  # only torch at import time: the GPU check runs the KNN without omegaconf
+    from atomicrag.core.config import GraphConfig
 
 # Cap on the [rows, candidates] similarity block, in elements (256 MB of float32 on CPU),
 # whatever synonym_batch says: the block is the only large temporary of the KNN.
@@ -134,7 +137,7 @@ def synonym_candidates(keys: list[str], min_alnum: int, mode: str = "both_ends")
 
 
 def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys: list[str],
-                        emb: torch.Tensor, fresh: torch.Tensor, cfg: SynonymSettings,
+                        emb: torch.Tensor, fresh: torch.Tensor, cfg: GraphConfig | SynonymSettings,
                         candidates: str = "both_ends") -> tuple[SynonymRows, int]:
     """New directed rows after entities moved (``old_to_new[i]`` = new id of old entity i, -1 = gone).
 
