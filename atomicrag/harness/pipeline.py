@@ -160,7 +160,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         (out_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
     if cfg.logger.name == "wandb":
         sink = WandbSink(cfg)
-        sink.log_run(metrics.to_dict(), predictions)
+        sink.log_run(metrics.to_dict(), predictions, out_dir)
         sink.finish()
     log.info("wrote %s", out_dir)
     return read_metrics(out_dir)
