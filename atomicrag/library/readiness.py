@@ -73,7 +73,7 @@ def answering_problems(cfg: Any) -> list[str]:
 
         missing = llamacpp_server_missing()
         if missing:
-            problems.append(f"the llama.cpp server needs {', '.join(missing)}: pip install 'atomicrag[llamacpp]'")
+            problems.append(f"the llama.cpp server needs {', '.join(missing)}: pip install 'atomicrag-harness[llamacpp]'")
         problem = _model_problem(llm.model_path or llm.model, cfg.paths.cache_dir)
         if problem:
             problems.append(problem)

