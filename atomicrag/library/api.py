@@ -45,6 +45,7 @@ from atomicrag.library.types import (
     normalize_documents,
     question_list,
 )
+from atomicrag.library.user_paths import library_paths
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -54,18 +55,15 @@ log = logging.getLogger("atomicrag")
 _LOADING = threading.local()  # set while load() constructs: no up-front answering warning then
 
 
-def library_paths(paths: Any) -> Any:
-    """``paths`` for the library: a relative default LLM cache (the harness's ``cache/`` beside a
-    checkout) goes to the user's cache folder instead, so a ``query`` run anywhere leaves no
-    ``cache/`` folder in the working directory; a path the user set is kept."""
-    import os
-
-    from atomicrag.core.config import PathsConfig
-
-    if paths.llm_cache != PathsConfig().llm_cache:
-        return paths
-    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
-    return dataclasses.replace(paths, llm_cache=str(home / "atomicrag" / "llm_cache.sqlite"))
+@contextmanager
+def no_answering_warning() -> Iterator[None]:
+    """``AtomicRAG(...)`` built inside logs no up-front answering warning: ``load`` (a loaded
+    index may never answer) and the CLI's ``index`` (``index()`` raises the same text at once)."""
+    _LOADING.active = True
+    try:
+        yield
+    finally:
+        _LOADING.active = False
 
 
 class AtomicRAG(AsyncQueries, IndexReports):
@@ -101,7 +99,9 @@ class AtomicRAG(AsyncQueries, IndexReports):
         from atomicrag.engine import Engine
 
         # the engine gets its models from this object (yours, or the config's on first use)
-        self._engine = Engine(self.config, self, self.accountant,
+        # with the library's paths: whatever a stage caches goes under the user's cache, not ./cache
+        engine_cfg = dataclasses.replace(self.config, paths=library_paths(self.config.paths))
+        self._engine = Engine(engine_cfg, self, self.accountant,
                             progress=self._progress if self._progress.active else None)
         # a new index warns now; a loaded one (stats, docs, delete need no LLM) when it first answers
         self._check_answering(warn=not getattr(_LOADING, "active", False))
@@ -409,11 +409,8 @@ class AtomicRAG(AsyncQueries, IndexReports):
             from atomicrag.embed.lazy import lazy_saved_embedder
 
             embedder = lazy_saved_embedder(cfg, snap.embedder)
-        _LOADING.active = True
-        try:
+        with no_answering_warning():
             rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
-        finally:
-            _LOADING.active = False
         if path is not None:
             rag._versions[str(Path(path).resolve())] = info.get("version")
         check_reopen_embedder(rag.embedder, snap.embedder)

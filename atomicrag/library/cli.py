@@ -77,7 +77,7 @@ def _paths(items: list[str]) -> list[Path]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from atomicrag.library.api import AtomicRAG
+    from atomicrag.library.api import AtomicRAG, no_answering_warning
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):  # checked before any work
@@ -86,7 +86,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         if not args.force:
             raise FileExistsError(f"{out} exists; pass --force to overwrite it")
     docs = _paths(args.docs)
-    with AtomicRAG(_config(args), progress=_progress(args)) as rag:
+    with no_answering_warning():  # index() raises the same text at once: printed once, not twice
+        rag = AtomicRAG(_config(args), progress=_progress(args))
+    with rag:
         rag.index(docs)
         st = rag.stats()
         if st["chunks"] and st["failed_chunks"] == st["chunks"]:  # nothing to save: say why, exit non-zero

@@ -148,9 +148,14 @@ def check(configured: str | None = None) -> list[tuple[str, str | None]]:
 
 
 def setup(venv: str | Path | None = None, *, force: bool = False, models: Sequence[str] = ("smollm2",),
-          torch_index: str = TORCH_CPU_INDEX, cache_dir: str = "cache", run: Runner = _run) -> str:
-    """Build or find the server environment and the models; returns the server interpreter."""
+          torch_index: str = TORCH_CPU_INDEX, cache_dir: str | None = None, run: Runner = _run) -> str:
+    """Build or find the server environment and the models; returns the server interpreter.
+    ``cache_dir``: where a model assembled from parts goes (default: the user's cache folder,
+    never the working folder)."""
+    from atomicrag.core.user_cache import user_cache_dir
     from atomicrag.llm.hf_models import hf_model, user_server_venv
+
+    cache_dir = cache_dir or str(user_cache_dir())
 
     target = Path(venv).expanduser() if venv else user_server_venv()
     t0 = time.perf_counter()
