@@ -108,6 +108,24 @@ def _check_bare_word(text: str, call: str) -> None:
                                     f"to index the word itself pass {{'text': {text!r}}}")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_surrogates(call: str, n: int, doc_id: Any, meta: dict[str, Any], **fields: str) -> None:
+    """A lone surrogate is no Unicode text (it cannot be encoded, and spaCy fails on it far from
+    here): an error naming the document, the field and where, before any model runs."""
+    for name, value in fields.items():
+        bad = _SURROGATE.search(value)
+        if bad:
+            which = f"document #{n}" + (f" ({doc_id!r})" if doc_id is not None else "")
+            if meta.get("path"):
+                which += f", file {meta['path']}"
+            raise ValueError(f"{call}: {which}: its {name} holds a lone surrogate U+{ord(bad.group()):04X} at "
+                             f"character {bad.start()}, which is not Unicode text (a JSON '\\ud800' escape, or "
+                             "bytes decoded with errors='surrogateescape'); replace it, e.g. "
+                             "text.encode('utf-8', 'replace').decode('utf-8')")
+
+
 def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_titles: bool = True,
                         call: str = "documents") -> list[Document]:
     """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata),
@@ -155,6 +173,7 @@ def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_title
         if not isinstance(text, str):
             raise TypeError(f"{call}: document #{n}: 'text' must be a str, not {_shown(text)}")
         text, title = clean_text(text), clean_text(str(title))  # NUL and other control characters
+        _check_surrogates(call, n, doc_id, meta, text=text, title=title)
         if not text.strip():  # the harness rejects empty passages too (data.validate.nonempty_str)
             raise ValueError(f"document #{n}{f' ({doc_id!r})' if doc_id is not None else ''} has empty text")
         if doc_id is None:
