@@ -61,7 +61,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from atomicrag.data.markdown import markdown_document
+from atomicrag.data.markdown import markdown_parts
 from atomicrag.data.titles import TITLE_MAX_CHARS, TITLE_MAX_WORDS, looks_like_title, split_title
 from atomicrag.data.validate import DataError, clean_text, iter_jsonl, read_text
 
@@ -216,8 +216,11 @@ def read_file(path: Path, doc_id: str, rel: str, file_name_titles: bool = False,
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return _jsonl(path)
+    extra: dict[str, Any] = {}
     if suffix == ".md":  # front matter, labels, comments and markup out; code kept as its own paragraphs
-        title, text = markdown_document(clean_text(read_text(path)), text_titles)
+        title, text, code = markdown_parts(clean_text(read_text(path)), text_titles)
+        if code:  # where the code blocks are: the library keeps each one atom (library.code_units)
+            extra["code_spans"] = [list(span) for span in code]
     elif suffix in TEXT_SUFFIXES:
         text, title = read_text(path), ""
         if text_titles:
@@ -231,7 +234,8 @@ def read_file(path: Path, doc_id: str, rel: str, file_name_titles: bool = False,
     text, title = clean_text(text), clean_text(title)
     if not text.strip():  # a file of nothing but control characters is empty too
         raise UnreadableFile("no text" + (" (a scanned PDF has no text layer)" if suffix == ".pdf" else ""))
-    return [{"id": doc_id, "title": title or (path.stem if file_name_titles else ""), "text": text, "path": rel}]
+    return [{"id": doc_id, "title": title or (path.stem if file_name_titles else ""), "text": text, "path": rel,
+             **extra}]
 
 
 # --------------------------------------------------------------------------- folders

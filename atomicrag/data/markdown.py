@@ -78,8 +78,16 @@ def inline_text(line: str) -> str:
     return line.replace("\\*", "*").replace("\\_", "_")
 
 
+CODE = "\x00code"  # marks a code line in strip_markup's working list (never in its output)
+
+
 def strip_markup(text: str) -> str:
     """Markdown text without its markup; code blocks verbatim, each a paragraph of its own."""
+    return markdown_body(text)[0]
+
+
+def markdown_body(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``(text without markup, character spans of its code blocks)``."""
     out: list[str] = []
     fence: str | None = None  # the open code fence, or None
     directive = False  # inside a MyST directive fence whose body is prose
@@ -97,7 +105,7 @@ def strip_markup(text: str) -> str:
                 if not _DIRECTIVE_OPTION.match(line):
                     out.append(_prose(line))
             else:
-                out.append(line.rstrip())  # code, verbatim
+                out.append(CODE + line.rstrip())  # code, verbatim
             continue
         m = _FENCE.match(line)
         if m:
@@ -124,20 +132,46 @@ def _prose(line: str) -> str:
     return inline_text(line).rstrip()
 
 
-def _paragraphs(lines: list[str]) -> str:
-    """Runs of blank lines kept as one; none at the ends."""
-    out: list[str] = []
+def _paragraphs(lines: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """Runs of blank lines kept as one, none at the ends; the spans of the code blocks (runs of
+    lines marked ``CODE``) in the joined text."""
+    kept: list[str] = []
     for line in lines:
-        if line.strip() or (out and out[-1].strip()):
-            out.append(line if line.strip() else "")
-    return "\n".join(out).strip("\n")
+        blank = not line.removeprefix(CODE).strip()
+        if not blank or (kept and kept[-1]):
+            kept.append("" if blank and not line.startswith(CODE) else line)
+    while kept and not kept[-1]:
+        kept.pop()
+    text_parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    pos, start = 0, None
+    for i, line in enumerate(kept):
+        code = line.startswith(CODE)
+        line = line.removeprefix(CODE)
+        if code and start is None:
+            start = pos
+        text_parts.append(line)
+        pos += len(line)
+        if code and (i + 1 == len(kept) or not kept[i + 1].startswith(CODE)):
+            spans.append((start, pos))
+            start = None
+        pos += 1  # the newline
+    body = "\n".join(text_parts)
+    return body, [(a, b) for a, b in spans if body[a:b].strip()]
 
 
 def markdown_document(text: str, text_titles: bool = True) -> tuple[str, str]:
     """``(title, text without markup)`` of a Markdown file (see the module docstring)."""
+    title, body, _ = markdown_parts(text, text_titles)
+    return title, body
+
+
+def markdown_parts(text: str, text_titles: bool = True) -> tuple[str, str, list[tuple[int, int]]]:
+    """``(title, text without markup, spans of its code blocks in that text)``."""
     meta, body = split_front_matter(text)
     title = " ".join(str(meta.get("title") or "").split())
     body = remove_labels_and_comments(body)
     if not title and text_titles:
         title, body = split_title(body, ".md")
-    return title, strip_markup(body)
+    clean, spans = markdown_body(body)
+    return title, clean, spans

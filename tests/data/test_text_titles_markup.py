@@ -87,6 +87,18 @@ def test_library_atoms_carry_no_markup(tmp_path: Path) -> None:
     assert rag.documents[0].title == "Getting Started"
 
 
+def test_a_code_block_is_one_atom_and_no_prose_atom_holds_code(tmp_path: Path) -> None:
+    (tmp_path / "guide.md").write_text(MYST)
+    rag = AtomicRAG(base_config(), progress=False)
+    rag.index(tmp_path / "guide.md")
+    atoms = [a.text for a in rag.graph.atoms]
+    code = 'print("Hello. World. This string is not cut.")\nx = {"a": 1}'
+    holding = [a for a in atoms if "print(" in a or "x = {" in a]
+    assert len(holding) == 1 and holding[0].endswith(code), atoms  # whole, and alone
+    assert any(a.endswith("Notes are prose.") for a in atoms)  # the prose before it ends there
+    assert len({a.id for a in rag.graph.atoms}) == len(atoms)
+
+
 @pytest.mark.parametrize("meta_title, expected", [
     ("The Vistula Report", "The Vistula Report"),  # the PDF's own title
     ("Microsoft Word - report_v2.docx", "Rivers of Poland"),  # a converter's default: the title page

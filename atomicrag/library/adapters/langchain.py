@@ -69,7 +69,7 @@ def document_metadata(rag: Any, item: Any) -> dict[str, Any]:
     atom id, the entities, then the document's own metadata under its own keys (never over these)."""
     doc_id = item.source_doc_ids[0] if item.source_doc_ids else ""
     doc = rag.get_document(doc_id) if doc_id in rag else None
-    meta = dict(doc.meta) if doc is not None else {}
+    meta = {k: v for k, v in doc.meta.items() if k != "code_spans"} if doc is not None else {}
     source = meta.get("path") or meta.get("source") or doc_id
     ours = {"source": str(source), "title": (doc.title if doc is not None else "") or item.title,
             "doc_id": doc_id, "score": item.score, "atom_id": item.atom_id,
