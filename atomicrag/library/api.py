@@ -15,7 +15,6 @@ result equals a fresh ``index`` over the same documents in the same order.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
@@ -99,9 +98,7 @@ class AtomicRAG(AsyncQueries, IndexReports):
         from atomicrag.engine import Engine
 
         # the engine gets its models from this object (yours, or the config's on first use)
-        # with the library's paths: whatever a stage caches goes under the user's cache, not ./cache
-        engine_cfg = dataclasses.replace(self.config, paths=library_paths(self.config.paths))
-        self._engine = Engine(engine_cfg, self, self.accountant,
+        self._engine = Engine(self.config, self, self.accountant,
                             progress=self._progress if self._progress.active else None)
         # a new index warns now; a loaded one (stats, docs, delete need no LLM) when it first answers
         self._check_answering(warn=not getattr(_LOADING, "active", False))

@@ -163,9 +163,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         if args.top is not None:
             r.items = r.items[: args.top]
     failed = [(r.query, e) for r in results for e in r.errors]
-    # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero
+    # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero,
+    # with the advice to raise the budget only where it would help: a reply that looped (a line
+    # repeated until the cut) would loop longer, and its answer is the extractive one, marked
     failed += [(r.query, f"the answer was cut at {budget} (raise it: --set reader.max_tokens=N)")
-               for r in results if r.answer_cut]
+               for r in results if r.answer_cut and not getattr(r, "answer_looped", False)]
     if args.json:
         payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"
         print(json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False, indent=2))
@@ -173,7 +175,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     for r in results:
         print(f"Q: {r.query}")
         if r.answer is not None:
-            if r.answer:
+            if getattr(r, "extractive", False):
+                why = "its reply looped" if getattr(r, "answer_looped", False) else (
+                    "its reply was cut by the token budget" if r.answer_cut else "it wrote none")
+                print(f"A: {r.cited_answer or r.answer}  (extractive: the best-supported retrieved sentence; "
+                      f"the reader gave no answer, {why})")
+            elif r.answer:
                 print(f"A: {r.cited_answer or r.answer}" + (" (cut by the token budget)" if r.answer_cut else ""))
             else:
                 print("A: (none: the reply was cut by the token budget before its answer)" if r.answer_cut

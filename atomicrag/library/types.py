@@ -242,6 +242,12 @@ class QueryResult:
     # the reader's reply reached reader.max_tokens: the answer is what was written before the cut,
     # "" when the cut came before it (never an answer, always reported: the CLI exits non-zero)
     answer_cut: bool = False
+    # the cut reply was a loop (a line repeated until the budget): a larger reader.max_tokens would
+    # only loop longer, so it is not advised (answer.loops)
+    answer_looped: bool = False
+    # the reader gave no answer, so ``answer`` is the retrieved sentence that best supports one,
+    # its document the one source (how="extractive"): a quote, never the model's words
+    extractive: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
