@@ -74,6 +74,7 @@ class LLMReader:
         self.name = kind
         cfg = cfg or ReaderConfig()
         self.max_tokens = max_tokens or cfg.max_tokens
+        self.frequency_penalty = cfg.frequency_penalty  # the loop guard sent with each answer call
         self.temperature = temperature
         self.seed = seed
         if context_style not in prompt.CONTEXT_STYLES:
@@ -111,7 +112,7 @@ class LLMReader:
             reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style, self.released), schema=None,
                                     temperature=self.temperature,
                                     max_tokens=None if self.uncapped else self.max_tokens,
-                                    seed=self.seed, module=MODULE))
+                                    seed=self.seed, module=MODULE, frequency_penalty=self.frequency_penalty))
         return reqs
 
     def answer(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ReaderOutput]:

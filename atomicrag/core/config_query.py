@@ -283,6 +283,10 @@ class ReaderConfig:
     # answer; auto = continue where the backend can, else ask; none = the reply is the answer.
     answer_followup: str = mode(Literal["auto", "continue", "ask", "none"], "auto")
     followup_max_tokens: int = 32
+    # the reader's loop guard at generation: OpenAI's frequency_penalty (0: off; OpenAI-compatible
+    # servers, and transformers as repetition_penalty 1 + this). A reply that loops anyway is read
+    # up to its loop (answer.loops) whatever this is
+    frequency_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         check_modes(self)
@@ -290,6 +294,7 @@ class ReaderConfig:
         _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
         _range(self, 0, None, "neighbour_sentences", "max_documents", "small_reader_documents")
         _range(self, 0.0, None, "small_reader_b")
+        _range(self, 0.0, 2.0, "frequency_penalty")  # OpenAI's range, the negative half left out
 
     def document_limit(self, llm_documents: int | None, reader_params_b: float | None = None) -> int:
         """How many ranked documents the reader reads (0: as many as context_tokens holds):
@@ -322,6 +327,7 @@ READER_READS: dict[str, tuple[str, ...]] = {
     "name": READER_VARIANTS, "context": READER_VARIANTS, "max_tokens": _ANSWERING,
     **{f: _DOCUMENTS for f in ("context_tokens", "whole_doc_tokens", "neighbour_sentences", "atoms_first",
                                "max_documents", "small_reader_b", "small_reader_documents")},
+    "frequency_penalty": _ANSWERING,
     "answer_followup": ("precise/documents", "precise/atoms"),
     "followup_max_tokens": ("precise/documents", "precise/atoms"),
 }

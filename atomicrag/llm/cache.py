@@ -77,6 +77,8 @@ def cache_key(model: str, request: ChatRequest) -> str:
     }
     if request.continue_reply:  # only when set: the keys of every other request stay as they were
         fields["continue_reply"] = True
+    if request.frequency_penalty:  # the same: a reply made without the penalty is not this one's
+        fields["frequency_penalty"] = request.frequency_penalty
     blob = json.dumps(
         fields,
         sort_keys=True,

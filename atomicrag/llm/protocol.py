@@ -29,6 +29,9 @@ class ChatRequest:
     # The last message is the assistant's reply so far and the model continues it (vLLM's
     # continue_final_message); only sent to a backend whose ``continues_replies`` is True.
     continue_reply: bool = False
+    # OpenAI's frequency_penalty (0: off): lowers the odds of tokens by how often the reply has
+    # used them, the loop guard a small reader needs (reader.frequency_penalty); sent only when set
+    frequency_penalty: float = 0.0
 
 
 @dataclass

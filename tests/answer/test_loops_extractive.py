@@ -107,3 +107,22 @@ def test_the_cli_advises_a_budget_only_when_it_would_help(tmp_path: Path, monkey
     assert main(["-q", "query", "Which river flows through Warsaw?", "--index", str(tmp_path / "idx"),
                  "--no-server"]) == 1
     assert "raise it: --set reader.max_tokens=N" in capsys.readouterr().err
+
+
+def test_the_frequency_penalty_is_sent_only_when_set_and_keys_the_cache_only_then() -> None:
+    from atomicrag.llm.cache import cache_key
+    from atomicrag.llm.openai_client import OpenAIClient
+
+    llm = Replies(lambda r: ChatResult(text="Thought: x [1].\nAnswer: Bern", finish_reason="stop"))
+    LLMReader(llm, "precise", ReaderConfig(frequency_penalty=0.5)).answer(["q"], [["ctx"]])
+    LLMReader(llm, "precise", ReaderConfig()).answer(["q"], [["ctx"]])
+    guarded, plain = llm.requests
+    assert guarded.frequency_penalty == 0.5 and plain.frequency_penalty == 0.0
+    client = OpenAIClient(base_url="http://127.0.0.1:9/v1", model="m")
+    assert client.payload(guarded)["frequency_penalty"] == 0.5
+    assert "frequency_penalty" not in client.payload(plain)  # a server that lacks it is never sent it
+    # a reply cached without the penalty is not one made with it; every other key stays as it was
+    assert cache_key("m", guarded) != cache_key("m", plain)
+    assert cache_key("m", plain) == cache_key("m", type(plain)(**{**plain.__dict__}))
+    with pytest.raises(ValueError, match="frequency_penalty"):
+        ReaderConfig(frequency_penalty=3.0)
