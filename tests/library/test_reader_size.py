@@ -62,3 +62,20 @@ def test_the_same_model_under_another_name_reads_the_same_documents() -> None:
     assert small == budget[:2] and recorded == 2
     renamed, _ = _context_documents({"model": "a-0.5b-reader"})
     assert renamed == budget  # a name alone decides nothing
+
+
+def test_the_library_answers_with_the_reader_chosen_on_real_documents() -> None:
+    """The library's default LLM is the one that answered more real-document questions
+    (experiments/real_docs_qa); the harness keeps the model its records ran on."""
+    import json
+
+    from atomicrag.core.compose import HARNESS_ROOT, compose
+
+    records = Path(__file__).resolve().parents[2] / "results" / "qa_real_docs"
+    answered = {}
+    for name in ("vllm_cpu_smollm2", "vllm_cpu_qwen05b"):
+        rec = json.loads((records / f"{name}.json").read_text())
+        answered[rec["llm"]] = rec["summary"]["answered_with_right_citation"]
+    best = max(answered, key=answered.get)
+    assert load_config(None).llm.model == best == "qwen2.5-coder-0.5b-instruct"
+    assert compose([], root=HARNESS_ROOT).llm.model == "smollm2-135m-instruct"
