@@ -1,10 +1,13 @@
 # CPU image of the atomicrag library: the offline models, the CPU vLLM server (SmolLM2) and an
 # HTTP server over an index. Build and try it:
 #   docker build -t atomicrag .
-#   docker run --rm -p 8765:8765 atomicrag          # serves the quickstart index built below
-#   curl -s localhost:8765/query -d '{"question": "Where was Marie Curie born?"}'
+#   export ATOMICRAG_API_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+#   docker run --rm -e ATOMICRAG_API_KEY -p 127.0.0.1:8765:8765 atomicrag   # serves the quickstart index below
+#   curl -s localhost:8765/query -H "Authorization: Bearer $ATOMICRAG_API_KEY" \
+#     -H 'Content-Type: application/json' -d '{"question": "Where was Marie Curie born?"}'
+# (in a container the server listens on 0.0.0.0, and a server beyond loopback needs a token)
 # Serve your own documents: mount them and index at start, e.g.
-#   docker run --rm -p 8765:8765 -v "$PWD/my_docs:/docs" atomicrag \
+#   docker run --rm -e ATOMICRAG_API_KEY -p 127.0.0.1:8765:8765 -v "$PWD/my_docs:/docs" atomicrag \
 #     sh -c 'atomicrag -q index /docs --out /data/my_index && atomicrag serve --index /data/my_index --host 0.0.0.0'
 FROM python:3.11-slim
 

@@ -9,10 +9,9 @@ CPU vLLM server. Systems:
 
 - ``atomicrag``: the default retriever (``retriever=hybrid``) and the default reader context
   (ranked documents filled to the budget, ``retrieve/reader_context.py``, sized to the reader:
-  a reader of at most ``reader.small_reader_b`` billion parameters reads only the first
-  ``reader.small_reader_documents`` documents);
+  the LLM option's ``llm.reader_documents``, 2 for the ~0.1-0.5B models);
 - ``atomicrag_budget``: the same, not sized to the reader (every ranked document the budget
-  holds; ``reader.small_reader_documents=0``; the default before the sizing rule; optional row);
+  holds; ``llm.reader_documents=0``; the default before the sizing rule; optional row);
 - ``atomicrag_atoms``: the same retrieval, the paper's atom-list context (``reader.context=atoms``,
   ``--atoms-context`` atoms; optional row);
 - ``atomicrag_top5``: the default's documents context from its first 5 documents only (vanilla's
@@ -58,7 +57,7 @@ SYSTEM_OVERRIDES: dict[str, list[str]] = {
     "atomicrag": [],
     "atomicrag_atoms": ["reader.context=atoms"],
     "atomicrag_top5": ["reader.max_documents=5"],
-    "atomicrag_budget": ["reader.small_reader_documents=0"],
+    "atomicrag_budget": ["llm.reader_documents=0"],
     "vanilla": ["retriever=dense_passage", "retriever.passage_top_k=5"],
 }
 

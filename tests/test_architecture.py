@@ -101,7 +101,7 @@ def test_wheel_installs_outside_the_checkout_and_answers(tmp_path: Path) -> None
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert build.returncode == 0, build.stderr[-3000:]
-    (wheel,) = wheels.glob("atomicrag-*.whl")
+    (wheel,) = wheels.glob("atomicrag_harness-*.whl")
     shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' staging folder in the checkout
 
     env_dir = tmp_path / "venv"

@@ -1,4 +1,4 @@
-"""``pip install "atomicrag[cpu]"`` into a fresh virtual environment outside the checkout: the
+"""``pip install "atomicrag-harness[cpu]"`` (the wheel built from this tree) into a fresh virtual environment outside the checkout: the
 wheel is built from this tree, installed with pip's ordinary resolution, and the installed
 command indexes and queries a folder with the offline models, from a folder that is not the
 checkout. The torch it gets is the CPU build and no ``nvidia-*`` package comes with it.
@@ -43,7 +43,7 @@ def test_cpu_extra_installs_and_runs_outside_the_checkout(tmp_path: Path) -> Non
     wheels = tmp_path / "wheels"
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels),
          str(src)], cwd=tmp_path)
-    wheel = next(wheels.glob("atomicrag-*.whl"))
+    wheel = next(wheels.glob("atomicrag_harness-*.whl"))
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
     index = os.environ.get("ATOMICRAG_TEST_TORCH_INDEX")

@@ -32,7 +32,7 @@ def make_cfg(tmp_path: Path, *overrides: str) -> Config:
 def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, smoke_data) -> None:
     cfg = make_cfg(
         tmp_path, "llm=fake", "embedder=fake", "decompose=llm", "sieve=llm", "judge=run",
-        "reader=precise", "dataset.limit=6",
+        "reader=precise", "dataset.limit=6", "llm.reader_documents=3",
     )
     rows = run_with_baselines(cfg)
     assert [label for label, _ in rows] == ["AtomicRAG[ppr]", "Vanilla RAG (dense passages)"]
@@ -53,6 +53,9 @@ def test_full_pipeline_with_fake_models_writes_a_complete_run(tmp_path, smoke_da
     assert p["sieve"] and "kept" in json.dumps(p["sieve"])  # sieve decisions are traced
     assert all(item["atom_ids"] for q in preds for item in q["context"])  # provenance kept
     assert p["answer"] and p["seeds"][0]["query"] == p["question"]
+    # how many documents the reader read: the LLM option's setting, in every row and the run's metrics
+    assert all(q["reader_documents"] == 3 for q in preds)
+    assert metrics["stages"]["reader"]["reader_documents"] == 3
     assert (out / "config.yaml").read_text().count("retriever:") == 1
     # how the run was made: its full config, the data files it read (hashed), the models it used
     prov = metrics["provenance"]

@@ -26,6 +26,9 @@ RUN_BY = {
     "python -m atomicrag.run": "tests/test_doc_commands.py composes it; tests/test_fresh_clone.py runs the quickstart",
     "python scripts/publish_runs.py": "test_publish_and_make_tables_commands",
     "python scripts/make_tables.py": "test_publish_and_make_tables_commands",
+    "pip install": "tests/test_install_command.py (fresh environments, the indexes stood in for offline)",
+    "atomicrag setup": "tests/library/test_setup_and_readiness.py (the build with a recording runner; "
+                       "--check, --dry-run)",
     "atomicrag index": "test_cli_commands",
     "atomicrag serve --stop": "test_cli_commands; tests/library/test_serve.py",
     "atomicrag serve": "tests/library/test_serve.py::test_query_reuses_the_served_vllm_server (real vLLM)",
@@ -88,8 +91,8 @@ def test_cli_commands(tmp_path: Path) -> None:
     (tmp_path / "my_docs" / "marie.md").write_text("Marie Curie was born in Warsaw in 1867.")
     env = _env(tmp_path)
     # run elsewhere: the LLM server (real vLLM), the index server (blocks; test_http_server.py) and
-    # data get (network; tests/data/test_get.py)
-    elsewhere = ("atomicrag serve --index", "atomicrag data get")
+    # data get (network; tests/data/test_get.py), setup (builds an environment; test_setup_and_readiness.py)
+    elsewhere = ("atomicrag serve --index", "atomicrag data get", "atomicrag setup")
     cmds = [c for c in readme_commands() if c.startswith("atomicrag ") and c != "atomicrag serve"
             and not c.startswith(elsewhere)]
     assert [c.split()[1] for c in cmds] == ["index", "query", "serve", "data"]

@@ -29,7 +29,9 @@ class Source:
     doc_id: str
     title: str = ""
     context: list[int] = field(default_factory=list)  # the reader's context lines (1-based) it was cited by
-    how: str = "cited"  # cited (the reply cites its lines) | matched (its lines contain the answer)
+    # cited (the reply cites its lines) | matched (its lines contain the answer) | extractive (the
+    # answer is a sentence quoted from it: the reader gave none, answer.extractive)
+    how: str = "cited"
 
 
 def cited_numbers(text: str, limit: int) -> list[int]:

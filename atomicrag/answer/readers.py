@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from atomicrag.answer.loops import without_loop
 from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
 from atomicrag.llm.protocol import ChatRequest, continues_replies
@@ -54,6 +55,9 @@ class ReaderOutput:
     completion_tokens: int = 0
     context_dropped: int = 0  # lowest-ranked context items left out to fit the model's window
     followup: str = ""  # "continue" | "ask": the span came from a follow-up call (no "Answer:" in the reply)
+    # the cut reply was a loop (a line repeated until the budget: answer.loops); it was read up to
+    # the loop, and a larger budget would only loop longer
+    looped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,6 +74,7 @@ class LLMReader:
         self.name = kind
         cfg = cfg or ReaderConfig()
         self.max_tokens = max_tokens or cfg.max_tokens
+        self.frequency_penalty = cfg.frequency_penalty  # the loop guard sent with each answer call
         self.temperature = temperature
         self.seed = seed
         if context_style not in prompt.CONTEXT_STYLES:
@@ -107,7 +112,7 @@ class LLMReader:
             reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style, self.released), schema=None,
                                     temperature=self.temperature,
                                     max_tokens=None if self.uncapped else self.max_tokens,
-                                    seed=self.seed, module=MODULE))
+                                    seed=self.seed, module=MODULE, frequency_penalty=self.frequency_penalty))
         return reqs
 
     def answer(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ReaderOutput]:
@@ -133,10 +138,14 @@ class LLMReader:
     def _follow_up(self, requests: list[ChatRequest], outputs: list[ReaderOutput]) -> None:
         """One short call per reply that has no answer marker: the span comes from it. A follow-up
         that fails makes the question fail (its sentence is not passed off as the answer)."""
-        todo = [i for i, o in enumerate(outputs) if not (o.failed or o.truncated or o.marker_found)]
+        # a reply cut by the budget is left as it is, unless it was a loop: then the follow-up reads
+        # it up to the loop (more budget would not have helped)
+        todo = [i for i, o in enumerate(outputs)
+                if not (o.failed or o.marker_found or (o.truncated and not o.looped))]
         if not todo:
             return
-        follow = [ChatRequest(messages=prompt.followup_messages(requests[i].messages, outputs[i].raw, self.followup),
+        follow = [ChatRequest(messages=prompt.followup_messages(requests[i].messages, without_loop(outputs[i].raw)[0],
+                                                                self.followup),
                               schema=None, temperature=self.temperature, max_tokens=self.followup_max_tokens,
                               seed=self.seed, module=MODULE, continue_reply=self.followup == "continue")
                   for i in todo]
@@ -150,7 +159,8 @@ class LLMReader:
                 o.failed, o.answer, o.error = True, "", f"answer follow-up ({self.followup}): {r.error}"
                 continue
             text = r.text or ""
-            o.raw = (f"{o.raw.rstrip()}\n{prompt.ANSWER_MARKER}{text}" if self.followup == "continue"
+            before = without_loop(o.raw)[0]
+            o.raw = (f"{before.rstrip()}\n{prompt.ANSWER_MARKER}{text}" if self.followup == "continue"
                      else f"{o.raw}\n[asked for the short answer]\n{text}")
             o.answer = short_answer(parse_answer(f"{prompt.ANSWER_MARKER} {text}").answer)
 
@@ -173,10 +183,14 @@ class LLMReader:
                 # Cut off at max_tokens: without "Answer:" the parser would return the thought as
                 # the answer, so the answer is empty; after it, what was written is kept (the
                 # released code, too, reads whatever follows "Answer:").
-                parsed = parse_answer(r.text or "")
+                # A reply that looped is read up to its loop: "Answer: X" repeated until the cut
+                # gives X, not a last copy cut mid-word.
+                before, looped = without_loop(r.text or "")
+                parsed = parse_answer(before)
                 outputs.append(ReaderOutput(answer=parsed.answer if parsed.marker_found else "",
                                             raw=r.text or "", thought=parsed.thought,
-                                            marker_found=parsed.marker_found, truncated=True, **tokens))
+                                            marker_found=parsed.marker_found, truncated=True, looped=looped,
+                                            **tokens))
                 continue
             parsed = parse_answer(r.text or "")
             # Our precise prompt asks for the short span; the metric scores exactly that, so
@@ -209,6 +223,7 @@ def summarize(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
         "n": len(outputs),
         "failed": sum(o.failed for o in outputs),
         "truncated": sum(o.truncated for o in outputs),
+        "looped": sum(o.looped for o in outputs),  # cut replies that were a repeated line
         "missing_answer_marker": sum((not o.failed) and not o.marker_found for o in outputs),
         "answer_followups": sum(bool(o.followup) for o in outputs),  # spans from a follow-up call
         "empty_answers": sum((not o.failed) and not o.answer for o in outputs),

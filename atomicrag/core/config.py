@@ -17,7 +17,6 @@ w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +48,6 @@ from atomicrag.core.config_query import (
 
 # a size in a model's name: "0.5b" (qwen0.5b), "14B", "135m", not inside a longer number and
 # followed by a dash, underscore, dot or the end
-_PARAMS_IN_NAME = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)([bBmM])(?=$|[-_.])")
 
 
 @dataclass
@@ -171,9 +169,15 @@ class LLMConfig:
     # in atomicrag/harness/plan.py (hosted models), or free for a server this run launches
     price_per_mtok_in: float = -1.0
     price_per_mtok_out: float = -1.0
-    # parameters in billions (reader.small_reader_b sizes the reader's context by it); None: read
-    # from the model's name or path ("...-0.5b-...", "...-135m-..."); a name without one is unknown
+    # parameters in billions: informational (the plan's cost table); with reader_documents unset,
+    # a params_b at most reader.small_reader_b gives reader.small_reader_documents
     params_b: float | None = None
+    # how many ranked documents a reader on this model reads (reader.context=documents): a setting
+    # of each LLM option (conf/llm/*.yaml: 2 for the ~0.1-0.5B models, whose answers get lost among
+    # more passages, experiments/answers; 0 = as many as reader.context_tokens holds). None: not
+    # said, so params_b decides as above, else 0. Recorded in each answer row (reader_documents)
+    # and in the run's metrics (stages.reader.reader_documents); reader.max_documents overrides it.
+    reader_documents: int | None = None
 
     def __post_init__(self) -> None:
         _choice(self, "name", registry.LLMS.names())
@@ -194,17 +198,8 @@ class LLMConfig:
             raise ValueError("LLMConfig: set llm.base_url or llm.base_urls, not both")
         if self.params_b is not None:
             _range(self, 0.0, None, "params_b")
-
-    def params_billions(self) -> float | None:
-        """The model's size in billions of parameters: params_b, else a "<n>b" / "<n>m" part of
-        the model's name or path (first match), else None (unknown: a hosted model's name)."""
-        if self.params_b is not None:
-            return self.params_b
-        for text in (self.model, self.model_path or ""):
-            m = _PARAMS_IN_NAME.search(Path(str(text)).name)
-            if m:
-                return float(m.group(1)) / (1000.0 if m.group(2).lower() == "m" else 1.0)
-        return None
+        if self.reader_documents is not None:
+            _range(self, 0, None, "reader_documents")
 
 
 @dataclass

@@ -279,11 +279,13 @@ class ReaderConfig:
     neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
     atoms_first: bool = True  # documents: a long document's ranked atoms first, their neighbours after all of them
     max_documents: int = 0  # documents: read at most this many ranked documents (0: as many as the budget holds)
-    # documents: a small reader (an LLM of at most small_reader_b billion parameters, llm.params_b
-    # or read from the model's name) reads at most small_reader_documents ranked documents (0: no
-    # limit) unless max_documents is set. A 0.5B reader given every document that fits the budget
-    # loses the answer in the extra passages: 2 was chosen on the even half of 2Wiki DEV
-    # (experiments/answers/README.md, "Reader context sized to the reader"), the odd half reports it
+    # documents: how many ranked documents the reader reads is the LLM option's setting
+    # (llm.reader_documents); for an LLM config that does not say, one of at most small_reader_b
+    # billion parameters (llm.params_b, stated: never guessed from a model's name) reads at most
+    # small_reader_documents (0: no limit); max_documents overrides both. A 0.5B reader given
+    # every document that fits the budget loses the answer in the extra passages: 2 was chosen on
+    # the even half of 2Wiki DEV (experiments/answers/README.md, "Reader context sized to the
+    # reader"), the odd half reports it
     small_reader_b: float = 1.0
     small_reader_documents: int = 2
     # precise reader, our prompts: a reply without "Answer:" (a small model often writes one sentence
@@ -292,6 +294,10 @@ class ReaderConfig:
     # answer; auto = continue where the backend can, else ask; none = the reply is the answer.
     answer_followup: str = mode(Literal["auto", "continue", "ask", "none"], "auto")
     followup_max_tokens: int = 32
+    # the reader's loop guard at generation: OpenAI's frequency_penalty (0: off; OpenAI-compatible
+    # servers, and transformers as repetition_penalty 1 + this). A reply that loops anyway is read
+    # up to its loop (answer.loops) whatever this is
+    frequency_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         check_modes(self)
@@ -299,13 +305,17 @@ class ReaderConfig:
         _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
         _range(self, 0, None, "neighbour_sentences", "max_documents", "small_reader_documents")
         _range(self, 0.0, None, "small_reader_b")
+        _range(self, 0.0, 2.0, "frequency_penalty")  # OpenAI's range, the negative half left out
 
-    def document_limit(self, reader_params_b: float | None) -> int:
+    def document_limit(self, llm_documents: int | None, reader_params_b: float | None = None) -> int:
         """How many ranked documents the reader reads (0: as many as context_tokens holds):
-        max_documents when set, else small_reader_documents for a reader of known size at most
+        max_documents when set, else the LLM option's ``llm.reader_documents``, else
+        small_reader_documents for a reader whose stated size (``llm.params_b``) is at most
         small_reader_b billion parameters."""
         if self.max_documents:
             return self.max_documents
+        if llm_documents is not None:
+            return llm_documents
         if reader_params_b is not None and reader_params_b <= self.small_reader_b:
             return self.small_reader_documents
         return 0
@@ -328,6 +338,7 @@ READER_READS: dict[str, tuple[str, ...]] = {
     "name": READER_VARIANTS, "context": READER_VARIANTS, "max_tokens": _ANSWERING,
     **{f: _DOCUMENTS for f in ("context_tokens", "whole_doc_tokens", "neighbour_sentences", "atoms_first",
                                "max_documents", "small_reader_b", "small_reader_documents")},
+    "frequency_penalty": _ANSWERING,
     "answer_followup": ("precise/documents", "precise/atoms"),
     "followup_max_tokens": ("precise/documents", "precise/atoms"),
 }

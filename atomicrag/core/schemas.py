@@ -162,6 +162,9 @@ class QueryTrace:
     errors: list[str] = field(default_factory=list)
     # per module: the completion budget (max_tokens) that cut this question's reply; not an error
     cut: dict[str, int] = field(default_factory=dict)
+    # how many ranked documents the reader read at most (0: as many as its token budget held;
+    # None: it read atoms), the LLM option's llm.reader_documents unless reader.max_documents is set
+    reader_documents: int | None = field(default=None, metadata=_TRACE)
 
     def add_tokens(self, module: str, prompt: int, completion: int) -> None:
         if not (prompt or completion):

@@ -5,14 +5,19 @@ the same folder always gives the same index) into document dicts plus the files 
 each with the reason. Nothing is skipped silently: callers report the list
 (``report_skipped``).
 
-- ``.txt``/``.md``: the file's text; its title line, when it has one, becomes the title (see
-  "Titles" below).
+- ``.txt``: the file's text; its title line, when it has one, becomes the title (see "Titles").
+- ``.md``: the text without its markup (``data.markdown``: front matter, HTML comments, MyST
+  labels and directive syntax, heading and emphasis marks, link syntax go; code blocks are kept
+  verbatim, each a paragraph of its own); the title is the front matter's ``title``, else the
+  first heading once labels and comments are set aside.
 - ``.jsonl``: one document per line, ``text`` plus optional ``id``/``doc_id``, ``title`` and
   metadata. A malformed or non-UTF-8 line is an error naming the file and line
   (``data.validate.DataError``; a data file the user built is never read in part).
 - ``.html``/``.htm``: visible text (stdlib ``html.parser``; scripts, styles and the head are
   dropped, block elements end a line); title = ``<title>``.
-- ``.pdf``: the text layer of every page (``pypdf``); title = the PDF's title.
+- ``.pdf``: the text layer of every page (``pypdf``); title = the PDF's title (``/Title``, else XMP
+  ``dc:title``; a converter's default such as "Untitled" or "Microsoft Word - x.docx" is none),
+  else its first line when it reads as a title (the ``.txt`` rule).
   A scanned PDF without a text layer has no text and is skipped as empty.
 
 Ids: a file's path relative to the folder **without its suffix** (``notes/intro`` for
@@ -56,7 +61,12 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from atomicrag.data.markdown import markdown_parts
+from atomicrag.data.titles import TITLE_MAX_CHARS, TITLE_MAX_WORDS, looks_like_title, split_title
 from atomicrag.data.validate import DataError, clean_text, iter_jsonl, read_text
+
+__all__ = ["TITLE_MAX_CHARS", "TITLE_MAX_WORDS", "looks_like_title", "split_title", "read_path", "read_file",
+           "expand_paths", "Skipped", "UnreadableFile", "SUFFIXES"]
 
 log = logging.getLogger("atomicrag")
 
@@ -75,59 +85,6 @@ class Skipped:
 
 class UnreadableFile(ValueError):
     """A supported file whose text could not be extracted (or is empty)."""
-
-
-# --------------------------------------------------------------------------- titles of plain text
-TITLE_MAX_CHARS = 120  # longer first lines are prose, not titles
-TITLE_MAX_WORDS = 15
-_SENTENCE_END = tuple(".!?,;:")
-# a final period after these is an abbreviation ("Acme Inc.", "Martin Luther King Jr."), not a sentence end
-_ABBREVIATIONS = frozenset({"inc", "ltd", "co", "corp", "jr", "sr", "st", "dr", "mr", "mrs", "ms", "prof",
-                            "vol", "no", "ed", "etc", "vs", "u.s", "u.k"})
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-
-
-def looks_like_title(line: str) -> bool:
-    """Whether a plain-text first line reads as a title (the rule in the module docstring)."""
-    line = line.strip()
-    if not line or len(line) > TITLE_MAX_CHARS or len(line.split()) > TITLE_MAX_WORDS:
-        return False
-    if not line[0].isalnum() and line[0] not in "\"'(“‘":
-        return False  # list items ("- a"), quotes of markup, separators ("----")
-    if line.endswith(_SENTENCE_END):
-        last = line.split()[-1].rstrip(".").lower()
-        return line.endswith(".") and not line.endswith("..") and last in _ABBREVIATIONS
-    return True
-
-
-def _md_inline(text: str) -> str:
-    """A heading's text without inline markup: links keep their text, emphasis marks go."""
-    text = _MD_LINK.sub(r"\1", text)
-    return " ".join(re.sub(r"(\*\*|__|[*_`~])", "", text).split())
-
-
-def split_title(text: str, suffix: str) -> tuple[str, str]:
-    """``(title, rest of the text)`` of a ``.md``/``.txt`` file, or ``("", text)`` when its first
-    non-blank line is not a title (or nothing follows it)."""
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        return "", text
-    line, title, end = lines[first], "", first + 1
-    if suffix == ".md":
-        m = _ATX.match(line)
-        if m:
-            title = _md_inline(m.group(2))
-        elif first + 1 < len(lines) and _SETEXT.match(lines[first + 1]) and looks_like_title(line):
-            title, end = _md_inline(line), first + 2
-    elif looks_like_title(line):
-        title = line.strip()
-    rest = "\n".join(lines[end:]).strip()
-    if not title or not rest:  # a file that is only its title line: the line is the document
-        return "", text
-    return title, rest
 
 
 # --------------------------------------------------------------------------- parsers
@@ -190,8 +147,32 @@ def html_text(markup: str) -> tuple[str, str]:
     return _tidy("".join(parser.parts), blank_lines=False), " ".join("".join(parser.title_parts).split())
 
 
-def pdf_text(path: Path) -> tuple[str, str]:
-    """``(text of every page, title from the PDF's metadata or "")``."""
+# metadata titles that name no document: a converter's default or the source file's name
+_NO_TITLE = re.compile(r"^(untitled|title|document\d*|slide \d+|microsoft (word|powerpoint) - .*|.*\.(docx?|pptx?|odt|"
+                       r"tex|dvi|pdf|rtf|txt|md|html?|indd|qxd))$", re.IGNORECASE)
+
+
+def _pdf_title(reader: Any) -> str:
+    """The PDF's own title: the document information ``/Title``, else XMP ``dc:title``; "" when
+    neither names the document (empty, "Untitled", a converter's "Microsoft Word - x.docx")."""
+    candidates = [(reader.metadata or {}).get("/Title")]
+    try:
+        xmp = reader.xmp_metadata
+        dc = getattr(xmp, "dc_title", None) if xmp is not None else None
+        if isinstance(dc, dict):
+            candidates.extend(dc.values())
+    except Exception:  # noqa: BLE001 - a malformed XMP packet is no reason to skip the file
+        pass
+    for value in candidates:
+        title = " ".join(str(value or "").split())
+        if title and not _NO_TITLE.match(title):
+            return title
+    return ""
+
+
+def pdf_text(path: Path, text_titles: bool = True) -> tuple[str, str]:
+    """``(text of every page, title)``: the PDF's own title (``_pdf_title``), else, with
+    ``text_titles``, the first line of its text when it reads as a title (as for ``.txt``)."""
     try:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError
@@ -202,10 +183,15 @@ def pdf_text(path: Path) -> tuple[str, str]:
         if reader.is_encrypted:
             raise UnreadableFile("encrypted PDF")
         pages = [(page.extract_text() or "") for page in reader.pages]
-        title = str((reader.metadata or {}).get("/Title") or "")
+        title = _pdf_title(reader)
     except PdfReadError as exc:
         raise UnreadableFile(f"not a readable PDF ({exc})") from exc
-    return _tidy("\n\n".join(pages)), title.strip()
+    text = _tidy("\n\n".join(pages))
+    if not title and text_titles:
+        title, rest = split_title(text, ".txt")
+        if title:  # the title line is the document's title, as for .txt (pages keep the rest)
+            text = rest
+    return text, title
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -230,20 +216,26 @@ def read_file(path: Path, doc_id: str, rel: str, file_name_titles: bool = False,
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return _jsonl(path)
-    if suffix in TEXT_SUFFIXES:
+    extra: dict[str, Any] = {}
+    if suffix == ".md":  # front matter, labels, comments and markup out; code kept as its own paragraphs
+        title, text, code = markdown_parts(clean_text(read_text(path)), text_titles)
+        if code:  # where the code blocks are: the library keeps each one atom (library.code_units)
+            extra["code_spans"] = [list(span) for span in code]
+    elif suffix in TEXT_SUFFIXES:
         text, title = read_text(path), ""
         if text_titles:
             title, text = split_title(clean_text(text), suffix)
     elif suffix in HTML_SUFFIXES:
         text, title = html_text(read_text(path))
     elif suffix == ".pdf":
-        text, title = pdf_text(path)
+        text, title = pdf_text(path, text_titles)
     else:
         raise UnreadableFile(f"unsupported file type {suffix or '(no suffix)'!r}; supported: {', '.join(SUFFIXES)}")
     text, title = clean_text(text), clean_text(title)
     if not text.strip():  # a file of nothing but control characters is empty too
         raise UnreadableFile("no text" + (" (a scanned PDF has no text layer)" if suffix == ".pdf" else ""))
-    return [{"id": doc_id, "title": title or (path.stem if file_name_titles else ""), "text": text, "path": rel}]
+    return [{"id": doc_id, "title": title or (path.stem if file_name_titles else ""), "text": text, "path": rel,
+             **extra}]
 
 
 # --------------------------------------------------------------------------- folders

@@ -26,6 +26,11 @@ from atomicrag.embed.protocol import Embedder
 log = logging.getLogger(__name__)
 
 KEY_BYTES = 16
+CONFIG_KEY = "paths.cache_dir"  # the setting that places every embedding cache file
+
+
+class EmbeddingCacheWriteError(RuntimeError):
+    """An embedding cache file could not be written (a full or read-only disk, an I/O error)."""
 
 
 def text_key(embedder_name: str, text: str, is_query: bool) -> bytes:
@@ -53,7 +58,7 @@ def _load(path: Path, name: str, dim: int) -> tuple[list[bytes], torch.Tensor]:
         # a damaged cache is only a lost cache: kept aside for a look (the next save would
         # overwrite it), named with the setting that places it, and rebuilt
         moved = move_aside(path)
-        log.warning("the embedding cache %s (under paths.cache_dir) is damaged (%s: %s); moved it to %s and "
+        log.warning("the embedding cache %s (under " + CONFIG_KEY + ") is damaged (%s: %s); moved it to %s and "
                     "rebuilding it", path, type(exc).__name__, str(exc)[:200], moved)
         return [], torch.empty(0, dim)
     if keys.dtype != torch.uint8 or keys.ndim != 2 or keys.shape[1] != KEY_BYTES \
@@ -69,9 +74,17 @@ def _load(path: Path, name: str, dim: int) -> tuple[list[bytes], torch.Tensor]:
 def _save(path: Path, name: str, keys: list[bytes], vectors: torch.Tensor) -> None:
     key_tensor = torch.frombuffer(bytearray(b"".join(keys)), dtype=torch.uint8).reshape(len(keys), KEY_BYTES) \
         if keys else torch.empty(0, KEY_BYTES, dtype=torch.uint8)
-    with atomic_path(path) as tmp:
-        save_file({"keys": key_tensor, "vectors": vectors.contiguous()}, str(tmp),
-                  metadata={"embedder": name, "dim": str(vectors.shape[1])})
+    try:
+        with atomic_path(path) as tmp:
+            save_file({"keys": key_tensor, "vectors": vectors.contiguous()}, str(tmp),
+                      metadata={"embedder": name, "dim": str(vectors.shape[1])})
+    except (SafetensorError, OSError) as exc:
+        # safetensors reports a full disk as its own SafetensorError ("IoError(Os { code: 28, kind:
+        # StorageFull ...})"), not an OSError, and names no file: name the file and its setting
+        raise EmbeddingCacheWriteError(
+            f"could not write the embedding cache {path} (under {CONFIG_KEY}): {type(exc).__name__}: "
+            f"{str(exc)[:300]}; is its disk full or read-only? Free space there, or set {CONFIG_KEY} to a "
+            "folder on another disk") from exc
 
 
 def embed_cached(

@@ -29,16 +29,30 @@ differently, as they could between two fresh builds on different hardware.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
-from atomicrag.core.config import GraphConfig
 from atomicrag.graph.canon import alnum_count
 from atomicrag.graph.structure import AtomEntityGraph, EdgeList
+
+if TYPE_CHECKING:  # only torch at import time: the GPU check runs the KNN without omegaconf
+    from atomicrag.core.config import GraphConfig
 
 # Cap on the [rows, candidates] similarity block, in elements (256 MB of float32 on CPU),
 # whatever synonym_batch says: the block is the only large temporary of the KNN.
 _MAX_BLOCK_ELEMENTS = 64 * 1024 * 1024
+
+
+class SynonymSettings(Protocol):
+    """The fields of ``GraphConfig`` the KNN reads (a protocol, so the KNN imports with torch alone:
+    the GPU check runs it on a machine without omegaconf; ``synonyms.synonym_edges``)."""
+
+    synonym_threshold: float
+    synonym_max_neighbors: int
+    synonym_min_alnum: int
+    synonym_batch: int
+    device: str
 
 
 def resolve_device(name: str) -> torch.device:
@@ -123,7 +137,7 @@ def synonym_candidates(keys: list[str], min_alnum: int, mode: str = "both_ends")
 
 
 def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys: list[str],
-                        emb: torch.Tensor, fresh: torch.Tensor, cfg: GraphConfig,
+                        emb: torch.Tensor, fresh: torch.Tensor, cfg: GraphConfig | SynonymSettings,
                         candidates: str = "both_ends") -> tuple[SynonymRows, int]:
     """New directed rows after entities moved (``old_to_new[i]`` = new id of old entity i, -1 = gone).
 

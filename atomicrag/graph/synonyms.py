@@ -7,10 +7,29 @@ the undirected edge set is the union over both ends, weight = cosine.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from atomicrag.graph.incremental import _MAX_BLOCK_ELEMENTS, resolve_device  # noqa: F401  (re-exported)
+from atomicrag.graph.incremental import (  # noqa: F401  (re-exported)
+    _MAX_BLOCK_ELEMENTS,
+    resolve_device,
+    rows_to_edges,
+    update_synonym_rows,
+)
 from atomicrag.graph.structure import EdgeList
+
+
+@dataclass(frozen=True)
+class _Knn:
+    """The ``GraphConfig`` fields the KNN reads (``incremental.SynonymSettings``), without the
+    config: this module imports with torch alone, as the GPU check needs."""
+
+    synonym_threshold: float
+    synonym_max_neighbors: int
+    synonym_min_alnum: int
+    synonym_batch: int
+    device: str
 
 
 def synonym_edges(entity_keys: list[str], embeddings: torch.Tensor, *, threshold: float, max_neighbors: int,
@@ -20,11 +39,8 @@ def synonym_edges(entity_keys: list[str], embeddings: torch.Tensor, *, threshold
     The full KNN is the incremental row update from nothing (``incremental.update_synonym_rows``
     with every row recomputed): one code path for builds and updates.
     """
-    from atomicrag.core.config import GraphConfig
-    from atomicrag.graph.incremental import rows_to_edges, update_synonym_rows
-
-    cfg = GraphConfig(synonym_threshold=threshold, synonym_max_neighbors=max_neighbors,
-                      synonym_min_alnum=min_alnum, synonym_batch=batch, device=device)
+    cfg = _Knn(synonym_threshold=threshold, synonym_max_neighbors=max_neighbors,
+               synonym_min_alnum=min_alnum, synonym_batch=batch, device=device)
     n = len(entity_keys)
     rows, _ = update_synonym_rows(None, torch.zeros(0, dtype=torch.int64), list(entity_keys), embeddings,
                                   torch.ones(n, dtype=torch.bool), cfg, candidates)

@@ -160,7 +160,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         (out_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
     if cfg.logger.name == "wandb":
         sink = WandbSink(cfg)
-        sink.log_run(metrics.to_dict(), predictions)
+        sink.log_run(metrics.to_dict(), predictions, out_dir)
         sink.finish()
     log.info("wrote %s", out_dir)
     return read_metrics(out_dir)
@@ -210,6 +210,9 @@ def stage_summaries(cfg: Config, batch: Any) -> dict[str, Any]:
         from atomicrag.answer.readers import summarize as reader_summary
 
         out["reader"] = reader_summary(batch.outputs)
+        # the LLM option's document limit in force (0: the budget's; None: atoms), as in each row
+        if cfg.reader.uses_documents(cfg.fidelity.preset):
+            out["reader"]["reader_documents"] = cfg.reader.document_limit(cfg.llm.reader_documents, cfg.llm.params_b)
     return out
 
 

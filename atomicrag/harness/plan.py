@@ -106,6 +106,93 @@ def _stage(name: str, requests: list[ChatRequest], budget: int, probe: _CachePro
     return StagePlan(name, n, round(per_call * n), round(reply * n), hits, int(budget * n), note)
 
 
+# the metrics.json ``cost.modules`` entry that measures each plan stage alone (the atomizer's one
+# module holds both ner and extraction, and the judge may run another model: both stay assumed)
+STAGE_MODULE = {"query_ner": "retrieve_ner", "decompose": "decompose", "sieve": "sieve", "reader": "answer"}
+# how much of a run's (dataset, decompose, sieve) shapes a stage's replies: a sieve prompt after
+# decomposition holds the sub-questions' candidates; the reader reads what the sieve kept
+STAGE_SHAPE = {"query_ner": 1, "decompose": 2, "sieve": 3, "reader": 3}
+
+
+def recorded_replies(model: str, roots: list[Path], exclude: Path | None = None,
+                     shape: tuple[str, str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per plan stage, the completion tokens per question that recorded runs of ``model`` (the
+    metrics.json files under ``roots``; failed runs too: their replies were real) measured, over
+    every run's questions together: ``{stage: {"tokens_per_question", "questions", "runs"}}``.
+    Per question, not per call: retries of unreadable replies and the reader's follow-ups are
+    calls the plan does not count, and their tokens are part of what a question costs.
+
+    ``shape`` (dataset, decompose, sieve): only runs alike in what shapes the stage (STAGE_SHAPE:
+    the dataset for query NER, and decompose for decomposition, and the sieve for sieve and reader)
+    are used; another dataset or module set does not measure this one. None: every run of the model."""
+    import logging
+
+    per_run: list[tuple[tuple[str, str, str], str, float, int]] = []
+    seen: set[Path] = {(Path(exclude) / "metrics.json").resolve()} if exclude is not None else set()
+    for root in roots:
+        for path in sorted(Path(root).glob("**/metrics.json")) if Path(root).is_dir() else []:
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            try:
+                metrics = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                logging.getLogger("atomicrag").warning("plan: skipping unreadable %s: %s", path, exc)
+                continue
+            if not isinstance(metrics, dict) or (metrics.get("models") or {}).get("llm") != model:
+                continue
+            n = metrics.get("n_questions") or 0
+            summary = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
+            run_shape = (str(metrics.get("dataset")), str(summary.get("decompose")), str(summary.get("sieve")))
+            modules = (metrics.get("cost") or {}).get("modules") or {}
+            for stage, module in STAGE_MODULE.items():
+                m = modules.get(module) or {}
+                if n > 0 and m.get("calls") and m.get("completion_tokens"):
+                    per_run.append((run_shape, stage, float(m["completion_tokens"]), int(n)))
+    out: dict[str, dict[str, Any]] = {}
+    for stage in STAGE_MODULE:
+        k = STAGE_SHAPE[stage]
+        use = [r for r in per_run if r[1] == stage and (shape is None or r[0][:k] == shape[:k])]
+        if use:
+            tok, n = sum(r[2] for r in use), sum(r[3] for r in use)
+            out[stage] = {"tokens_per_question": tok / n, "questions": n, "runs": len(use)}
+    return out
+
+
+def recorded_roots(cfg: Config) -> list[Path]:
+    """Where recorded runs are looked for: this configuration's run folder root and the checkout's
+    committed results/ (the published records)."""
+    from atomicrag.core.compose import CONF_DIR
+
+    return [Path(cfg.paths.results_dir), CONF_DIR.parent / "results"]
+
+
+def learn_reply_lengths(plan: RunPlan, cfg: Config, roots: list[Path] | None = None,
+                        exclude: Path | None = None) -> None:
+    """Replace the assumed reply length (EXPECTED_REPLY) of each stage that recorded runs of the
+    same model measured by their completion tokens per question (``recorded_replies``); say
+    which stages, and which stay assumed. ``exclude``: a run folder not to learn from (a plan
+    checked against that run). Not capped at the completion budget: retries exceed it."""
+    if cfg.llm.name == "fake":
+        return  # the fake LLM's replies say nothing about a model's
+    shape = (plan.dataset, cfg.decompose.name, cfg.sieve.name)
+    found = recorded_replies(cfg.llm.model, recorded_roots(cfg) if roots is None else roots, exclude, shape)
+    learned, assumed = [], []
+    for st in plan.stages:
+        rec = found.get(st.stage)
+        if rec is None or not st.calls or st.stage in plan.fixed_replies:
+            assumed.append(st.stage)
+            continue
+        st.output_tokens = round(rec["tokens_per_question"] * plan.n_questions)
+        learned.append(f"{st.stage} {rec['tokens_per_question']:.0f} ({rec['questions']} questions, {rec['runs']} runs)")
+    if learned:
+        plan.assumptions.append(f"reply tokens per question measured by recorded runs of {cfg.llm.model} on "
+                                f"{plan.dataset} with the same modules: " + ", ".join(learned))
+    if assumed:
+        plan.assumptions.append(f"reply tokens per call assumed (EXPECTED_REPLY; no recorded run of "
+                                f"{cfg.llm.model} alike measures them): {', '.join(assumed)}")
+
+
 def _sent_cap(cfg: Config, budget: int) -> int | None:
     """The max_tokens a stage sends: none under fidelity.budgets=released (the plan still bounds
     the stage's output by ``budget``)."""
@@ -125,12 +212,13 @@ def _fitted(build: Any, items: list[str], cfg: Config, max_tokens: int) -> list[
 
 
 def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = None,
-             sieve_kept: float | None = None) -> RunPlan:
+             sieve_kept: float | None = None, replies_exclude: Path | None = None) -> RunPlan:
     """The plan of one configuration; loads data and prompts only (no model, no network).
 
     ``sieve_candidates`` / ``sieve_kept``: atoms per sieve prompt / kept per question, when known
     (a measured run's ``stages.sieve``); default: retriever.top_k (x DECOMPOSED_CANDIDATE_FACTOR
-    under decomposition) and SIEVE_KEPT_PER_QUESTION."""
+    under decomposition) and SIEVE_KEPT_PER_QUESTION. Reply lengths come from recorded runs of the
+    same model where there are some (``learn_reply_lengths``; ``replies_exclude``: not this run)."""
     from atomicrag.data.loaders import load_dataset
     from atomicrag.prompts import decompose as decompose_prompt
     from atomicrag.prompts import extraction as extraction_prompt
@@ -223,12 +311,15 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
                                 max_tokens=cfg.reader.max_tokens) for q in qtexts]
             plan.stages.append(_stage("reader", reqs, cfg.reader.max_tokens, probe, calls=len(qtexts),
                                       expected=ABSTRACT_READER_REPLY if reader_name == "abstract" else None))
+            if reader_name == "abstract":
+                plan.fixed_replies.add("reader")  # an abstract, not an answer: the answers measured do not apply
         judge = getattr(cfg, "judge", None)
         if judge is not None and judge.name != "none" and reader_name != "none":
             plan.stages.append(_judge_stage(cfg, questions, probe))
     finally:
         probe.close()
     plan.gpu_bytes = gpu_estimate(cfg, len(atoms))
+    learn_reply_lengths(plan, cfg, exclude=replies_exclude)
     if graph and cfg.sieve.name == "llm" and sieve_candidates is None:
         plan.assumptions.append(f"candidates per sieve prompt: retriever.top_k={cfg.retriever.top_k}"
                                 + (f" x {DECOMPOSED_CANDIDATE_FACTOR} (the sub-questions' merged)"
@@ -299,7 +390,7 @@ def _reader_context(cfg: Config, passages: list[Any], atoms: list[str], kept: fl
     budget = cfg.reader.context_tokens
     # without a sieve the ranked documents fill the budget; with one, only the kept atoms' documents
     n_docs = n_atoms if cfg.sieve.name != "none" else budget // max(per_doc, 1) + 1
-    limit = cfg.reader.document_limit(cfg.llm.params_billions())  # a small reader reads fewer
+    limit = cfg.reader.document_limit(cfg.llm.reader_documents, cfg.llm.params_b)  # a small reader reads fewer
     n_docs = min(n_docs, limit) if limit else n_docs
     out, used = [], 0
     for _ in range(n_docs):
@@ -361,6 +452,12 @@ def actual_vs_plan(plan: dict[str, Any], modules: dict[str, dict[str, Any]]) -> 
                            "actual_calls": m.get("calls"), "actual_attempts": m.get("attempts"),
                            "actual_input_tokens": m.get("prompt_tokens"),
                            "actual_output_tokens": m.get("completion_tokens")}
+        # measured over planned output tokens; a stage sharing its module (ner, extraction) gets none
+        shared = sum(1 for t in plan.get("stages", []) if module_of.get(t["stage"]) == module_of.get(s["stage"]))
+        if shared == 1 and s["output_tokens"] and m.get("completion_tokens") is not None:
+            ratio = m["completion_tokens"] / s["output_tokens"]
+            out[s["stage"]]["output_ratio"] = round(ratio, 3)
+            out[s["stage"]]["output_within_30pct"] = abs(ratio - 1) <= 0.30
     return out
 
 

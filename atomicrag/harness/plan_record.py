@@ -88,6 +88,8 @@ class RunPlan:
     price_in: float  # USD per million input tokens
     price_out: float
     stages: list[StagePlan] = field(default_factory=list)
+    # stages whose expected reply is fixed by what they ask (an abstract), not learned from runs
+    fixed_replies: set[str] = field(default_factory=set)
     gpu_bytes: dict[str, int] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
     data_files: list[str] = field(default_factory=list)  # what the plan read (hashed in its record)
@@ -117,6 +119,7 @@ class RunPlan:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("data_files")  # hashed in the record's provenance instead
+        out.pop("fixed_replies")  # said in the assumptions
         out.update(calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
                    cost_usd=round(self.cost_usd(), 4), max_cost_usd=round(self.cost_usd(worst=True), 4),
                    gpu_total_bytes=sum(self.gpu_bytes.values()))

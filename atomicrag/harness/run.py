@@ -35,6 +35,14 @@ def main(dcfg: DictConfig) -> float:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.get().mode == RunMode.MULTIRUN:
+        # a sweep's worker (joblib, submitit) takes one GPU of its own before anything starts CUDA;
+        # the vLLM server a row launches inherits it (gpu_share.claim_worker_card)
+        from atomicrag.harness.gpu_share import claim_worker_card
+
+        claim_worker_card()
 
     from atomicrag.engine.failures import RunFailed, format_failures, raise_if_failed
     from atomicrag.harness.comparison import format_comparison

@@ -108,12 +108,17 @@ def read_metrics(path: Path) -> dict[str, Any]:
 
 
 class WandbSink:
-    """Mirror of a finished run in W&B (offline mode works without network)."""
+    """Mirror of a finished run in W&B (offline mode works without network): the composed config,
+    the headline and per-type metrics as the run's summary, a ``stages`` table (per module: calls,
+    tokens, LLM latency, wall time), a ``vs_published`` table (every paper-table cell this run
+    fills, measured beside the published number, as ``make_tables`` computes it) and a
+    ``predictions`` table (one row per question). The group is the experiment folder (``table2``):
+    a sweep's rows, and a table's ablations, sit side by side in one group."""
 
     def __init__(self, cfg: Config) -> None:
         import os
 
-        import wandb  # optional dependency: pip install atomicrag[wandb]
+        import wandb  # optional dependency: pip install 'atomicrag-harness[wandb]'
 
         os.environ.setdefault("WANDB_SILENT", "true")
         self._wandb = wandb
@@ -122,25 +127,77 @@ class WandbSink:
             mode=cfg.logger.mode,
             name=run_name(cfg),
             group=cfg.experiment_name,
+            job_type=cfg.dataset.name,
             config=dataclasses.asdict(cfg),
             dir=str(Path(cfg.paths.results_dir).resolve().parent / "wandb"),
             reinit=True,
         )
 
-    def log_run(self, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
-        flat = {k: v for k, v in _flatten(metrics).items() if isinstance(v, (int, float))}
+    def log_run(self, metrics: dict[str, Any], predictions: list[dict[str, Any]],
+                run_folder: Path | None = None) -> None:
+        flat = {k: v for k, v in _flatten(metrics).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         self.run.summary.update(flat)
+        tables = {"stages": self._table(STAGE_COLUMNS, stage_rows(metrics))}
+        if run_folder is not None:
+            tables["vs_published"] = self._table(PUBLISHED_COLUMNS, published_cells(run_folder, metrics))
         columns = ["question_id", "question", "answer", "gold", "em", "f1"]
+        tables["predictions"] = self._table(columns, [
+            [p.get("question_id"), p.get("question"), p.get("answer"), "; ".join(p.get("gold", [])),
+             p.get("em"), p.get("f1")] for p in predictions])
+        self.run.log(tables)
+
+    def _table(self, columns: list[str], rows: list[list[Any]]) -> Any:
         table = self._wandb.Table(columns=columns)
-        for p in predictions:
-            table.add_data(
-                p.get("question_id"), p.get("question"), p.get("answer"),
-                "; ".join(p.get("gold", [])), p.get("em"), p.get("f1"),
-            )
-        self.run.log({"predictions": table})
+        for row in rows:
+            table.add_data(*row)
+        return table
 
     def finish(self) -> None:
         self.run.finish()
+
+
+STAGE_COLUMNS = ["stage", "calls", "prompt_tokens", "completion_tokens", "llm_latency_s", "wall_s"]
+PUBLISHED_COLUMNS = ["table", "row", "column", "measured", "published", "measured_minus_published", "fidelity"]
+
+
+def stage_rows(metrics: dict[str, Any]) -> list[list[Any]]:
+    """Per-module cost of a run (metrics.json ``cost.modules``), one row per stage that did work."""
+    rows = []
+    for stage, m in sorted((metrics.get("cost") or {}).get("modules", {}).items()):
+        if m.get("calls") or m.get("wall_s"):
+            rows.append([stage, m.get("calls"), m.get("prompt_tokens"), m.get("completion_tokens"),
+                         m.get("llm_latency_s"), m.get("wall_s")])
+    return rows
+
+
+def published_cells(run_folder: Path, metrics: dict[str, Any]) -> list[list[Any]]:
+    """Every cell of a declared paper table (conf/experiment/**/*.table.yml) that the run in
+    ``run_folder`` fills, in the run's headline metric: measured beside published, as
+    ``scripts/make_tables.py`` would print it (the difference only where the fidelity is the
+    published numbers', as there)."""
+    import json
+
+    from atomicrag.harness.report_tables import TABLES, build, find_paper_tables, load_runs
+
+    runs = load_runs(run_folder)
+    if not runs:
+        return []
+    paper = json.loads(find_paper_tables().read_text())
+    metric = (metrics.get("headline") or {}).get("name") or "acc"
+    out = []
+    for name, spec_of in TABLES.items():
+        result = build(spec_of(metric), runs, paper, {})
+        for res in result.rows:
+            if not res.runs:
+                continue  # a row this run does not fill
+            for col in result.spec.columns:
+                cell = res.cells[col.key]
+                # the run's own cells, and the row's published-only cells (the paper's number beside them)
+                mine = col.derive is None and cell.measured is not None
+                paper_only = not col.measured and cell.published is not None
+                if mine or paper_only:
+                    out.append([name, res.row.label, col.title, cell.measured, cell.published, cell.diff, cell.fidelity])
+    return out
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

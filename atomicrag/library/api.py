@@ -15,7 +15,6 @@ result equals a fresh ``index`` over the same documents in the same order.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
@@ -43,7 +42,9 @@ from atomicrag.library.types import (
     QueryResult,
     check_questions,
     normalize_documents,
+    question_list,
 )
+from atomicrag.library.user_paths import library_paths
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -53,18 +54,15 @@ log = logging.getLogger("atomicrag")
 _LOADING = threading.local()  # set while load() constructs: no up-front answering warning then
 
 
-def library_paths(paths: Any) -> Any:
-    """``paths`` for the library: a relative default LLM cache (the harness's ``cache/`` beside a
-    checkout) goes to the user's cache folder instead, so a ``query`` run anywhere leaves no
-    ``cache/`` folder in the working directory; a path the user set is kept."""
-    import os
-
-    from atomicrag.core.config import PathsConfig
-
-    if paths.llm_cache != PathsConfig().llm_cache:
-        return paths
-    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
-    return dataclasses.replace(paths, llm_cache=str(home / "atomicrag" / "llm_cache.sqlite"))
+@contextmanager
+def no_answering_warning() -> Iterator[None]:
+    """``AtomicRAG(...)`` built inside logs no up-front answering warning: ``load`` (a loaded
+    index may never answer) and the CLI's ``index`` (``index()`` raises the same text at once)."""
+    _LOADING.active = True
+    try:
+        yield
+    finally:
+        _LOADING.active = False
 
 
 class AtomicRAG(AsyncQueries, IndexReports):
@@ -94,6 +92,8 @@ class AtomicRAG(AsyncQueries, IndexReports):
         self._docs: dict[str, Document] = {}
         self._states: dict[str, DocState] = {}
         self._indexed: Any = None  # graph.incremental.IndexedGraph, None while empty
+        # query-time filters (where=...): the filtered documents' graph, per filter, for this _indexed
+        self._filtered: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._warned_fake = False
         from atomicrag.engine import Engine
 
@@ -159,6 +159,13 @@ class AtomicRAG(AsyncQueries, IndexReports):
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._docs
 
+    def get_document(self, doc_id: str) -> Document:
+        """The document with id ``doc_id`` (``KeyError`` naming it when there is none)."""
+        try:
+            return self._docs[doc_id]
+        except KeyError:
+            raise KeyError(f"unknown document id {doc_id!r}") from None
+
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """All or nothing: an update that fails (atomizer, embedder, LLM error) leaves the index as it was."""
@@ -172,8 +179,10 @@ class AtomicRAG(AsyncQueries, IndexReports):
 
     @serialised
     def index(self, documents: Any) -> AtomicRAG:
-        """Replace the whole index with ``documents`` (strings, dicts with ``text``, or Passages)."""
-        docs = normalize_documents(documents, text_titles=self.config.dataset.text_titles)
+        """Replace the whole index with ``documents`` (strings, dicts with ``text``, Documents, file or
+        folder paths, or a list of these). No documents, a lone word that is no file or folder, or
+        another type is an error naming the argument (``normalize_documents``)."""
+        docs = normalize_documents(documents, text_titles=self.config.dataset.text_titles, call="index(documents)")
         problems = self._check_answering(warn=False)
         if problems:  # before minutes of indexing, not at the first query after it
             from atomicrag.library.readiness import AnsweringUnavailable, describe
@@ -185,17 +194,17 @@ class AtomicRAG(AsyncQueries, IndexReports):
         return self
 
     @serialised
-    def insert(self, documents: Any, *, replace: bool = False) -> AtomicRAG:
-        """Add documents after the existing ones. An id already present is an error, unless
-        ``replace=True``: then the old version is deleted and the new one appended."""
+    def insert(self, documents: Any, *, replace: bool = False) -> list[str]:
+        """Add documents after the existing ones; returns their ids, in order. An id already present
+        is an error, unless ``replace=True``: then the old version is deleted and the new one appended."""
         docs = normalize_documents(documents, taken=() if replace else self._docs,
-                                   text_titles=self.config.dataset.text_titles)
+                                   text_titles=self.config.dataset.text_titles, call="insert(documents)")
         with self._transaction():
             for d in docs:
                 if d.id in self._docs:
                     del self._docs[d.id], self._states[d.id]
             self._add(docs)
-        return self
+        return [d.id for d in docs]
 
     @serialised
     def delete(self, doc_ids: str | Iterable[str], *, missing_ok: bool = False) -> int:
@@ -246,6 +255,7 @@ class AtomicRAG(AsyncQueries, IndexReports):
         return atomize_documents(self._engine, self.config, docs, bars=self._progress.bars)
 
     def _rebuild(self) -> None:
+        self._filtered.clear()  # filtered views of the previous graph
         atoms = [a for i in self._docs for a in self._states[i].atoms]
         if not atoms:
             if self._docs:
@@ -257,47 +267,71 @@ class AtomicRAG(AsyncQueries, IndexReports):
         self._indexed = self._engine.update(self._indexed, atoms, triples, meta={"passage_titles": titles})
 
     # ------------------------------------------------------------------ query
-    def _index(self) -> Any:
-        """The engine's view of this index: one corpus."""
+    def _index(self, where: Any = None) -> Any:
+        """The engine's view of this index: one corpus; with ``where``, only the documents it keeps
+        (``library.filters``): their graph, as an index of those documents alone would have it,
+        derived from this one the way ``delete`` derives it (no re-atomizing, no re-embedding)."""
         from atomicrag.engine import CorpusIndex
 
         if self._indexed is None:
             raise RuntimeError("the index is empty: call index(documents) or insert(documents) first")
-        return CorpusIndex.single(self._indexed)
+        if where is None:
+            return CorpusIndex.single(self._indexed)
+        from atomicrag.library.filters import matching_ids
+
+        ids = tuple(matching_ids(self._docs, where))
+        if len(ids) == len(self._docs):
+            return CorpusIndex.single(self._indexed)
+        held = self._filtered.get(ids)
+        if held is None or held[0] is not self._indexed:
+            atoms = [a for i in ids for a in self._states[i].atoms]
+            if not atoms:
+                raise ValueError(f"where: the {len(ids)} matching document(s) produced no atoms")
+            triples = [t for i in ids for t in self._states[i].triples]
+            titles = {i: self._docs[i].title for i in ids if self._docs[i].title}
+            sub = self._engine.update(self._indexed, atoms, triples, meta={"passage_titles": titles})
+            if len(self._filtered) >= 8:  # a few recent filters; an update of the index drops them all
+                self._filtered.pop(next(iter(self._filtered)))
+            self._filtered[ids] = held = (self._indexed, sub)
+        return CorpusIndex.single(held[1])
 
     @serialised
-    def query(self, question: str | Iterable[str], *, answer: bool | None = None, stream: bool = False
-              ) -> QueryResult | list[QueryResult] | AnswerStream:
+    def query(self, question: str | Iterable[str], *, answer: bool | None = None, stream: bool = False,
+              where: Any = None) -> QueryResult | list[QueryResult] | AnswerStream:
         """Retrieve (and, when a reader is configured or ``answer=True``, answer) one question or a list.
 
         All questions of a list are propagated together in one batch. ``stream=True``: one
-        question, answered as a stream (``query_stream``).
+        question, answered as a stream (``query_stream``). ``where``: only documents whose metadata
+        match (``{"source": "wikipedia"}``, ``{"lang": ["en", "de"]}``, or a function of a
+        ``Document``; see ``library.filters``). An empty list of questions warns and returns [].
         """
         if stream:
             if not isinstance(question, str):
-                raise TypeError("stream=True answers one question (a str), not a list")
+                raise TypeError(f"query(question, stream=True) answers one question: expected a str; got "
+                                f"{type(question).__name__}")
             if answer is False:
                 raise ValueError("stream=True streams an answer; answer=False asks for none (use search())")
-            return self.query_stream(question)
+            return self.query_stream(question, where=where)
         with reporting(self._progress):
-            return self._query(question, answer=answer)
+            return self._query(question, answer=answer, where=where)
 
-    def query_stream(self, question: str) -> AnswerStream:
+    def query_stream(self, question: str, *, where: Any = None) -> AnswerStream:
         """Retrieve, then answer ``question`` as a stream: iterate for the reply's text as it is
         written (an OpenAI-compatible server streams it; other backends give it whole); the
         ``QueryResult`` is the stream's ``result`` at the end (``get_result()``). The index is held
         for this object's other calls until the stream ends or is closed."""
         if not isinstance(question, str):
-            raise TypeError(f"query_stream answers one question (a str), not {type(question).__name__}")
+            raise TypeError(f"query_stream(question) answers one question: expected a str; got "
+                            f"{type(question).__name__}")
         check_questions([question])  # now, not at the first chunk
-        return AnswerStream(self._stream(question))
+        return AnswerStream(self._stream(question, where))
 
-    def _stream(self, question: str) -> Generator[str, None, QueryResult]:
+    def _stream(self, question: str, where: Any = None) -> Generator[str, None, QueryResult]:
         from atomicrag.answer.readers import resolve_reader_name
         from atomicrag.core.schemas import Question
 
         with self._lock, reporting(self._progress):
-            batch = self._engine.retrieve(self._index(), [Question(id="q0", question=question)])
+            batch = self._engine.retrieve(self._index(where), [Question(id="q0", question=question)])
             kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
             self._warn_fake_llm()
             yield from self._engine.answer_stream(batch, "precise" if kind == "none" else kind)
@@ -309,17 +343,17 @@ class AtomicRAG(AsyncQueries, IndexReports):
             log.warning("answers come from the fake test LLM (llm.name=fake): pass llm=... or set llm.*")
             self._warned_fake = True
 
-    def _query(self, question: str | Iterable[str], *, answer: bool | None = None
+    def _query(self, question: str | Iterable[str], *, answer: bool | None = None, where: Any = None
                ) -> QueryResult | list[QueryResult]:
         from atomicrag.answer.readers import resolve_reader_name
         from atomicrag.core.schemas import Question
 
-        single = isinstance(question, str)
-        texts = [question] if single else list(question)
+        texts, single = question_list(question)
         check_questions(texts)  # before any model loads or the graph is touched
         if not texts:
+            log.warning("query() got an empty list of questions: nothing to answer")
             return []
-        batch = self._engine.retrieve(self._index(), [Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
+        batch = self._engine.retrieve(self._index(where), [Question(id=f"q{i}", question=q) for i, q in enumerate(texts)])
         kind = resolve_reader_name(self.config.reader.name, self.config.dataset.reader)
         outputs: list[Any] = [None] * len(texts)
         if answer or (answer is None and kind != "none"):
@@ -330,9 +364,9 @@ class AtomicRAG(AsyncQueries, IndexReports):
         results = [self._result(t, c, o) for t, c, o in zip(batch.traces, batch.contexts, outputs)]
         return results[0] if single else results
 
-    def search(self, question: str | Iterable[str]) -> QueryResult | list[QueryResult]:
+    def search(self, question: str | Iterable[str], *, where: Any = None) -> QueryResult | list[QueryResult]:
         """Retrieval only (the other library's ``RetrievePipeline.search``): no answer is generated."""
-        return self.query(question, answer=False)
+        return self.query(question, answer=False, where=where)
 
     def _result(self, trace: Any, context: list[Any], output: Any) -> QueryResult:
         return query_result(trace, context, output, self._indexed.graph, self.config.sieve.max_context)
@@ -348,12 +382,13 @@ class AtomicRAG(AsyncQueries, IndexReports):
         """Save to a versioned directory (``store="dir"``) or PostgreSQL + pgvector (``store="pg"``, ``uri``);
         ``store`` names a ``registry.STORES`` entry."""
         target = STORES.build(store, path=path, uri=uri, schema=schema)
-        key = str(Path(path).resolve()) if store == "dir" and path is not None else None
-        # the version this object loaded from (or last saved to) that folder: a newer one there is
-        # another writer's, and save refuses to overwrite it (library.io.IndexChangedError)
+        key = str(Path(path).resolve()) if store == "dir" and path is not None else \
+            f"pg:{uri}#{schema}" if store == "pg" and uri else None
+        # the version this object loaded from (or last saved to) that folder or schema: a newer one
+        # there is another writer's, and save refuses to overwrite it (library.io.IndexChangedError)
         if key:
             self._versions[key] = target.save(self._snapshot(), expect=self._versions.get(key))
-        else:  # PostgreSQL, or a store registered by the user: its own save(snapshot)
+        else:  # a store registered by the user: its own save(snapshot)
             target.save(self._snapshot())
 
     @classmethod
@@ -372,13 +407,9 @@ class AtomicRAG(AsyncQueries, IndexReports):
             from atomicrag.embed.lazy import lazy_saved_embedder
 
             embedder = lazy_saved_embedder(cfg, snap.embedder)
-        _LOADING.active = True
-        try:
+        with no_answering_warning():
             rag = cls(cfg, llm=llm, embedder=embedder, progress=progress)
-        finally:
-            _LOADING.active = False
-        if path is not None:
-            rag._versions[str(Path(path).resolve())] = info.get("version")
+        rag._versions[str(Path(path).resolve()) if path is not None else f"pg:{uri}#{schema}"] = info.get("version")
         check_reopen_embedder(rag.embedder, snap.embedder)
         rag._docs, rag._states, rag._indexed = snap.documents, snap.states, snap.indexed
         return rag

@@ -10,6 +10,7 @@
     atomicrag serve [--config FILE] [--set llm=...]   # keep the LLM server up for later queries
     atomicrag serve --status | --stop
     atomicrag serve --index INDEX_DIR [--port 8765] [--set ...]   # HTTP server holding the index; `query` uses it
+                    [--host H (needs $ATOMICRAG_API_KEY)] [--cors-origin URL] [--allow-host NAME]
     atomicrag setup [--check] [--venv DIR]   # build/find the CPU vLLM server environment and SmolLM2
     atomicrag data get DATASET [--from DIR] [--out DATA_DIR]   (a benchmark in the normalised layout)
     atomicrag data list [--data-dir DIR]   (the datasets a run finds: rows and sha256 of each file)
@@ -77,7 +78,7 @@ def _paths(items: list[str]) -> list[Path]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from atomicrag.library.api import AtomicRAG
+    from atomicrag.library.api import AtomicRAG, no_answering_warning
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):  # checked before any work
@@ -86,7 +87,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         if not args.force:
             raise FileExistsError(f"{out} exists; pass --force to overwrite it")
     docs = _paths(args.docs)
-    with AtomicRAG(_config(args), progress=_progress(args)) as rag:
+    with no_answering_warning():  # index() raises the same text at once: printed once, not twice
+        rag = AtomicRAG(_config(args), progress=_progress(args))
+    with rag:
         rag.index(docs)
         st = rag.stats()
         if st["chunks"] and st["failed_chunks"] == st["chunks"]:  # nothing to save: say why, exit non-zero
@@ -161,9 +164,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         if args.top is not None:
             r.items = r.items[: args.top]
     failed = [(r.query, e) for r in results for e in r.errors]
-    # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero
+    # an answer cut by reader.max_tokens is a failed answer for the command: said, exit non-zero,
+    # with the advice to raise the budget only where it would help: a reply that looped (a line
+    # repeated until the cut) would loop longer, and its answer is the extractive one, marked
     failed += [(r.query, f"the answer was cut at {budget} (raise it: --set reader.max_tokens=N)")
-               for r in results if r.answer_cut]
+               for r in results if r.answer_cut and not getattr(r, "answer_looped", False)]
     if args.json:
         payload: Any = [r.to_dict() for r in results]  # errors are in each result's "errors"
         print(json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False, indent=2))
@@ -171,7 +176,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     for r in results:
         print(f"Q: {r.query}")
         if r.answer is not None:
-            if r.answer:
+            if getattr(r, "extractive", False):
+                why = "its reply looped" if getattr(r, "answer_looped", False) else (
+                    "its reply was cut by the token budget" if r.answer_cut else "it wrote none")
+                print(f"A: {r.cited_answer or r.answer}  (extractive: the best-supported retrieved sentence; "
+                      f"the reader gave no answer, {why})")
+            elif r.answer:
                 print(f"A: {r.cited_answer or r.answer}" + (" (cut by the token budget)" if r.answer_cut else ""))
             else:
                 print("A: (none: the reply was cut by the token budget before its answer)" if r.answer_cut
@@ -256,8 +266,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 0 if url else 1
         if args.config:
             raise ValueError("serve --index takes the index's own config; change query-time settings with --set")
+        from atomicrag.library.http_access import API_KEY_ENV, api_key_from_env
+
+        key = api_key_from_env(args.api_key_env)
+        if key is None and args.api_key_env != API_KEY_ENV:  # named, so meant: not a silent fallback
+            raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set or empty")
         return http_server.serve_index(args.index, host=args.host, port=args.port, overrides=args.set or (),
-                                       progress=_progress(args))
+                                       progress=_progress(args), api_key=key,
+                                       cors_origins=args.cors_origin or (), allowed_hosts=args.allow_host or ())
     if args.stop:
         had, state = resident.stop_resident()
         print(f"stopped the {state['model']} server (pid {state['pid']}, {state['base_url']})" if had and state
@@ -384,6 +400,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "from one process holding the index and its models")
     s.add_argument("--host", default="127.0.0.1", help="with --index: address to listen on")
     s.add_argument("--port", type=int, default=8765, help="with --index: port (0: any free port)")
+    s.add_argument("--api-key-env", default="ATOMICRAG_API_KEY", metavar="VAR",
+                   help="with --index: the environment variable holding the bearer token clients must send "
+                   "(required with a --host other than loopback; a key is never taken on the command line)")
+    s.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                   help="with --index: a site whose pages may call the server (https://app.example.org)")
+    s.add_argument("--allow-host", action="append", metavar="NAME",
+                   help="with --index: a Host name it answers to besides loopback (behind a proxy)")
     s.set_defaults(func=cmd_serve)
 
     from atomicrag.data.get import add_parser as add_data_parser

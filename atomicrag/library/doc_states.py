@@ -39,6 +39,13 @@ def atomize_documents(engine: Any, config: Config, docs: list[Document], *, bars
             states[owner.get(t.chunk_id, part[0].passage_id)].triples.append(t)
         for f in res.failures:
             states[owner[f.chunk_id]].failures.append(f)
+    by_id = {c.id: c for c in chunks}
+    for d in docs:  # a Markdown file's code blocks: one atom each, never cut into "sentences"
+        spans = d.meta.get("code_spans")
+        if spans and states[d.id].atoms and all(0 <= int(a) < int(b) <= len(d.text) for a, b in spans):
+            from atomicrag.library.code_units import keep_code_whole
+
+            states[d.id].atoms = keep_code_whole(states[d.id].atoms, by_id, spans)
     failed = sum(len(s.failures) for s in states.values())
     if failed:
         log.warning("atomize: %d of %d chunks failed (stats()['failed_chunks']; reasons in "

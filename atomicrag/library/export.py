@@ -14,6 +14,7 @@ edges (a multigraph), so no type is lost.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,13 @@ from typing import Any
 from atomicrag.library.io import export_data
 
 FORMATS = (".graphml", ".json")
+# what XML 1.0 cannot hold (its Char production), and the C1 controls data.validate.clean_text removes
+_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` without the characters an XML 1.0 document cannot contain."""
+    return _NOT_XML.sub("", text)
 
 
 def to_networkx(graph: Any, titles: dict[str, str] | None = None) -> Any:
@@ -84,14 +92,13 @@ def export_graph(docs: dict[str, Any], graph: Any, path: str | Path | None = Non
         raise ValueError("GraphML holds no vectors; export embeddings as .json")
     import networkx as nx
 
-    from atomicrag.data.validate import clean_text
-
     g = to_networkx(graph)
-    # XML 1.0 cannot hold control characters at all (not even escaped): an index built before
-    # ingest removed them may still carry some, and a GraphML file that no reader parses is no export
+    # XML 1.0 cannot hold control characters, U+FFFE/U+FFFF or surrogates at all (not even
+    # escaped): an index built before ingest removed them may still carry some, and a GraphML
+    # file that no reader parses is no export
     for attrs in [*(a for _, a in g.nodes(data=True)), *(a for *_, a in g.edges(data=True)), g.graph]:
         for key, value in attrs.items():
             if isinstance(value, str):
-                attrs[key] = clean_text(value)
+                attrs[key] = xml_text(value)
     _atomic_write(path, lambda tmp: nx.write_graphml(g, str(tmp), encoding="utf-8"))
     return data

@@ -3,17 +3,23 @@
 Directory layout (no pickle anywhere; every file is JSON, JSONL or safetensors)::
 
     INDEX_DIR/
-      manifest.json            format, format_version, atomicrag version, config, embedder name/dim, counts
+      manifest.json            format, format_version, atomicrag version, index settings, embedder name/dim,
+                               counts, and the SHA-256 and size of every other file ("files")
       documents.jsonl          one Document per line (id, text, title, meta), in corpus order
       doc_state.jsonl          per document: chunk count, triples, atomization failures
       graph/                   graph.io.save_graph: tensors.safetensors, atoms.jsonl, entities.jsonl, graph.json
       synonym_rows.safetensors directed synonym rows (what incremental updates need)
 
-The directory is written beside its destination and renamed into place, so a crash never
-leaves a half-written index where a good one was. A PostgreSQL store keeps the graph and the
-documents through ``storage.pgvector.PgVectorStore``; the per-document state rides in each
-document's metadata and the manifest in the graph's meta. That store does not keep the synonym
-rows, so the first update after loading from it recomputes them over all entities.
+The directory is written beside its destination and swapped into place (``library.swap``: one
+atomic exchange on Linux), so a crash never leaves a half-written index, or none, where a good
+one was; a save killed between the two renames of the fallback is finished by the next load.
+Every file's SHA-256 is in the manifest and checked on load (``library.checksums``).
+
+A PostgreSQL store keeps the graph and the documents through ``storage.pgvector.PgVectorStore``;
+the per-document state rides in each document's metadata and the manifest in the graph's meta.
+That store does not keep the synonym rows, so the first update after loading from it recomputes
+them over all entities. Its writers take an advisory lock and check the version they loaded, as
+the folder's do (``IndexChangedError``).
 
 ``AtomicRAG.save(store=...)`` picks a store by its ``registry.STORES`` name (``dir``: ``DirStore``,
 ``pg``: ``PgStore``); each is built as ``(path=, uri=, schema=)`` and saves or loads a ``Snapshot``.
@@ -21,7 +27,6 @@ rows, so the first update after loading from it recomputes them over all entitie
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
 import shutil
@@ -37,6 +42,16 @@ from typing import Any
 from atomicrag.core.artifacts import read_jsonl, write_json_atomic, write_jsonl_atomic
 from atomicrag.core.config import Config
 from atomicrag.graph.incremental import IndexedGraph, SynonymRows
+from atomicrag.library.checksums import folder_digests, verify_digests
+from atomicrag.library.index_settings import INDEX_SETTINGS, index_settings
+from atomicrag.library.swap import (
+    exchange,
+    finish_interrupted_save,
+    in_progress,
+    is_complete,
+    leftovers,
+    remove_leftovers,
+)
 from atomicrag.library.types import DocState, Document
 
 FORMAT = "atomicrag-index"
@@ -66,7 +81,8 @@ def manifest(snap: Snapshot) -> dict[str, Any]:
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION, "atomicrag_version": _version(),
         "saved_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": dataclasses.asdict(snap.config), "embedder": snap.embedder,
+        # the index settings only: a saved index carries no paths, endpoints or programs (index_settings)
+        "config": index_settings(dataclasses.asdict(snap.config)), "embedder": snap.embedder,
         "documents": len(snap.documents), "atoms": g.num_atoms if g else 0, "entities": g.num_entities if g else 0,
     }
 
@@ -81,7 +97,7 @@ def check_manifest(info: dict[str, Any], where: str) -> None:
 
 # ----------------------------------------------------------------------------- directory
 class IndexChangedError(RuntimeError):
-    """Another writer saved the index folder after this object loaded (or last saved) it."""
+    """Another writer saved the index (folder or PostgreSQL schema) after this object loaded (or last saved) it."""
 
 
 _HELD: dict[str, list[Any]] = {}  # lock file -> [open file, depth]: the lock is re-entrant in a process
@@ -145,6 +161,12 @@ def save_dir(snap: Snapshot, path: str | Path, expect: str | None = None) -> str
     ``expect``: the version this object loaded or last saved there; a different one on disk
     means another writer saved in between, and overwriting it would lose that writer's changes."""
     with index_lock(path):
+        restored = finish_interrupted_save(Path(path))
+        if restored is not None and expect is None:
+            # the caller saw no index there (a CLI `index` after "no such index"): never overwrite
+            # the copy that was just restored without being asked again
+            raise FileExistsError(f"{path}: an interrupted save had left the index beside it ({restored.name}); it "
+                                  "is restored in place and was not overwritten: load it, or save again to overwrite it")
         current = version_token(path)
         if expect is not None and current is not None and current != expect:
             raise IndexChangedError(
@@ -174,16 +196,25 @@ def _save_dir(snap: Snapshot, path: str | Path) -> Path:
             save_graph(snap.indexed.graph, tmp / "graph")
             if snap.indexed.rows is not None:
                 save_file(snap.indexed.rows.to_tensors(), str(tmp / "synonym_rows.safetensors"))
-        write_json_atomic(tmp / "manifest.json", manifest(snap))  # last: its presence marks a complete index
-        old = path.parent / f".{path.name}.old-{os.getpid()}"
-        if path.exists():
-            os.replace(path, old)
-        os.replace(tmp, path)
-        if old.exists():
-            shutil.rmtree(old)
+        info = manifest(snap)
+        info["files"] = folder_digests(tmp)  # load verifies every file against these (library.checksums)
+        write_json_atomic(tmp / "manifest.json", info)  # last: its presence marks a complete index
+        if not (path / "manifest.json").is_file():
+            os.replace(tmp, path)  # no index there (or an empty folder): one atomic rename
+        elif not exchange(tmp, path):  # swapped in one step: tmp now holds the old version
+            # no atomic exchange here: two renames; a writer killed between them leaves two complete
+            # copies beside the path, and the next load or save finishes the swap (library.swap)
+            os.replace(path, path.parent / f".{path.name}.old-{os.getpid()}")
+            os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        # the temporary folders are deleted only once the path holds a complete index: an error
+        # between the two renames leaves the copies for finish_interrupted_save
+        if is_complete(path):
+            for p in (tmp, path.parent / f".{path.name}.old-{os.getpid()}"):
+                if p.exists():
+                    shutil.rmtree(p)
+        elif tmp.exists() and not is_complete(tmp):
+            shutil.rmtree(tmp)  # a half-written new version: the old one is still in place
     remove_leftovers(path)  # folders of earlier saves that were killed
     return path
 
@@ -200,15 +231,17 @@ def _group_atoms(snap_docs: dict[str, Document], graph: Any) -> dict[str, list[A
 def load_dir(path: str | Path, attempts: int = 40) -> tuple[dict[str, Any], Snapshot]:
     """(manifest, snapshot) of one whole version of an index directory, also while another process
     replaces it: a read that saw the folder change under it (its manifest's version differs before
-    and after, or a file vanished mid-swap) is read again; the result carries ``info["version"]``."""
+    and after, or a file vanished mid-swap) is read again; the result carries ``info["version"]``.
+    A save that was killed between its two renames is finished first (``swap.finish_interrupted_save``)."""
     from atomicrag.graph.verify import IndexDamagedError
 
+    _finish_interrupted(Path(path))
     for attempt in range(attempts):
         before = version_token(path)
         try:
             info, snap = _load_dir(path)
         except (IndexDamagedError, FileNotFoundError, OSError):
-            if attempt + 1 < attempts and (version_token(path) != before or _save_in_progress(Path(path))):
+            if attempt + 1 < attempts and (version_token(path) != before or in_progress(Path(path))):
                 time.sleep(0.02 * (attempt + 1))
                 continue
             raise
@@ -219,14 +252,13 @@ def load_dir(path: str | Path, attempts: int = 40) -> tuple[dict[str, Any], Snap
     raise TimeoutError(f"{path} kept changing while it was read ({attempts} tries): is a writer saving in a loop?")
 
 
-def _save_in_progress(path: Path) -> bool:
-    """A save of ``path`` by a live process is under way (its temporary folders are beside it)."""
-    for kind in ("tmp", "old"):
-        for p in path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"):
-            pid = p.name.rsplit("-", 1)[-1]
-            if pid.isdigit() and _alive(int(pid)):
-                return True
-    return False
+def _finish_interrupted(path: Path) -> None:
+    """Finish a killed save under the write lock, when there is one to finish (a reader takes the
+    lock only then)."""
+    if is_complete(path) or not any(is_complete(p) for p in leftovers(path)):
+        return
+    with index_lock(path):
+        finish_interrupted_save(path)
 
 
 def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
@@ -247,6 +279,7 @@ def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
         raise FileNotFoundError(f"{path} is not an atomicrag index (no manifest.json)")
     info = read_json_object(mpath)
     check_manifest(info, str(path))
+    verify_digests(path, info.get("files"))  # one changed byte anywhere is refused, naming the file
     if not isinstance(info.get("config"), dict):
         raise damaged(mpath, "it holds no 'config' object")
     docs = read_file(path / "documents.jsonl",
@@ -281,33 +314,12 @@ def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
     return info, Snapshot(Config(), docs, states, indexed, dict(info.get("embedder") or {}))
 
 
-def remove_leftovers(path: Path) -> list[Path]:
-    """Delete ``.NAME.tmp-PID`` / ``.NAME.old-PID`` folders that killed saves left beside ``path``.
-
-    A folder whose process is still alive (a save in progress elsewhere) is kept."""
-    removed = []
-    for kind in ("tmp", "old"):
-        for p in path.parent.glob(f".{glob.escape(path.name)}.{kind}-*"):
-            pid = p.name.rsplit("-", 1)[-1]
-            if p.is_dir() and pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
-                shutil.rmtree(p, ignore_errors=True)
-                removed.append(p)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 # ----------------------------------------------------------------------------- PostgreSQL
-def save_pg(snap: Snapshot, uri: str, schema: str = "atomicrag") -> None:
-    from atomicrag.library.storage.pgvector import PgVectorStore
+def save_pg(snap: Snapshot, uri: str, schema: str = "atomicrag", expect: str | None = None) -> str:
+    """Write the index to PostgreSQL in one transaction, holding the schema's writer lock, and
+    return the new version. ``expect``: the version this object loaded or last saved there; another
+    one there means another writer saved in between (``IndexChangedError``, nothing written)."""
+    from atomicrag.library.storage.pgvector import PgVectorStore, StaleVersionError
 
     if snap.indexed is None:
         raise ValueError("nothing to save: the index is empty (PostgreSQL stores need a graph)")
@@ -318,7 +330,10 @@ def save_pg(snap: Snapshot, uri: str, schema: str = "atomicrag") -> None:
     graph.meta = {**saved_meta, "library": manifest(snap)}
     try:
         with PgVectorStore(uri, schema) as store:
-            store.save(graph, docs)
+            return store.save(graph, docs, expect_version=expect)
+    except StaleVersionError as exc:
+        raise IndexChangedError(f"{exc}; its changes would be lost: load it again (AtomicRAG.load(uri=...)) and "
+                                "repeat the update") from None
     finally:
         graph.meta = saved_meta
 
@@ -327,8 +342,11 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
     from atomicrag.library.storage.pgvector import PgVectorStore
 
     with PgVectorStore(uri, schema) as store:
-        graph = store.load()
-        raw_docs = store.load_documents()
+        # one transaction: the graph and the documents of the same save (a writer waits for it)
+        with store.connect().transaction():
+            graph = store.load()
+            raw_docs = store.load_documents()
+        version = store.loaded_version
     info = graph.meta.pop("library", None)
     if not info:
         raise ValueError(f"PostgreSQL schema {schema!r} holds a graph that was not saved by AtomicRAG.save")
@@ -346,6 +364,7 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
         records[d["id"]] = d.get(_STATE_KEY) or {}
     by_doc = _group_atoms(docs, graph)
     states = {i: DocState.from_record(records[i], by_doc.get(i, [])) for i in docs}
+    info["version"] = version
     return info, Snapshot(Config(), docs, states, IndexedGraph(graph, None), dict(info.get("embedder") or {}))
 
 
@@ -373,8 +392,8 @@ class PgStore:
             raise ValueError('store="pg" needs uri="postgresql://..."')
         self.uri, self.schema = uri, schema
 
-    def save(self, snap: Snapshot, expect: str | None = None) -> None:
-        save_pg(snap, self.uri, self.schema)  # one transaction; no version check (expect unused)
+    def save(self, snap: Snapshot, expect: str | None = None) -> str:
+        return save_pg(snap, self.uri, self.schema, expect)  # one transaction, under the schema's writer lock
 
     def load(self) -> tuple[dict[str, Any], Snapshot]:
         return load_pg(self.uri, self.schema)
@@ -406,15 +425,20 @@ BUILD_SECTIONS = ("atomizer", "graph")
 BUILD_DATASET_FIELDS = ("chunk_tokens", "chunk_overlap", "chunk_tokenizer")
 
 
+def _index_part(section: Any, name: str) -> dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(section).items() if k in INDEX_SETTINGS[name]}
+
+
 def check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
     """Raise ``ValueError`` naming every build setting of ``cfg`` that differs from the saved
     index's (and the ``ATOMICRAG_*`` variables that set them), instead of silently mixing builds."""
     from atomicrag.graph.build import GRAPH_FIDELITY_FIELDS
 
-    diffs = [s for s in BUILD_SECTIONS if getattr(saved, s) != getattr(cfg, s)]
+    # the index settings of each build section (a device or trust_remote_code is the user's to choose)
+    diffs = [s for s in BUILD_SECTIONS if _index_part(getattr(saved, s), s) != _index_part(getattr(cfg, s), s)]
     diffs += [f"dataset.{f}" for f in BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
     diffs += [f"fidelity.{f}" for f in GRAPH_FIDELITY_FIELDS if getattr(saved.fidelity, f) != getattr(cfg.fidelity, f)]
-    if not byo_embedder and saved.embedder != cfg.embedder:
+    if not byo_embedder and _index_part(saved.embedder, "embedder") != _index_part(cfg.embedder, "embedder"):
         diffs.append("embedder")
     if diffs:
         env = sorted(k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k

@@ -30,17 +30,30 @@ def query_result(trace: Any, context: list[Any], output: Any, graph: Any, max_co
     stats = {"queries": len(trace.seeds), "entity_seeds": sum(len(s.get("entity_seeds", [])) for s in trace.seeds),
              "candidates": len(cands), "kept": len(best), "items_returned": len(items),
              "graph_nodes": graph.num_nodes}
-    sources, cited, cut = [], None, False
+    sources, cited, cut, looped, extractive = [], None, False, False, False
+    answer = None if output is None else output.answer
     if output is not None:
-        from atomicrag.answer.citations import cite, with_marks
+        from atomicrag.answer.citations import Source, cite, with_marks
 
         if not output.failed:
             sources = cite(output.raw, output.answer, context, seen=len(context) - output.context_dropped)
             cited = with_marks(output.answer, sources)
-        cut = bool(output.truncated)
+            if not (output.answer or "").strip():  # the model gave no answer: the best-supported sentence
+                from atomicrag.answer.extractive import best_sentence
+
+                best = best_sentence(trace.question, context)
+                if best is not None:
+                    item = context[best.item]
+                    doc = str(item.get("passage_id") if isinstance(item, dict) else item.passage_id)
+                    title = str((item.get("title") if isinstance(item, dict) else item.title) or "")
+                    sources = [Source(n=1, doc_id=doc, title=title, context=[best.item + 1], how="extractive")]
+                    answer, extractive = best.sentence, True
+                    cited = with_marks(answer, sources)
+        cut, looped = bool(output.truncated), bool(getattr(output, "looped", False))
     return QueryResult(query=trace.question, items=items, entities_extracted=entities,
-                       answer=None if output is None else output.answer, graph_stats=stats,
+                       answer=answer, graph_stats=stats,
                        sub_questions=list(trace.sub_questions), context=[c.to_dict() for c in context],
                        errors=list(trace.errors),  # the engine adds the reader's failure
                        documents=list(trace.retrieved_passages),
-                       sources=sources, cited_answer=cited, answer_cut=cut)
+                       sources=sources, cited_answer=cited, answer_cut=cut, answer_looped=looped,
+                       extractive=extractive)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from atomicrag.library.user_paths import library_paths
+
 FIX = ("run `atomicrag setup` (builds the CPU vLLM server environment and fetches SmolLM2), "
        "or set reader.name=none for retrieval only, or point llm.base_url at a running server")
 
@@ -65,7 +67,7 @@ def answering_problems(cfg: Any) -> list[str]:
             find_server_python(llm.server_python)
         except ServerEnvError as exc:
             problems.append(str(exc).split(". Build it")[0])
-        problem = _model_problem(llm.model_path or llm.model, cfg.paths.cache_dir)
+        problem = _model_problem(llm.model_path or llm.model, library_paths(cfg.paths).cache_dir)
         if problem:
             problems.append(problem)
     elif llm.name == "llamacpp":
@@ -73,8 +75,8 @@ def answering_problems(cfg: Any) -> list[str]:
 
         missing = llamacpp_server_missing()
         if missing:
-            problems.append(f"the llama.cpp server needs {', '.join(missing)}: pip install 'atomicrag[llamacpp]'")
-        problem = _model_problem(llm.model_path or llm.model, cfg.paths.cache_dir)
+            problems.append(f"the llama.cpp server needs {', '.join(missing)}: pip install 'atomicrag-harness[llamacpp]'")
+        problem = _model_problem(llm.model_path or llm.model, library_paths(cfg.paths).cache_dir)
         if problem:
             problems.append(problem)
     return problems

@@ -1,5 +1,8 @@
 """Opening a saved index: the config it is queried with, and the embedder it is read with.
 
+A saved index is data: only the settings ``library.index_settings.INDEX_SETTINGS`` lists are taken
+from its manifest; programs, endpoints, keys, caches, paths and devices come from the loading
+user's configuration, and a manifest that sets them gets a warning naming the keys it ignores.
 The settings that decided how the index was built come from the index alone; what a user passes
 to ``AtomicRAG.load`` (a dict, a ``Config`` or override strings) may change query-time settings
 only, and a conflicting build setting is an error (``library.io.check_build_settings``)."""
@@ -12,6 +15,7 @@ from typing import Any
 
 from atomicrag.core.compose import load_config, to_overrides
 from atomicrag.core.config import Config
+from atomicrag.library.index_settings import ignored_settings, index_settings
 from atomicrag.library.io import check_build_settings
 
 log = logging.getLogger("atomicrag")
@@ -23,16 +27,22 @@ def reopen_config(saved: dict[str, Any], config: Config | dict | None, overrides
     of overrides on it (a group option named there starts that group afresh, e.g.
     ``{"retriever": "dense"}``) or a full ``Config``; ``overrides``: Hydra override strings applied
     after ``config``. ``ATOMICRAG_*`` variables apply to the result only, so one that conflicts with
-    a build setting is caught instead of rewriting the manifest."""
+    a build setting is caught instead of rewriting the manifest. Only the manifest's index settings
+    are read (``index_settings``); what else it sets is ignored, with a warning naming the keys."""
     # indexes saved before the harness's fields (experiment_name, judge, logger, ...) left Config
     # carry them in their manifest: they decide nothing about the index
     library_fields = {f.name for f in dataclasses.fields(Config)}
-    built = load_config({k: v for k, v in saved.items() if k in library_fields}, env_prefix=None)
+    built = load_config(index_settings({k: v for k, v in saved.items() if k in library_fields}), env_prefix=None)
     if isinstance(config, Config):
         cfg = load_config(config, overrides=overrides)
     else:
         cfg = load_config(dataclasses.asdict(built), overrides=[*to_overrides(config or {}), *overrides])
     check_build_settings(built, cfg, byo_embedder=byo_embedder)
+    ignored = ignored_settings(saved, cfg)
+    if ignored:
+        named = ", ".join(ignored[:10]) + (f" and {len(ignored) - 10} more" if len(ignored) > 10 else "")
+        log.warning("the saved index's manifest sets %s: ignored (a saved index is data; programs, endpoints, "
+                    "keys, caches, paths and devices come from your configuration, not from the index)", named)
     return cfg
 
 

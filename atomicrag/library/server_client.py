@@ -44,9 +44,28 @@ def read_server_state(index: str | Path) -> dict[str, Any] | None:
     return state if isinstance(state, dict) and {"pid", "url", "index"} <= state.keys() else None
 
 
+def auth_headers() -> dict[str, str]:
+    """The bearer token of ``$ATOMICRAG_API_KEY`` (what ``serve --index`` requires), if set."""
+    from atomicrag.library.http_access import api_key_from_env
+
+    key = api_key_from_env()
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _error_message(resp: Any) -> str:
+    """The message of an error reply (OpenAI's ``{"error": {"message"}}``, or an older server's
+    ``{"error": "..."}``), else its text."""
+    try:
+        err = resp.json().get("error", resp.text)
+    except (ValueError, AttributeError):
+        return str(resp.text)
+    return str(err.get("message", err) if isinstance(err, dict) else err)
+
+
 def find_index_server(index: str | Path, timeout_s: float = 2.0) -> str | None:
     """The URL of a running server of ``index`` (its process alive and ``/health`` naming this
-    index), else None; a stale record is removed."""
+    index, or refusing it for want of the token: ``remote_query`` then says so), else None; a
+    stale record is removed."""
     import httpx
 
     state = read_server_state(index)
@@ -55,10 +74,12 @@ def find_index_server(index: str | Path, timeout_s: float = 2.0) -> str | None:
     want = str(Path(index).resolve())
     try:
         if pid_alive(int(state["pid"])):
-            resp = httpx.get(f"{state['url']}/health", timeout=timeout_s)
+            resp = httpx.get(f"{state['url']}/health", timeout=timeout_s, headers=auth_headers())
             if resp.status_code == 200 and resp.json().get("index") == want:
                 return str(state["url"])
-    except (httpx.HTTPError, ValueError, TypeError):
+            if resp.status_code == 401 and resp.json()["error"].get("code") == "invalid_api_key":
+                return str(state["url"])  # our server (its pid is alive), which needs the token
+    except (httpx.HTTPError, ValueError, TypeError, KeyError, AttributeError):
         pass
     # dead, not answering, or another index's server on a reused port: forget the record
     server_state_path(index).unlink(missing_ok=True)
@@ -92,13 +113,10 @@ def remote_query(url: str, questions: Sequence[str], *, answer: bool | None = No
     body: dict[str, Any] = {"questions": list(questions)}
     if answer is not None:
         body["answer"] = answer
-    resp = httpx.post(f"{url}/query", json=body, timeout=timeout_s)
+    resp = httpx.post(f"{url}/query", json=body, timeout=timeout_s, headers=auth_headers())
     if resp.status_code != 200:
-        try:
-            msg = resp.json().get("error", resp.text)
-        except ValueError:
-            msg = resp.text
-        raise RuntimeError(f"the index server at {url} answered {resp.status_code}: {msg}")
+        hint = " (set ATOMICRAG_API_KEY to its token, or pass --no-server)" if resp.status_code == 401 else ""
+        raise RuntimeError(f"the index server at {url} answered {resp.status_code}: {_error_message(resp)}{hint}")
     return [result_from_dict(r) for r in resp.json()["results"]]
 
 

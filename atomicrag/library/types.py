@@ -6,6 +6,7 @@ without pulling in torch or the retrieval stack.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from os import PathLike
@@ -77,19 +78,77 @@ class DocumentReport:
         return [f.reason for f in self.failures]
 
 
-def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_titles: bool = True) -> list[Document]:
+_DOCUMENTS_EXPECTED = ("a str (a document's text, or a file or folder path), a dict with 'text', a Document, "
+                       "a pathlib.Path, or a list of these")
+
+
+def _shown(value: Any) -> str:
+    """``int (42)``: a value's type and a short repr, for errors that name what was given."""
+    text = repr(value)
+    return f"{type(value).__name__} ({text[:60] + '...' if len(text) > 60 else text})"
+
+
+def _check_bare_word(text: str, call: str) -> None:
+    """A whole argument that is one word of file-name characters (``index("docs")``) is a path that
+    does not exist far more often than a one-word document: an error that says how to index the
+    word. A word ending like a sentence ("Warsaw.") is a document."""
+    from atomicrag.data.ingest import SUFFIXES
+
+    word = text.strip()
+    if "/" in word or "\\" in word or Path(word).suffix.lower() in SUFFIXES:
+        return  # a path by its look: data.ingest says it does not exist
+    # a file or folder name's characters, not ending like a sentence ("Warsaw." stays a document)
+    if len(word) <= 255 and re.fullmatch(r"[\w~.-]+", word) and not word.endswith((".", "!", "?")):
+        try:
+            exists = Path(word).expanduser().exists()
+        except OSError:
+            return
+        if not exists:
+            raise FileNotFoundError(f"{call}: {text!r} is not a file or folder (looked in {Path.cwd()}); "
+                                    f"to index the word itself pass {{'text': {text!r}}}")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_surrogates(call: str, n: int, doc_id: Any, meta: dict[str, Any], **fields: str) -> None:
+    """A lone surrogate is no Unicode text (it cannot be encoded, and spaCy fails on it far from
+    here): an error naming the document, the field and where, before any model runs."""
+    for name, value in fields.items():
+        bad = _SURROGATE.search(value)
+        if bad:
+            which = f"document #{n}" + (f" ({doc_id!r})" if doc_id is not None else "")
+            if meta.get("path"):
+                which += f", file {meta['path']}"
+            raise ValueError(f"{call}: {which}: its {name} holds a lone surrogate U+{ord(bad.group()):04X} at "
+                             f"character {bad.start()}, which is not Unicode text (a JSON '\\ud800' escape, or "
+                             "bytes decoded with errors='surrogateescape'); replace it, e.g. "
+                             "text.encode('utf-8', 'replace').decode('utf-8')")
+
+
+def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_titles: bool = True,
+                        call: str = "documents") -> list[Document]:
     """Strings, dicts (``text`` + optional ``doc_id``/``id``, ``title``, any metadata),
     ``Passage``-like objects, files or folders -> ``Document``s with unique ids.
 
     A document without an id gets ``doc-<hash of its text>`` (plus ``-2``, ``-3``... when the
     same text occurs again), so re-indexing the same corpus gives the same ids. Files and
     folders are read by ``data.ingest`` (see ``expand_paths``; ``text_titles``: a ``.md``/``.txt``
-    file's title line is its title). Empty text is an error.
+    file's title line is its title). Empty text is an error, and so is an empty list, an argument
+    of another type (``call`` names the argument in the message: ``index(documents)``) and a lone
+    word that is no file or folder (a mistyped path, not a document).
     """
     from atomicrag.data.ingest import expand_paths
 
+    if isinstance(documents, str):
+        _check_bare_word(documents, call)
     if isinstance(documents, (str, dict, PathLike)) or hasattr(documents, "text"):
         documents = [documents]  # a single document, not an iterable of characters/keys
+    elif documents is None or isinstance(documents, (bytes, bytearray)) or not isinstance(documents, Iterable):
+        raise TypeError(f"{call}: expected {_DOCUMENTS_EXPECTED}; got {_shown(documents)}")
+    documents = list(documents)
+    if not documents:
+        raise ValueError(f"{call}: no documents (an empty {type(documents).__name__}); pass at least one")
     documents = expand_paths(documents, text_titles=text_titles)
     used = set(taken)
     out: list[Document] = []
@@ -109,10 +168,12 @@ def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_title
             text, title, doc_id = doc.text, getattr(doc, "title", "") or "", doc.id
             meta = dict(getattr(doc, "meta", None) or {})
         else:
-            raise TypeError(f"document #{n} is a {type(doc).__name__}; expected a str or a dict with 'text'")
+            raise TypeError(f"{call}: document #{n} is {_shown(doc)}; expected a str, a dict with 'text', "
+                            "a Document or a path")
         if not isinstance(text, str):
-            raise TypeError(f"document #{n}: text must be a str, not {type(text).__name__}")
+            raise TypeError(f"{call}: document #{n}: 'text' must be a str, not {_shown(text)}")
         text, title = clean_text(text), clean_text(str(title))  # NUL and other control characters
+        _check_surrogates(call, n, doc_id, meta, text=text, title=title)
         if not text.strip():  # the harness rejects empty passages too (data.validate.nonempty_str)
             raise ValueError(f"document #{n}{f' ({doc_id!r})' if doc_id is not None else ''} has empty text")
         if doc_id is None:
@@ -181,6 +242,12 @@ class QueryResult:
     # the reader's reply reached reader.max_tokens: the answer is what was written before the cut,
     # "" when the cut came before it (never an answer, always reported: the CLI exits non-zero)
     answer_cut: bool = False
+    # the cut reply was a loop (a line repeated until the budget): a larger reader.max_tokens would
+    # only loop longer, so it is not advised (answer.loops)
+    answer_looped: bool = False
+    # the reader gave no answer, so ``answer`` is the retrieved sentence that best supports one,
+    # its document the one source (how="extractive"): a quote, never the model's words
+    extractive: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -226,11 +293,25 @@ class AnswerStream:
         self._chunks.close()
 
 
+def question_list(question: Any, call: str = "query(question)") -> tuple[list[str], bool]:
+    """``(questions, single)`` of a query's argument: one str, or an iterable of str. Anything else
+    is a ``TypeError`` naming the argument, what it expected and what it got."""
+    if isinstance(question, str):
+        return [question], True
+    if question is None or isinstance(question, (bytes, bytearray, dict)) or not isinstance(question, Iterable):
+        raise TypeError(f"{call}: expected a str or a list of str; got {_shown(question)}")
+    texts = list(question)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{call}: question {i + 1} of {len(texts)} is {_shown(text)}; expected a str")
+    return texts, False
+
+
 def check_questions(texts: list[str]) -> None:
     """An empty or whitespace-only question is an error, not a query that returns arbitrary atoms."""
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise TypeError(f"a question must be a string, not {type(text).__name__}")
+            raise TypeError(f"a question must be a str, not {_shown(text)}")
         if not text.strip():
             which = "the question" if len(texts) == 1 else f"question {i + 1} of {len(texts)}"
             raise ValueError(f"{which} is empty{' (only whitespace)' if text else ''}: ask something")

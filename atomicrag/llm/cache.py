@@ -55,6 +55,10 @@ class LLMCacheDamagedError(RuntimeError):
     """The LLM cache file is damaged in a way found only in the middle of a run."""
 
 
+class LLMCacheIOError(RuntimeError):
+    """The LLM cache file cannot be opened, read or written (a full or read-only disk, an I/O error)."""
+
+
 def is_damaged(exc: BaseException) -> bool:
     """Whether a SQLite error says the file's content is damaged (not busy, locked or missing)."""
     if not isinstance(exc, sqlite3.DatabaseError):
@@ -81,6 +85,8 @@ def cache_key(model: str, request: ChatRequest) -> str:
         fields["accept_empty"] = True
     if request.attempt:  # a retry of the same request is its own call
         fields["attempt"] = request.attempt
+    if request.frequency_penalty:  # the same: a reply made without the penalty is not this one's
+        fields["frequency_penalty"] = request.frequency_penalty
     blob = json.dumps(
         fields,
         sort_keys=True,
@@ -116,13 +122,16 @@ class CachedLLM:
             self._check(self._connect())
         except sqlite3.DatabaseError as exc:
             if not is_damaged(exc):
-                raise
+                raise self._io_error(exc, "open") from exc
             # a half-written or garbage file: keep it aside for a look and start an empty cache
             self._forget_connection()
             self.moved_to = move_aside(self.path, "-wal", "-shm")
             log.warning("the LLM cache %s (%s) is damaged (%s); moved it to %s and starting an empty one "
                         "(earlier answers are asked again)", self.path, config_key, exc, self.moved_to)
-            self._check(self._connect())
+            try:
+                self._check(self._connect())
+            except sqlite3.DatabaseError as again:
+                raise self._io_error(again, "open") from again
 
     @staticmethod
     def _check(conn: sqlite3.Connection) -> None:
@@ -141,6 +150,15 @@ class CachedLLM:
             f"the LLM cache {self.path} ({self.config_key}) is damaged ({exc}); move it aside "
             f"(mv {self.path} {self.path}.damaged) or set {self.config_key} to another file, then rerun: "
             "a new cache is started and the entries in the damaged one are asked again")
+
+    def _io_error(self, exc: sqlite3.Error, doing: str) -> LLMCacheIOError:
+        """A SQLite error that is not damage (a full disk gives "database or disk is full" or "disk
+        I/O error", a read-only one "attempt to write a readonly database"): say which file and
+        which setting places it, so the user can free space or move the cache."""
+        return LLMCacheIOError(
+            f"could not {doing} the LLM cache {self.path} ({self.config_key}): {exc}; is its disk full or "
+            f"read-only? Free space there, or set {self.config_key} to a file on another disk "
+            "(or llm.cache=false to run without the cache)")
 
     # ------------------------------------------------------------------ connections
     def _connect(self) -> sqlite3.Connection:
@@ -173,7 +191,7 @@ class CachedLLM:
         except sqlite3.DatabaseError as exc:
             if is_damaged(exc):
                 raise self._damaged(exc) from exc
-            raise
+            raise self._io_error(exc, "read") from exc
         return rows
 
     def put_many(self, items: list[tuple[str, ChatResult]]) -> None:
@@ -200,7 +218,7 @@ class CachedLLM:
         except sqlite3.DatabaseError as exc:
             if is_damaged(exc):
                 raise self._damaged(exc) from exc
-            raise
+            raise self._io_error(exc, "read") from exc
 
     # ------------------------------------------------------------------ LLMBackend
     def chat(self, requests: list[ChatRequest]) -> list[ChatResult]:
@@ -262,7 +280,7 @@ class CachedLLM:
             try:
                 self.put_many([(key, res)])
             except sqlite3.Error as exc:
-                log.warning("LLM cache write to %s failed: %s", self.path, exc)
+                log.warning("LLM cache write to %s (%s) failed: %s", self.path, self.config_key, exc)
         return res
 
     @staticmethod

@@ -6,7 +6,8 @@
   ``$VLLM_VENV`` moves it), else this interpreter when it can import vllm (a GPU install).
 - ``hf_model``: vLLM's CPU build cannot serve GGUF, so an offline GGUF (``smollm2``,
   ``qwen0.5b`` or a ``.gguf`` path) is converted once into a Hugging Face folder under
-  ``~/.cache/atomicrag/hf/<sha256[:16]>`` ($ATOMICRAG_HF_CACHE moves it). The folder is
+  ``<user cache>/hf/<sha256[:16]>`` (``$XDG_CACHE_HOME/atomicrag`` or ``~/.cache/atomicrag``;
+  $ATOMICRAG_HF_CACHE moves it). The folder is
   written next to its final place and renamed when complete, so an interrupted conversion is
   simply redone. Anything else (a Hub id, a folder) is passed to vLLM unchanged.
 
@@ -113,8 +114,12 @@ def find_server_python(configured: str | None = None, device: str = "cpu") -> st
 
 
 def hf_cache_root() -> Path:
+    """``$ATOMICRAG_HF_CACHE``, else ``<user cache>/hf`` (``$XDG_CACHE_HOME/atomicrag/hf`` or
+    ``~/.cache/atomicrag/hf``: ``core.user_cache``)."""
+    from atomicrag.core.user_cache import user_cache_dir
+
     root = os.environ.get("ATOMICRAG_HF_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "atomicrag" / "hf"
+    return Path(root).expanduser() if root else user_cache_dir() / "hf"
 
 
 def _cached_sha256(gguf: Path, root: Path) -> str:

@@ -220,6 +220,8 @@ class OpenAIClient:
         }
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.frequency_penalty:
+            body["frequency_penalty"] = request.frequency_penalty
         if request.continue_reply:
             if not self.continues_replies:
                 raise FatalLLMError(f"{self.base_url} is not known to continue a reply (continue_reply)")

@@ -36,6 +36,9 @@ class ChatRequest:
     # the LLM cache apart, so a retry is a new call and not the cached copy of the reply that failed;
     # never sent to the server
     attempt: int = 0
+    # OpenAI's frequency_penalty (0: off): lowers the odds of tokens by how often the reply has
+    # used them, the loop guard a small reader needs (reader.frequency_penalty); sent only when set
+    frequency_penalty: float = 0.0
 
 
 @dataclass

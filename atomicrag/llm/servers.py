@@ -343,7 +343,7 @@ def launch_llamacpp(
     if missing:
         raise ServerStartError(
             f"the llama.cpp server needs {', '.join(missing)}, not installed: "
-            "pip install 'atomicrag[llamacpp]' (llama-cpp-python[server]), or use llm=vllm_cpu")
+            "pip install 'atomicrag-harness[llamacpp]' (llama-cpp-python[server]), or use llm=vllm_cpu")
     if not Path(model_path).is_file():
         raise ServerStartError(f"llama.cpp model file {model_path} does not exist")
     port = port or free_port(host)

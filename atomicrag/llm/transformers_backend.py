@@ -88,6 +88,8 @@ class TransformersBackend(SyncBackend):
             "do_sample": sample,
             "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
         }
+        if request.frequency_penalty:  # transformers' multiplicative form of the same guard
+            gen_kwargs["repetition_penalty"] = 1.0 + request.frequency_penalty
         if sample:
             gen_kwargs["temperature"] = request.temperature
         else:  # silence "temperature is set but do_sample=False" from generation configs

@@ -215,7 +215,14 @@ class BatchRetriever:
             ranked_docs = [d for d in ranked_docs if d in keep]
         return build_document_context(ranked_docs, kept, self._store, rc.context_tokens, rc.whole_doc_tokens,
                                       rc.neighbour_sentences, rc.atoms_first,
-                                      rc.document_limit(self.cfg.llm.params_billions()))
+                                      self.documents_read())
+
+    def documents_read(self) -> int | None:
+        """The reader's document limit in force (0: the budget's), None when it reads atoms."""
+        rc = self.cfg.reader
+        if not rc.uses_documents(self.cfg.fidelity.preset):
+            return None
+        return rc.document_limit(self.cfg.llm.reader_documents, self.cfg.llm.params_b)
 
     # -- the batch ------------------------------------------------------------------------
     def run(self, questions: list[Question]) -> RetrievalResult:
@@ -260,6 +267,7 @@ class BatchRetriever:
                     context=[c.to_dict() for c in ctx],
                     retrieved_passages=fused or unique_in_order(passage_ranking(all_cands)),
                     cut={"decompose": decomps[i].cut_at} if decomps[i].cut_at is not None else {},
+                    reader_documents=self.documents_read(),
                 )
             )
             contexts.append(ctx)

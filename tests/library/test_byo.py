@@ -186,7 +186,7 @@ def test_langchain_retriever_needs_langchain_core() -> None:
     try:
         import langchain_core  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match=r"pip install 'atomicrag\[langchain\]'"):
+        with pytest.raises(ImportError, match=r"pip install 'atomicrag-harness\[langchain\]'"):
             as_langchain_retriever(None)
         return
     rag = AtomicRAG(base_config(), progress=False).index(DOCS[:4])

@@ -171,8 +171,9 @@ def test_a_damaged_llm_cache_is_moved_aside_and_the_query_answers(tmp_path: Path
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     cache = tmp_path / "llm.sqlite"
     cache.write_bytes(b"half-written " * 100)
+    # the LLM is the user's choice (a saved index names none): the fake one, offline
     code = main(["-q", "query", "Where was Marie Curie born?", "--index", str(index), "--set", "reader.name=precise",
-                 "--set", "llm.cache=true", "--set", f"paths.llm_cache={cache}"])
+                 "--set", "llm=fake", "--set", "llm.cache=true", "--set", f"paths.llm_cache={cache}"])
     out, err = capsys.readouterr()
     assert code == 0 and "A: " in out
     (moved,) = tmp_path.glob("llm.sqlite.damaged-*")

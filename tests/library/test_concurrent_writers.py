@@ -38,7 +38,8 @@ def test_two_concurrent_cli_inserts_keep_both_documents(index_dir: Path, tmp_pat
 
 def test_a_stale_writer_is_refused_instead_of_losing_the_other_writers_document(index_dir: Path) -> None:
     first, second = AtomicRAG.load(index_dir, progress=False), AtomicRAG.load(index_dir, progress=False)
-    first.insert([{"doc_id": "one", "text": "The first writer adds this document about Lisbon."}]).save(index_dir)
+    first.insert([{"doc_id": "one", "text": "The first writer adds this document about Lisbon."}])
+    first.save(index_dir)
     second.insert([{"doc_id": "two", "text": "The second writer adds this document about Porto."}])
     with pytest.raises(IndexChangedError, match="another writer"):
         second.save(index_dir)

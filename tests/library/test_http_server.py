@@ -18,6 +18,8 @@ from atomicrag.library.cli import main
 
 from .conftest import DOCS, QUESTIONS, base_config
 
+FAKE_LLM = {"llm": base_config()["llm"]}  # the LLM is the loader's choice: a saved index names none
+
 
 @pytest.fixture(scope="module")
 def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -38,7 +40,7 @@ def index_dir(built_index: Path, tmp_path: Path) -> Path:
 @pytest.fixture()
 def served(index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("ATOMICRAG_STATE_DIR", str(tmp_path / "state"))
-    rag = AtomicRAG.load(index_dir)
+    rag = AtomicRAG.load(index_dir, config=FAKE_LLM)
     httpd = http_server.make_server(rag, index_dir, port=0)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -57,7 +59,7 @@ def same_retrieval(got: dict[str, Any], want: dict[str, Any]) -> None:
 
 
 def test_query_and_search_equal_the_library(served: str, index_dir: Path) -> None:
-    with AtomicRAG.load(index_dir) as rag:
+    with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:
         want = [r.to_dict() for r in rag.query(QUESTIONS)]
         want_search = [r.to_dict() for r in rag.search(QUESTIONS)]
     got = httpx.post(f"{served}/query", json={"questions": QUESTIONS}, timeout=60).json()["results"]
@@ -85,16 +87,16 @@ def test_health_stats_insert_delete_persist(served: str, index_dir: Path) -> Non
     assert resp.status_code == 200 and resp.json()["inserted"] == ["tesla"]
     hit = httpx.post(f"{served}/search", json={"question": "Where was Nikola Tesla born?"}).json()["results"][0]
     assert "tesla" in hit["documents"][:3]
-    with AtomicRAG.load(index_dir) as rag:  # saved at once: the folder is what the server answers from
+    with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:  # saved at once: the folder is what the server answers from
         assert "tesla" in rag and len(rag) == len(DOCS) + 1
     again = httpx.post(f"{served}/insert", json={"documents": [new]})
-    assert again.status_code == 400 and "duplicate document id 'tesla'" in again.json()["error"]
+    assert again.status_code == 400 and "duplicate document id 'tesla'" in again.json()["error"]["message"]
     resp = httpx.post(f"{served}/delete", json={"doc_ids": ["tesla", "curie"]}, timeout=60)
     assert resp.json() == {"deleted": 2, "documents": len(DOCS) - 1}
-    with AtomicRAG.load(index_dir) as rag:
+    with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:
         assert "tesla" not in rag and "curie" not in rag
     missing = httpx.post(f"{served}/delete", json={"doc_ids": ["nope"]})
-    assert missing.status_code == 400 and "nope" in missing.json()["error"]
+    assert missing.status_code == 400 and "nope" in missing.json()["error"]["message"]
 
 
 def test_bad_requests_get_clear_errors(served: str) -> None:
@@ -104,22 +106,25 @@ def test_bad_requests_get_clear_errors(served: str) -> None:
              ("/insert", b'{"documents": [3]}', 400, "string or an object")]
     for path, body, status, text in cases:
         resp = httpx.post(f"{served}{path}", content=body, headers={"Content-Type": "application/json"})
-        assert resp.status_code == status and text in resp.json()["error"], (path, resp.text)
+        assert resp.status_code == status and text in resp.json()["error"]["message"], (path, resp.text)
     assert httpx.get(f"{served}/nope").status_code == 404
 
 
 def test_openai_chat_completions_and_streaming(served: str, index_dir: Path) -> None:
-    with AtomicRAG.load(index_dir) as rag:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"},
+                {"role": "assistant", "content": "Hi."}, {"role": "user", "content": QUESTIONS[0]}]
+    asked = http_server.conversation_question(messages)  # the last question, the turns before as context
+    assert asked.startswith(QUESTIONS[0]) and "user: Hello | assistant: Hi." in asked and "Be brief" not in asked
+    with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:
+        want_chat = rag.query(asked, answer=True)
         want = rag.query(QUESTIONS[0], answer=True)
     models = httpx.get(f"{served}/v1/models").json()
     assert [m["id"] for m in models["data"]] == [http_server.MODEL_ID]
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"},
-                {"role": "assistant", "content": "Hi."}, {"role": "user", "content": QUESTIONS[0]}]
     reply = httpx.post(f"{served}/v1/chat/completions", json={"model": "atomicrag", "messages": messages},
                        timeout=60).json()
     assert reply["object"] == "chat.completion"
-    assert reply["choices"][0]["message"] == {"role": "assistant", "content": want.answer}
-    assert reply["atomicrag"]["documents"] == want.documents  # the sources come with the answer
+    assert reply["choices"][0]["message"] == {"role": "assistant", "content": want_chat.answer}
+    assert reply["atomicrag"]["documents"] == want_chat.documents  # the sources come with the answer
     with httpx.stream("POST", f"{served}/v1/chat/completions", timeout=60,
                       json={"messages": [{"role": "user", "content": [{"type": "text", "text": QUESTIONS[0]}]}],
                             "stream": True}) as resp:
@@ -183,7 +188,7 @@ def test_openai_client_library_talks_to_it(served: str, index_dir: Path) -> None
     from atomicrag.llm.openai_client import OpenAIClient
     from atomicrag.llm.protocol import ChatRequest
 
-    with AtomicRAG.load(index_dir) as rag:
+    with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:
         want = rag.query(QUESTIONS[1], answer=True).answer
     client = OpenAIClient(f"{served}/v1", http_server.MODEL_ID, max_retries=0)
     try:
@@ -197,6 +202,7 @@ def test_cli_query_uses_a_running_server_and_falls_back(index_dir: Path, tmp_pat
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("ATOMICRAG_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ATOMICRAG_LLM", "fake")  # the server's LLM is the user's choice, not the index's
     assert main(["query", QUESTIONS[0], "--index", str(index_dir), "--no-answer"]) == 0
     loaded = capsys.readouterr().out
     ready = threading.Event()

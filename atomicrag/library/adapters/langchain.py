@@ -4,7 +4,7 @@ The wrappers are duck-typed (``invoke`` / ``embed_documents``), so they need no 
 and work with any object of that shape. Messages are sent as LangChain message objects when
 ``langchain_core`` is installed, else as ``(role, content)`` tuples, which LangChain chat models
 also accept. Only ``as_langchain_retriever`` needs ``langchain_core`` itself
-(``pip install 'atomicrag[langchain]'``).
+(``pip install 'atomicrag-harness[langchain]'``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from atomicrag.library.adapters.byo import EmbedderAdapter, PromptLLM, render_pr
 from atomicrag.llm.protocol import ChatRequest
 from atomicrag.llm.retry import RawReply
 
-_INSTALL = "LangChain integration needs langchain-core: pip install 'atomicrag[langchain]'"
+_INSTALL = "LangChain integration needs langchain-core: pip install 'atomicrag-harness[langchain]'"
 _ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 
 
@@ -63,8 +63,24 @@ class LangChainEmbedding(EmbedderAdapter):
         super().__init__(embeddings, name=name, dim=dim)
 
 
-def as_langchain_retriever(rag: Any, *, k: int | None = None) -> Any:
-    """An ``AtomicRAG`` index as a LangChain ``BaseRetriever`` (documents = retrieved atoms)."""
+def document_metadata(rag: Any, item: Any) -> dict[str, Any]:
+    """A retrieved atom's LangChain metadata: ``source`` (the file's path for a file, else a
+    ``source`` of the document's own metadata, else its id), ``title``, ``doc_id``, the score and
+    atom id, the entities, then the document's own metadata under its own keys (never over these)."""
+    doc_id = item.source_doc_ids[0] if item.source_doc_ids else ""
+    doc = rag.get_document(doc_id) if doc_id in rag else None
+    meta = {k: v for k, v in doc.meta.items() if k != "code_spans"} if doc is not None else {}
+    source = meta.get("path") or meta.get("source") or doc_id
+    ours = {"source": str(source), "title": (doc.title if doc is not None else "") or item.title,
+            "doc_id": doc_id, "score": item.score, "atom_id": item.atom_id,
+            "source_doc_ids": list(item.source_doc_ids), "entities": list(item.entity_names)}
+    return {**{k: v for k, v in meta.items() if k not in ours}, **ours}
+
+
+def as_langchain_retriever(rag: Any, *, k: int | None = None, where: Any = None) -> Any:
+    """An ``AtomicRAG`` index as a LangChain ``BaseRetriever`` (documents = retrieved atoms, with
+    ``source`` and ``title`` in their metadata: ``document_metadata``). ``where``: a metadata
+    filter every query applies (``AtomicRAG.query``)."""
     _require_langchain()
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document as LCDocument
@@ -73,13 +89,12 @@ def as_langchain_retriever(rag: Any, *, k: int | None = None) -> Any:
     class AtomicRAGRetriever(BaseRetriever):
         rag: Any
         k: int | None = None
+        where: Any = None
 
         def _get_relevant_documents(self, query: str, *,
                                     run_manager: CallbackManagerForRetrieverRun) -> list[LCDocument]:
-            result = self.rag.query(query, answer=False)
+            result = self.rag.query(query, answer=False, where=self.where)
             items = result.items[: self.k] if self.k else result.items
-            return [LCDocument(page_content=i.text, metadata={"score": i.score, "atom_id": i.atom_id,
-                                                               "source_doc_ids": i.source_doc_ids,
-                                                               "entities": i.entity_names}) for i in items]
+            return [LCDocument(page_content=i.text, metadata=document_metadata(self.rag, i)) for i in items]
 
-    return AtomicRAGRetriever(rag=rag, k=k)
+    return AtomicRAGRetriever(rag=rag, k=k, where=where)

@@ -1,8 +1,9 @@
 """PostgreSQL + pgvector store for an :class:`~atomicrag.graph.structure.AtomEntityGraph`.
 
     store = PgVectorStore("postgresql://user:pass@host:5432/db", schema="atomicrag")
-    store.save(graph, documents=[p.to_dict() for p in passages])   # all-or-nothing replace
-    graph = store.load()                                            # exact round trip
+    version = store.save(graph, documents=[p.to_dict() for p in passages])   # all-or-nothing replace
+    graph = store.load()                                            # exact round trip; store.loaded_version
+    store.save(graph2, expect_version=version)   # StaleVersionError if another writer saved in between
     hits = store.search_atoms(query_vec, k=10)                      # HNSW, cosine
 
 Tables (in ``schema``): ``meta(key, value jsonb)``, ``documents(id, title, text, meta jsonb)``,
@@ -15,10 +16,20 @@ HNSW indexes (``vector_cosine_ops``) on both embedding columns are built after t
 Unlike the original library's adapter, SQL is never assembled from strings (identifiers go
 through ``psycopg.sql.Identifier``, values are bound parameters) and embeddings travel as
 pgvector's binary format framed with numpy, so float32 values round-trip bit for bit.
+
+Writers: every save (and ``delete_documents``) runs in one transaction that first takes a
+transaction-scoped advisory lock for its schema (``pg_advisory_xact_lock``: one writer at a time
+per index, released at commit or rollback), then reads the schema's ``version`` (a new random
+token each save writes into ``meta``). A writer that passes ``expect_version`` (the version it
+loaded) and finds another one gets ``StaleVersionError`` and changes nothing, as the folder store's
+``IndexChangedError``: two processes that each load, add a document and save never silently lose
+one. A load reads the graph and its version under one ``SHARE`` lock, i.e. one committed state.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -36,6 +47,18 @@ from atomicrag.graph.structure import AtomEntityGraph, EdgeList
 from atomicrag.library.storage import sql as q
 
 _DOC_FIELDS = ("id", "title", "text")
+
+
+UNVERSIONED = "unversioned"  # the version of a schema saved before versions were kept
+
+
+class StaleVersionError(RuntimeError):
+    """The schema was saved by another writer since the version this writer expected."""
+
+
+def advisory_key(schema: str) -> int:
+    """The 64-bit advisory-lock key of one schema's writers (the same in every process)."""
+    return int.from_bytes(hashlib.sha256(f"atomicrag-index:{schema}".encode()).digest()[:8], "big", signed=True)
 
 
 def _csr_parts(adj: torch.Tensor) -> list[torch.Tensor]:
@@ -61,6 +84,7 @@ class PgVectorStore:
         self._conn: psycopg.Connection | None = None
         self._vec_oid: int | None = None  # per connection: reset whenever a new one is opened
         self._ef: int | None = None  # hnsw.ef_search currently set on the connection
+        self.loaded_version: str | None = None  # the version the last load() read
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -102,9 +126,26 @@ class PgVectorStore:
 
     # -- save -----------------------------------------------------------------------------------
 
+    def _lock_writers(self, cur: psycopg.Cursor) -> str | None:
+        """Take this schema's writer lock for the transaction and return the version saved there
+        now (None: nothing saved yet)."""
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key(self.schema),))
+        if not self.exists():
+            return None
+        cur.execute(sql.SQL("SELECT value FROM {} WHERE key = 'version'").format(self._t("meta")))
+        row = cur.fetchone()
+        return str(row[0]) if row is not None else UNVERSIONED
+
+    def _check_version(self, current: str | None, expect: str | None) -> None:
+        if expect is not None and current is not None and current != expect:
+            raise StaleVersionError(f"PostgreSQL schema {self.schema!r} was saved by another writer (version "
+                                    f"{current[:8]}) after this one read version {expect[:8]}")
+
     def save(self, graph: AtomEntityGraph, documents: Sequence[dict[str, Any] | Any] | None = None, *,
-             index: bool = True) -> None:
-        """Replace the schema's content with ``graph`` (and ``documents``) in one transaction.
+             index: bool = True, expect_version: str | None = None) -> str:
+        """Replace the schema's content with ``graph`` (and ``documents``) in one transaction and
+        return the new version. ``expect_version``: the version this writer read (``loaded_version``);
+        another one there raises ``StaleVersionError`` and nothing changes.
 
         ``documents`` are dicts (or objects with ``to_dict``, e.g. :class:`Passage`) with ``id``,
         ``text`` and optional ``title``; every other key is kept in ``meta``. Saving without
@@ -144,10 +185,13 @@ class PgVectorStore:
                     conn.execute("CREATE EXTENSION vector")
                 vec_oid = self._vector_oid(conn)  # before the cursor: a cursor copies the adapters it sees
                 with conn.cursor() as cur:
+                    self._check_version(self._lock_writers(cur), expect_version)
+                    meta["version"] = uuid.uuid4().hex
                     self._write(cur, graph, docs, meta, atom_emb, ent_emb, vec_oid, adj, index)
         except BaseException:
             self._vec_oid = None  # the rollback may have undone a CREATE EXTENSION
             raise
+        return str(meta["version"])
 
     def _write(self, cur: psycopg.Cursor, graph: AtomEntityGraph, docs: list[dict[str, Any]],
                meta: dict[str, Any], atom_emb: np.ndarray | None, ent_emb: np.ndarray | None, vec_oid: int,
@@ -239,6 +283,7 @@ class PgVectorStore:
         with conn.transaction(), conn.cursor() as cur:
             self._lock_for_read(cur)
             meta = self._meta(cur)
+            self.loaded_version = str(meta.get("version", UNVERSIONED))
             num_e, num_a = int(meta["num_entities"]), int(meta["num_atoms"])
             cur.execute(sql.SQL("SELECT key, text FROM {} ORDER BY idx").format(self._t("entities")))
             ents = cur.fetchall()
@@ -359,6 +404,7 @@ class PgVectorStore:
         ids = list(dict.fromkeys(str(p) for p in passage_ids))
         conn = self.connect()
         with conn.transaction(), conn.cursor() as cur:
+            self._lock_writers(cur)
             cur.execute(q.lock_all(self.schema, "EXCLUSIVE"))  # writers wait; searches go on
             meta = self._meta(cur)
             num_e = int(meta["num_entities"])
@@ -383,6 +429,10 @@ class PgVectorStore:
                                 (Jsonb(v), k))
             cur.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._t("documents")), (ids,))
             n_docs = cur.rowcount
+            # a new version: a writer that read the schema before this change must not overwrite it
+            cur.execute(sql.SQL("DELETE FROM {} WHERE key = 'version'").format(self._t("meta")))
+            cur.execute(sql.SQL("INSERT INTO {} (key, value) VALUES ('version', %s)").format(self._t("meta")),
+                        (Jsonb(uuid.uuid4().hex),))
         return {"documents": n_docs, "atoms": len(removed), "edges": n_edges}
 
     def table_sizes(self) -> dict[str, int]:

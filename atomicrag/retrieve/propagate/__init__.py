@@ -37,7 +37,12 @@ def _graph_methods() -> tuple[str, ...]:
     return tuple(n for n in RETRIEVERS.names() if "graph" in RETRIEVERS.needs(n))
 
 
-METHODS = _graph_methods()  # the graph retrievers of registry.RETRIEVERS (dense_passage is not one)
+def __getattr__(name: str) -> Any:
+    # METHODS asks the registry, which imports every package's registrations (and so the config,
+    # omegaconf): on first use only, so the kernels above import with torch alone (the GPU check)
+    if name == "METHODS":
+        return _graph_methods()  # the graph retrievers of registry.RETRIEVERS (dense_passage is not one)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:

@@ -9,7 +9,7 @@ from atomicrag.core.schemas import Atom, Passage
 from atomicrag.graph.edges import adjacency
 from atomicrag.graph.structure import AtomEntityGraph, EdgeList
 
-psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'atomicrag[pg]')")
+psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'atomicrag-harness[pg]')")
 from atomicrag.library.storage.pgvector import PgVectorStore  # noqa: E402 - only when psycopg is there
 
 pytestmark = pytest.mark.pg
