@@ -44,6 +44,7 @@ from atomicrag.llm.record_proxy import (
     load_recording,
     read_request_log,
     request_key,
+    sequenced_key,
 )
 
 # stage <- the released template file whose text begins the request's first message. The rules are
@@ -737,8 +738,9 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
         for line in src:  # only replies this run asked for (an older run's extra ones stay out)
             if not line.strip():
                 continue
-            entry = json.loads(line)  # keyed again: a line written under an older key rule
-            entry["key"] = request_key(entry["method"], entry["path"], entry.get("body"))
+            entry = json.loads(line)  # keyed again: a line written under an older key rule (with its asking)
+            entry["key"] = sequenced_key(request_key(entry["method"], entry["path"], entry.get("body")),
+                                         int(entry.get("occurrence") or 0))
             if entry["key"] in used and entry["key"] not in written:  # the first reply is the one replayed
                 written.add(entry["key"])
                 out.write(json.dumps(entry, ensure_ascii=False) + "\n")

@@ -18,6 +18,8 @@ from atomicrag.library.api import AtomicRAG
 
 from .conftest import DOCS, QUESTIONS, base_config
 
+FAKE_LLM = {"llm": base_config()["llm"]}  # the LLM is the loader's choice: a saved index names none
+
 
 @pytest.fixture(scope="module")
 def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -31,7 +33,7 @@ def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture()
 def served(built_index: Path, tmp_path: Path) -> Iterator[str]:
     shutil.copytree(built_index, tmp_path / "idx")
-    rag = AtomicRAG.load(tmp_path / "idx")
+    rag = AtomicRAG.load(tmp_path / "idx", config=FAKE_LLM)
     httpd = http_server.make_server(rag, tmp_path / "idx", port=0)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
@@ -71,7 +73,7 @@ def test_the_openai_sdk_sees_messages_and_usage(served: str) -> None:
 
 
 def test_usage_counts_the_tokens_of_the_request(served: str, built_index: Path) -> None:
-    with AtomicRAG.load(built_index) as rag:  # the same question alone, in a fresh process' state
+    with AtomicRAG.load(built_index, config=FAKE_LLM) as rag:  # the same question alone, in a fresh process' state
         rag.query(QUESTIONS[1], answer=True)
         spent = rag.accountant.total()
     reply = chat(served, [{"role": "user", "content": QUESTIONS[1]}]).json()
@@ -90,23 +92,26 @@ def test_usage_counts_the_tokens_of_the_request(served: str, built_index: Path) 
 
 
 def test_every_answer_has_sources(served: str, built_index: Path) -> None:
-    """An answer that cites no line and whose text is in none (here the fake reader's words;
-    a small model paraphrasing in the issue) came with ``sources: []``; it now lists the
-    documents the reader was given, marked ``retrieved``."""
-    with AtomicRAG.load(built_index) as rag:
-        lib = rag.query(QUESTIONS[0], answer=True)
-    assert lib.answer and lib.sources == []  # the case: the library itself finds no citation
-    read = list(dict.fromkeys(c["passage_id"] for c in lib.context))  # the reader's documents, in order
-    got = httpx.post(f"{served}/query", json={"question": QUESTIONS[0]}, timeout=60).json()["results"][0]
-    want = read[:3]  # http_server.RETRIEVED_SOURCES
-    assert [s["doc_id"] for s in got["sources"]] == want and {s["how"] for s in got["sources"]} == {"retrieved"}
-    assert [s["n"] for s in got["sources"]] == list(range(1, len(want) + 1))
+    """An answer that cites no line and whose text is in none (a small model paraphrasing, in the
+    issue) came with ``sources: []``; it now lists the documents the reader was given, marked
+    ``retrieved``; an answer the library cites keeps its own sources."""
+    from atomicrag.library.index_service import RETRIEVED_SOURCES, with_sources
+
+    context = [{"passage_id": d, "title": d.title()} for d in ("curie", "warsaw", "curie", "paris", "vienna")]
+    bare = with_sources({"answer": "somewhere", "sources": [], "context": context})
+    assert [(x["doc_id"], x["how"]) for x in bare["sources"]] == [("curie", "retrieved"), ("warsaw", "retrieved"),
+                                                                  ("paris", "retrieved")][:RETRIEVED_SOURCES]
+    assert bare["sources"][0]["context"] == [1, 3] and [x["n"] for x in bare["sources"]] == [1, 2, 3]
+    cited = {"answer": "Warsaw", "sources": [{"n": 1, "doc_id": "warsaw", "how": "cited"}], "context": context}
+    assert with_sources(cited) == cited
+    assert with_sources({"answer": None, "sources": [], "context": context})["sources"] == []
+    for q in QUESTIONS:  # through the server: the library's own sources, else the documents it read
+        with AtomicRAG.load(built_index, config=FAKE_LLM) as rag:
+            lib = with_sources(rag.query(q, answer=True).to_dict())
+        got = httpx.post(f"{served}/query", json={"question": q}, timeout=60).json()["results"][0]
+        assert got["sources"] and [s["doc_id"] for s in got["sources"]] == [s["doc_id"] for s in lib["sources"]], q
     reply = chat(served, [{"role": "user", "content": QUESTIONS[0]}]).json()
-    assert [s["doc_id"] for s in reply["atomicrag"]["sources"]] == want
-    # a cited or matched answer keeps its own sources
-    for q in QUESTIONS[1:]:
-        r = httpx.post(f"{served}/query", json={"question": q}, timeout=60).json()["results"][0]
-        assert r["sources"], q
+    assert reply["atomicrag"]["sources"]
     search = httpx.post(f"{served}/search", json={"question": QUESTIONS[0]}, timeout=60).json()["results"][0]
     assert search["answer"] is None and search["sources"] == []  # no answer, no sources claimed
 

@@ -23,6 +23,8 @@ from atomicrag.library.cli import main
 
 from .conftest import DOCS, QUESTIONS, base_config
 
+FAKE_LLM = {"llm": base_config()["llm"]}  # the LLM is the loader's choice: a saved index names none
+
 
 @pytest.fixture(scope="module")
 def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -41,7 +43,7 @@ def index_dir(built_index: Path, tmp_path: Path) -> Path:
 
 @contextmanager
 def serving(index_dir: Path, **kwargs: Any) -> Iterator[Any]:
-    rag = AtomicRAG.load(index_dir)
+    rag = AtomicRAG.load(index_dir, config=FAKE_LLM)
     httpd = http_server.make_server(rag, index_dir, port=0, **kwargs)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -104,7 +106,7 @@ def test_a_cross_origin_text_plain_delete_is_refused_and_deletes_nothing(httpd: 
     resp = httpx.post(f"{url}/delete", content=b'{"doc_ids": ["curie"]}', headers={"Content-Type": "text/plain"})
     assert resp.status_code == 415 and resp.json()["error"]["code"] == "unsupported_media_type"
     assert httpx.get(f"{url}/health").json()["documents"] == len(DOCS)
-    with AtomicRAG.load(index_dir) as rag:  # nothing changed on disk either
+    with AtomicRAG.load(index_dir, config=FAKE_LLM) as rag:  # nothing changed on disk either
         assert "curie" in rag and len(rag) == len(DOCS)
     # the server's own page (same origin) may write
     own = f"http://127.0.0.1:{httpd.server_address[1]}"

@@ -116,7 +116,9 @@ def test_query_reuses_the_served_vllm_server(tmp_path: Path) -> None:
     try:
         for _ in range(2):
             t0 = time.perf_counter()
-            q = cli("query", "Where was Marie Curie born?", "--index", "idx", timeout=300)
+            # the LLM is the querying user's configuration (a saved index names none): the served one
+            q = cli("query", "Where was Marie Curie born?", "--index", "idx", "--set", "llm=vllm_cpu",
+                    "--set", "llm.n_threads=1", "--set", "llm.max_model_len=2048", timeout=300)
             assert q.returncode == 0, q.stderr[-3000:]
             assert "A: " in q.stdout
             assert "waiting for vLLM" not in q.stderr

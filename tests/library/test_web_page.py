@@ -89,7 +89,8 @@ def cite_the_birthplace(request: Any, attempt: int) -> str:
 def serving(path: Path, **kwargs: Any) -> Iterator[str]:
     from atomicrag.llm.fake import FakeLLM
 
-    rag = AtomicRAG.load(path, llm=FakeLLM(responses=cite_the_birthplace))
+    # the fake LLM option's settings too (a saved index names no LLM: the loader's config does)
+    rag = AtomicRAG.load(path, config={"llm": base_config()["llm"]}, llm=FakeLLM(responses=cite_the_birthplace))
     httpd = http_server.make_server(rag, path, port=0, **kwargs)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:

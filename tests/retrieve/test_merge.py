@@ -75,3 +75,7 @@ def test_released_merge_breaks_score_ties_by_where_the_best_atom_came():
     kept = [atom("x", "p1", 0.1, "Tied text."), atom("y", "p2", 0.5, "Other text."),
             atom("z", "p3", 0.5, "Tied text.")]  # "Tied text." reaches 0.5 at position 2
     assert [i.text for i in merge_context(kept, "string_dedupe", 25)] == ["Other text.", "Tied text."]
+    # an equal score does not move the best occurrence: "Tied text." stays at its first position
+    even = [atom("x", "p1", 0.5, "Tied text."), atom("y", "p2", 0.5, "Other text."),
+            atom("z", "p3", 0.5, "Tied text.")]
+    assert [i.text for i in merge_context(even, "string_dedupe", 25)] == ["Tied text.", "Other text."]
