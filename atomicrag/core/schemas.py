@@ -163,8 +163,9 @@ class QueryTrace:
     # per module: the completion budget (max_tokens) that cut this question's reply; not an error
     cut: dict[str, int] = field(default_factory=dict)
     # how many ranked documents the reader read at most (0: as many as its token budget held;
-    # None: it read atoms), the LLM option's llm.reader_documents unless reader.max_documents is set
-    reader_documents: int | None = field(default=None, metadata=_TRACE)
+    # None: it read atoms), the LLM option's llm.reader_documents unless reader.max_documents is set;
+    # a setting of the answer, not a trace: a published record keeps it
+    reader_documents: int | None = None
 
     def add_tokens(self, module: str, prompt: int, completion: int) -> None:
         if not (prompt or completion):

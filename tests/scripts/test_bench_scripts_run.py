@@ -98,7 +98,8 @@ def test_bench_embed_batching_prints_both_batchings_for_the_offline_minilm(tmp_p
                       "--limit", "48", "--repeats", "1", "--batch-size", "16"], tmp_path).stdout
     assert out.startswith("48 sentences of corpus.jsonl"), out
     row = next(line for line in out.splitlines() if line.startswith("st:fp32"))
-    # fp32 texts in padded batches and in equal-length batches embed to the same vectors, up to
-    # float rounding (the script fails itself when a non-fp32 encoder's equal-length batches differ)
-    dep = re.search(r"padded ([\d.e+-]+), equal-length ([\d.e+-]+)$", row)
-    assert dep and float(dep.group(1)) < 1e-4 and float(dep.group(2)) < 1e-4, row
+    # fp32 texts in padded, equal-length and fixed-shape batches embed to the same vectors, up to
+    # float rounding; fixed-shape batches not even that (the script fails itself when a non-fp32
+    # encoder's fixed-shape batches differ at all)
+    dep = re.search(r"padded ([\d.e+-]+), equal-length ([\d.e+-]+), fixed-shape ([\d.e+-]+)$", row)
+    assert dep and float(dep.group(1)) < 1e-4 and float(dep.group(2)) < 1e-4 and float(dep.group(3)) == 0.0, row
