@@ -65,11 +65,10 @@ def _machine() -> dict[str, Any]:
 
 
 def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    sys.path.insert(0, str(ROOT))
+    from atomicrag.harness.provenance import git_state
+
+    return git_state(ROOT)["commit"] or "unknown"
 
 
 def _p50(xs: list[float]) -> float | None:

@@ -32,6 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from atomicrag.harness.provenance import git_state  # noqa: E402
+
 CLIENT = """
 import asyncio, collections, json, sys
 
@@ -56,14 +58,6 @@ asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.arg
 """
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clients", type=int, nargs="+", default=[50, 100, 200], help="burst sizes")
@@ -85,7 +79,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="atomicrag-bench-burst-"))
     os.environ["ATOMICRAG_STATE_DIR"] = str(work / "state")
     record: dict[str, Any] = {
-        "command": shlex.join([sys.executable, *sys.argv]), "commit": _commit(),
+        "command": shlex.join([sys.executable, *sys.argv]), "commit": git_state(ROOT)["commit"] or "unknown",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                     "load_avg_1_5_15_at_start": list(os.getloadavg())},

@@ -17,7 +17,6 @@ import os
 import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -27,13 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+from atomicrag.harness.provenance import git_state  # noqa: E402
 
 
 def main() -> int:
@@ -92,7 +85,7 @@ def main() -> int:
             httpd.server_close()
     d50, h50 = statistics.median(direct_ms), statistics.median(http_ms)
     record = {
-        "command": shlex.join([sys.executable, *sys.argv]), "commit": _commit(), "note": args.note,
+        "command": shlex.join([sys.executable, *sys.argv]), "commit": git_state(ROOT)["commit"] or "unknown", "note": args.note,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                     "load_avg_1_5_15_at_start": load_start, "load_avg_1_5_15_at_end": list(os.getloadavg())},

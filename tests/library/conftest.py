@@ -1,6 +1,9 @@
 """Shared corpus and configs of the library-API tests: small, fake models, spaCy sentence atoms."""
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -70,3 +73,50 @@ def cfg() -> dict[str, Any]:
 def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     # no progress bars, and a relative cache path would land in the project: run in tmp
     monkeypatch.chdir(tmp_path)
+
+
+# ----------------------------------------------------------------- the HTTP server's tests
+def fake_llm_config() -> dict[str, Any]:
+    """The fake LLM option, as a loader names it: a saved index names no LLM, the loader's config does."""
+    return {"llm": base_config()["llm"]}
+
+
+def save_index(path: Any, **overrides: Any) -> Any:
+    """Index DOCS with ``base_config(**overrides)`` and save it at ``path`` (returned)."""
+    from atomicrag.library.api import AtomicRAG
+
+    with AtomicRAG(base_config(**overrides)) as rag:
+        rag.index(DOCS)
+        rag.save(path)
+    return path
+
+
+@contextmanager
+def serving(path: Any, *, llm: Any = None, **kwargs: Any) -> Iterator[Any]:
+    """``http_server.make_server`` over the index at ``path`` (the fake LLM option, or ``llm``),
+    served on a thread; yields the server (``.url``) and closes everything after."""
+    from atomicrag.library import http_server
+    from atomicrag.library.api import AtomicRAG
+
+    rag = AtomicRAG.load(path, config=fake_llm_config(), llm=llm)
+    httpd = http_server.make_server(rag, path, port=0, **kwargs)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        rag.close()
+
+
+def can_mount() -> bool:
+    """Whether a private mount namespace with a tmpfs can be made here (unshare -rm + mount): the
+    full-disk tests fill a real 64 KiB tmpfs where it can."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                           capture_output=True, check=False)
+    return probe.returncode == 0

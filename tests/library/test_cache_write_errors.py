@@ -5,7 +5,6 @@ names no file. Simulated in-process (the exception a full disk raises), and for 
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,8 @@ from atomicrag.embed.fake import FakeEmbedder
 from atomicrag.library.cli_errors import error_line
 from atomicrag.llm.cache import CachedLLM, LLMCacheIOError
 from atomicrag.llm.fake import FakeLLM
+
+from .conftest import can_mount
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,15 +104,7 @@ _FULL_DISK = textwrap.dedent("""
 """)
 
 
-def _can_mount() -> bool:
-    if shutil.which("unshare") is None or shutil.which("mount") is None:
-        return False
-    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                           capture_output=True, check=False)
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _can_mount(), reason="no private mount namespace here (unshare -rm + mount)")
+@pytest.mark.skipif(not can_mount(), reason="no private mount namespace here (unshare -rm + mount)")
 def test_caches_on_a_real_full_disk_name_file_and_setting(tmp_path: Path) -> None:
     full = tmp_path / "full"
     full.mkdir()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,7 +16,7 @@ import yaml
 
 from atomicrag.library.cli import main
 
-from .conftest import DOCS, base_config
+from .conftest import DOCS, base_config, can_mount
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -137,15 +136,7 @@ _FAULTS = textwrap.dedent("""
 """)
 
 
-def _can_mount() -> bool:
-    if shutil.which("unshare") is None or shutil.which("mount") is None:
-        return False
-    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                           capture_output=True, check=False)
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _can_mount(), reason="no private mount namespace here (unshare -rm + mount)")
+@pytest.mark.skipif(not can_mount(), reason="no private mount namespace here (unshare -rm + mount)")
 def test_full_disk_and_read_only_folder_are_one_line_and_leave_the_index(tmp_path: Path, index: Path) -> None:
     full, ro = tmp_path / "full", tmp_path / "ro"
     full.mkdir()

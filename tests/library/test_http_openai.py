@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,32 +15,21 @@ import pytest
 from atomicrag.library import http_server
 from atomicrag.library.api import AtomicRAG
 
-from .conftest import DOCS, QUESTIONS, base_config
+from .conftest import QUESTIONS, fake_llm_config, save_index, serving
 
-FAKE_LLM = {"llm": base_config()["llm"]}  # the LLM is the loader's choice: a saved index names none
+FAKE_LLM = fake_llm_config()
 
 
 @pytest.fixture(scope="module")
 def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("built") / "idx"
-    with AtomicRAG(base_config(reader={"name": "precise"})) as rag:
-        rag.index(DOCS)
-        rag.save(path)
-    return path
+    return save_index(tmp_path_factory.mktemp("built") / "idx", reader={"name": "precise"})
 
 
 @pytest.fixture()
 def served(built_index: Path, tmp_path: Path) -> Iterator[str]:
     shutil.copytree(built_index, tmp_path / "idx")
-    rag = AtomicRAG.load(tmp_path / "idx", config=FAKE_LLM)
-    httpd = http_server.make_server(rag, tmp_path / "idx", port=0)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with serving(tmp_path / "idx") as httpd:
         yield httpd.url
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        rag.close()
 
 
 def chat(url: str, messages: list[dict[str, Any]], **extra: Any) -> httpx.Response:

@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,38 +20,20 @@ from atomicrag.library import http_server
 from atomicrag.library.api import AtomicRAG
 from atomicrag.library.cli import main
 
-from .conftest import DOCS, QUESTIONS, base_config
+from .conftest import DOCS, QUESTIONS, fake_llm_config, save_index, serving
 
-FAKE_LLM = {"llm": base_config()["llm"]}  # the LLM is the loader's choice: a saved index names none
+FAKE_LLM = fake_llm_config()
 
 
 @pytest.fixture(scope="module")
 def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("built") / "idx"
-    with AtomicRAG(base_config()) as rag:
-        rag.index(DOCS)
-        rag.save(path)
-    return path
+    return save_index(tmp_path_factory.mktemp("built") / "idx")
 
 
 @pytest.fixture()
 def index_dir(built_index: Path, tmp_path: Path) -> Path:
     shutil.copytree(built_index, tmp_path / "idx")
     return tmp_path / "idx"
-
-
-@contextmanager
-def serving(index_dir: Path, **kwargs: Any) -> Iterator[Any]:
-    rag = AtomicRAG.load(index_dir, config=FAKE_LLM)
-    httpd = http_server.make_server(rag, index_dir, port=0, **kwargs)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        rag.close()
 
 
 @pytest.fixture()

@@ -16,18 +16,14 @@ from atomicrag.library import http_server
 from atomicrag.library.api import AtomicRAG
 from atomicrag.library.cli import main
 
-from .conftest import DOCS, QUESTIONS, base_config
+from .conftest import DOCS, QUESTIONS, fake_llm_config, save_index, serving
 
-FAKE_LLM = {"llm": base_config()["llm"]}  # the LLM is the loader's choice: a saved index names none
+FAKE_LLM = fake_llm_config()
 
 
 @pytest.fixture(scope="module")
 def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("built") / "idx"
-    with AtomicRAG(base_config(reader={"name": "precise"})) as rag:
-        rag.index(DOCS)
-        rag.save(path)
-    return path
+    return save_index(tmp_path_factory.mktemp("built") / "idx", reader={"name": "precise"})
 
 
 @pytest.fixture()
@@ -40,16 +36,8 @@ def index_dir(built_index: Path, tmp_path: Path) -> Path:
 @pytest.fixture()
 def served(index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("ATOMICRAG_STATE_DIR", str(tmp_path / "state"))
-    rag = AtomicRAG.load(index_dir, config=FAKE_LLM)
-    httpd = http_server.make_server(rag, index_dir, port=0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(index_dir) as httpd:
         yield httpd.url
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        rag.close()
 
 
 def same_retrieval(got: dict[str, Any], want: dict[str, Any]) -> None:

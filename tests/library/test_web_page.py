@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html.parser import HTMLParser
@@ -20,10 +19,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from atomicrag.library import http_server
 from atomicrag.library.api import AtomicRAG
 
 from .conftest import DOCS, QUESTIONS, base_config
+from .conftest import serving as serve_index
 
 CHROMIUM = next((p for p in (os.environ.get("ATOMICRAG_CHROMIUM"), shutil.which("chromium"),
                              shutil.which("chromium-browser")) if p), None)
@@ -89,16 +88,8 @@ def cite_the_birthplace(request: Any, attempt: int) -> str:
 def serving(path: Path, **kwargs: Any) -> Iterator[str]:
     from atomicrag.llm.fake import FakeLLM
 
-    # the fake LLM option's settings too (a saved index names no LLM: the loader's config does)
-    rag = AtomicRAG.load(path, config={"llm": base_config()["llm"]}, llm=FakeLLM(responses=cite_the_birthplace))
-    httpd = http_server.make_server(rag, path, port=0, **kwargs)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with serve_index(path, llm=FakeLLM(responses=cite_the_birthplace), **kwargs) as httpd:
         yield httpd.url
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        rag.close()
 
 
 def build(path: Path, docs: list[dict[str, Any]]) -> Path:
