@@ -7,6 +7,8 @@
     python scripts/make_tables.py --table table2 --metric f1   # runs made without the judge
     python scripts/make_tables.py --where llm.model=Qwen/Qwen2.5-14B-Instruct --where fidelity.preset=paper
     python scripts/make_tables.py --sweep multirun/2026-12-03/10-00-00   # any multirun: plot + table
+    python scripts/make_tables.py --docs            # every table of figures in the docs, from its records
+    python scripts/make_tables.py --docs --check    # rewrite nothing; exit 1 listing stale blocks
 
 Writes results/tables/<table>.md and .csv (and .png for fig4, fig5, table12, table13) and the
 index results/README.md. A cell reads `measured [95% CI] n=N fidelity (published, measured −
@@ -14,6 +16,10 @@ published ✓)`: the interval is a bootstrap over the run's questions (paired fo
 difference is printed only for cells measured under fidelity=reference_code (what produced the
 published numbers), ✓ marks a published value inside the interval; — marks a cell with no run
 yet. A run fills the row named by its config's row_label (experiments/README.md).
+
+--docs renders the tables between `<!-- table: NAME -->` and `<!-- /table -->` in README.md, docs/,
+experiments/ and results/ READMEs from the specs in docs/tables.yaml
+(atomicrag/harness/report_tables/docs_tables.py).
 """
 from __future__ import annotations
 
@@ -42,7 +48,13 @@ def main(argv: list[str] | None = None) -> int:
                              "and print their table; writes DIR/sweep_<metric>.png and DIR/sweep_<metric>.md")
     parser.add_argument("--sweep-metric", default="auto",
                         help="the sweep's metric (auto: the first of acc, f1, em, recall@5, recall@2 every row has)")
+    parser.add_argument("--docs", action="store_true", help="render the docs' tables from docs/tables.yaml")
+    parser.add_argument("--check", action="store_true", help="with --docs: write nothing, exit 1 if a block is stale")
     args = parser.parse_args(argv)
+    if args.docs:
+        from atomicrag.harness.report_tables.docs_tables import main as render_docs
+
+        return render_docs(check=args.check)
     if args.sweep:
         from atomicrag.core.artifacts import write_text_atomic
         from atomicrag.harness.report_tables.sweep_plot import plot_sweep
