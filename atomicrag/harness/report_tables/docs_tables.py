@@ -20,11 +20,17 @@ lists the stale ones (a test runs it). A spec is one of:
         - [vanilla, "{systems.vanilla.EM:ci}", "{systems.vanilla.F1:.1f}"]
         - {record: other.json, cells: [...]}      # a row from another record
 
+  or, for rows alike, ``cells`` templates whose ``$0``, ``$1``, … each row fills::
+
+      cells: ["$0", "{$1.cov@300:ci}", "{$1.words_mean:.0f}"]
+      rows: [["`hybrid`", rows.0], ["BM25 windows", rows.5]]
+
   A ``{path:format}`` placeholder reads the record (dotted keys, list indices as numbers; with
   ``records:`` the first key is the alias). Formats: any Python format spec (``.1f``, ``+.1f``,
   ``,d``); ``ci`` / ``+ci``: the value and its ``<key>_ci95`` sibling, ``22.8 [18.3, 27.3]``;
   ``pair`` / ``+pair``: a ``[d, [lo, hi](, n)]`` entry, ``+4.1 [−0.4, 8.7]``; ``n``: that entry's
-  n. Negative numbers print with a true minus; a missing value prints —.
+  n; a trailing ``?`` prints — where the record has no such entry. Negative numbers print with a
+  true minus; a null value prints —.
 
 ``excerpt`` — lines copied from a text record (a command's printed report)::
 
@@ -44,13 +50,13 @@ from typing import Any
 
 import yaml
 
-from atomicrag.harness.report_tables.render import MISSING, fmt
+from atomicrag.harness.report_tables.render import MISSING, fmt, fmt_diff
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = ROOT / "docs" / "tables.yaml"
 COMMAND = "python scripts/make_tables.py --docs"
 BLOCK = re.compile(r"(<!-- table: ([\w.-]+) -->\n)(.*?)(<!-- /table -->)", re.DOTALL)
-PLACEHOLDER = re.compile(r"\{([^{}:]+)(?::([^{}]*))?\}")
+PLACEHOLDER = re.compile(r"\{([^{}]+?)(?::([^{}:]*))?\}")  # {path:format}; a path may hold ':'
 
 
 def doc_files(root: Path = ROOT) -> list[Path]:
@@ -95,8 +101,7 @@ def lookup(data: Any, dotted: str) -> Any:
 
 
 def _signed(value: float, spec: str) -> str:
-    text = fmt(value, "+" + spec)
-    return text
+    return fmt_diff(value, spec)
 
 
 def _interval(est: Any, ci: Any, signed: bool) -> str:
@@ -107,6 +112,11 @@ def _interval(est: Any, ci: Any, signed: bool) -> str:
 
 
 def format_value(data: Any, dotted: str, spec: str) -> str:
+    if spec.endswith("?"):  # optional: — where the record has no such entry
+        try:
+            return format_value(data, dotted, spec[:-1])
+        except (KeyError, IndexError):
+            return MISSING
     if spec in ("ci", "+ci"):
         parent, _, key = dotted.rpartition(".")
         node = lookup(data, parent) if parent else data
@@ -144,6 +154,12 @@ def records_of(spec: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _substitute(template: str, args: list[Any]) -> str:
+    for i in reversed(range(len(args))):
+        template = template.replace(f"${i}", str(args[i]))
+    return template
+
+
 def render(spec: dict[str, Any], root: Path = ROOT, cache: dict[Path, Any] | None = None) -> str:
     """The block's lines (without the markers)."""
     cache = {} if cache is None else cache
@@ -162,6 +178,8 @@ def render(spec: dict[str, Any], root: Path = ROOT, cache: dict[Path, Any] | Non
            "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"]
     for row in spec["rows"]:
         cells, record = (row["cells"], row["record"]) if isinstance(row, dict) else (row, spec.get("record"))
+        if "cells" in spec and not isinstance(row, dict):
+            cells = [_substitute(t, row) for t in spec["cells"]]
         out.append("| " + " | ".join(fill(c, spec, record, root, cache) for c in cells) + " |")
     return "\n".join(out) + "\n"
 
