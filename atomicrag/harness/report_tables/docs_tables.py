@@ -25,6 +25,9 @@ lists the stale ones (a test runs it). A spec is one of:
       cells: ["$0", "{$1.cov@300:ci}", "{$1.words_mean:.0f}"]
       rows: [["`hybrid`", rows.0], ["BM25 windows", rows.5]]
 
+  ``rows_from: results`` (with ``cells``) makes one row per item of that list, ``$0`` its path
+  (``results.0``, ``results.1``, …): a whole search, as the record holds it.
+
   A ``{path:format}`` placeholder reads the record (dotted keys, list indices as numbers; with
   ``records:`` the first key is the alias). Formats: any Python format spec (``.1f``, ``+.1f``,
   ``,d``); ``ci`` / ``+ci``: the value and its ``<key>_ci95`` sibling, ``22.8 [18.3, 27.3]``;
@@ -176,7 +179,9 @@ def render(spec: dict[str, Any], root: Path = ROOT, cache: dict[Path, Any] | Non
     align = spec.get("align") or "l" + "r" * (len(header) - 1)
     out = ["| " + " | ".join(fill(h, spec, spec.get("record"), root, cache) for h in header) + " |",
            "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"]
-    for row in spec["rows"]:
+    rows = spec.get("rows") or [[f"{spec['rows_from']}.{i}"] for i in range(len(
+        lookup(_record(spec["record"], root, cache), spec["rows_from"])))]
+    for row in rows:
         cells, record = (row["cells"], row["record"]) if isinstance(row, dict) else (row, spec.get("record"))
         if "cells" in spec and not isinstance(row, dict):
             cells = [_substitute(t, row) for t in spec["cells"]]
