@@ -33,7 +33,8 @@ lists the stale ones (a test runs it). A spec is one of:
   ``,d``); ``ci`` / ``+ci``: the value and its ``<key>_ci95`` sibling, ``22.8 [18.3, 27.3]``;
   ``pair`` / ``+pair``: a ``[d, [lo, hi](, n)]`` entry, ``+4.1 [−0.4, 8.7]``; ``n``: that entry's
   n; a trailing ``?`` prints — where the record has no such entry. Negative numbers print with a
-  true minus; a null value prints —.
+  true minus; a null value prints —. In a text record ``{~REGEX~N}`` is field N (0-based,
+  split on whitespace) of the first line matching REGEX, as printed.
 
 ``excerpt`` — lines copied from a text record (a command's printed report)::
 
@@ -41,7 +42,8 @@ lists the stale ones (a test runs it). A spec is one of:
       excerpt: {record: results/quickstart/make_run_20261204.txt, from: "^dataset:", keep: "^\\\\|"}
       fence: true                                 # inside a ``` code block
 
-  the first line matching ``from`` and the lines right after it that match ``keep``.
+  the first line matching ``from`` and the lines right after it that match ``keep``; with
+  ``records: [...]`` each record's in turn, the first ``header_lines`` left out after the first.
 """
 from __future__ import annotations
 
@@ -59,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SPECS = ROOT / "docs" / "tables.yaml"
 COMMAND = "python scripts/make_tables.py --docs"
 BLOCK = re.compile(r"(<!-- table: ([\w.-]+) -->\n)(.*?)(<!-- /table -->)", re.DOTALL)
+FIELD = re.compile(r"\{~(.+?)~(\d+)\}")  # {~REGEX~N}: field N of a text record's first line matching REGEX
 PLACEHOLDER = re.compile(r"\{([^{}]+?)(?::([^{}:]*))?\}")  # {path:format}; a path may hold ':'
 
 
@@ -138,7 +141,17 @@ def format_value(data: Any, dotted: str, spec: str) -> str:
     return fmt(value, spec)
 
 
+def field(text: str, pattern: str, n: int) -> str:
+    """Field ``n`` (0-based, split on whitespace) of the first line of ``text`` that matches ``pattern``."""
+    line = next(line for line in text.splitlines() if re.search(pattern, line))
+    return line.split()[n]
+
+
 def fill(template: str, spec: dict[str, Any], record: str | None, root: Path, cache: dict[Path, Any]) -> str:
+    if record is not None and FIELD.search(str(template)):
+        text = str(_record(record, root, cache))
+        return FIELD.sub(lambda m: field(text, m.group(1), int(m.group(2))), str(template))
+
     def one(m: re.Match[str]) -> str:
         dotted, form = m.group(1), m.group(2) or ""
         if record is not None:
@@ -153,7 +166,7 @@ def records_of(spec: dict[str, Any]) -> list[str]:
     out = [spec["record"]] if "record" in spec else list((spec.get("records") or {}).values())
     out += [r["record"] for r in spec.get("rows", []) if isinstance(r, dict) and "record" in r]
     if "excerpt" in spec:
-        out.append(spec["excerpt"]["record"])
+        out += spec["excerpt"].get("records") or [spec["excerpt"]["record"]]
     return list(dict.fromkeys(out))
 
 
@@ -168,12 +181,14 @@ def render(spec: dict[str, Any], root: Path = ROOT, cache: dict[Path, Any] | Non
     cache = {} if cache is None else cache
     if "excerpt" in spec:
         ex = spec["excerpt"]
-        lines = str(_record(ex["record"], root, cache)).splitlines()
-        start = next(i for i, line in enumerate(lines) if re.search(ex["from"], line))
-        end = start + 1
-        while end < len(lines) and re.search(ex.get("keep", "^\\|"), lines[end]):
-            end += 1
-        body = lines[start:end]
+        body: list[str] = []
+        for n, record in enumerate(ex.get("records") or [ex["record"]]):
+            lines = str(_record(record, root, cache)).splitlines()
+            start = next(i for i, line in enumerate(lines) if re.search(ex["from"], line))
+            end = start + 1
+            while end < len(lines) and re.search(ex.get("keep", "^\\|"), lines[end]):
+                end += 1
+            body += lines[start + (ex.get("header_lines", 0) if n else 0):end]
         return "\n".join(["```", *body, "```"] if spec.get("fence") else body) + "\n"
     header = spec["header"]
     align = spec.get("align") or "l" + "r" * (len(header) - 1)
