@@ -25,12 +25,13 @@ lists the stale ones (a test runs it). A spec is one of:
       cells: ["$0", "{$1.cov@300:ci}", "{$1.words_mean:.0f}"]
       rows: [["`hybrid`", rows.0], ["BM25 windows", rows.5]]
 
+  ``row_record: results/plans/$1.json`` gives each such row its own record.
   ``rows_from: results`` (with ``cells``) makes one row per item of that list, ``$0`` its path
   (``results.0``, ``results.1``, …): a whole search, as the record holds it.
 
   A ``{path:format}`` placeholder reads the record (dotted keys, list indices as numbers; with
   ``records:`` the first key is the alias). Formats: any Python format spec (``.1f``, ``+.1f``,
-  ``,d``); ``ci`` / ``+ci``: the value and its ``<key>_ci95`` sibling, ``22.8 [18.3, 27.3]``;
+  ``,d``; ``M.1f`` for millions, ``46.8M``); ``ci`` / ``+ci``: the value and its ``<key>_ci95`` sibling, ``22.8 [18.3, 27.3]``;
   ``pair`` / ``+pair``: a ``[d, [lo, hi](, n)]`` entry, ``+4.1 [−0.4, 8.7]``; ``n``: that entry's
   n; a trailing ``?`` prints — where the record has no such entry. Negative numbers print with a
   true minus; a null value prints —. In a text record ``{~REGEX~N}`` is field N (0-based,
@@ -136,6 +137,8 @@ def format_value(data: Any, dotted: str, spec: str) -> str:
         return MISSING
     if isinstance(value, str) or not spec:
         return str(value)
+    if spec.startswith("M"):  # millions: 46825967 with M.1f -> 46.8M
+        return fmt(value / 1e6, spec[1:]) + "M"
     if spec.startswith("+"):
         return _signed(value, spec[1:])
     return fmt(value, spec)
@@ -165,6 +168,7 @@ def records_of(spec: dict[str, Any]) -> list[str]:
     """Every record path a spec reads."""
     out = [spec["record"]] if "record" in spec else list((spec.get("records") or {}).values())
     out += [r["record"] for r in spec.get("rows", []) if isinstance(r, dict) and "record" in r]
+    out += [_substitute(spec["row_record"], r) for r in spec.get("rows", []) if "row_record" in spec]
     if "excerpt" in spec:
         out += spec["excerpt"].get("records") or [spec["excerpt"]["record"]]
     return list(dict.fromkeys(out))
@@ -200,6 +204,8 @@ def render(spec: dict[str, Any], root: Path = ROOT, cache: dict[Path, Any] | Non
         cells, record = (row["cells"], row["record"]) if isinstance(row, dict) else (row, spec.get("record"))
         if "cells" in spec and not isinstance(row, dict):
             cells = [_substitute(t, row) for t in spec["cells"]]
+            if "row_record" in spec:  # each row's own record, e.g. "results/plans/$1.json"
+                record = _substitute(spec["row_record"], row)
         out.append("| " + " | ".join(fill(c, spec, record, root, cache) for c in cells) + " |")
     return "\n".join(out) + "\n"
 
