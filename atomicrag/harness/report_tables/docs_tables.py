@@ -34,7 +34,7 @@ lists the stale ones (a test runs it). A spec is one of:
   ``,d``; ``M.1f`` for millions, ``46.8M``); ``ci`` / ``+ci``: the value and its ``<key>_ci95`` sibling, ``22.8 [18.3, 27.3]``;
   ``pair`` / ``+pair``: a ``[d, [lo, hi](, n)]`` entry, ``+4.1 [−0.4, 8.7]``; ``n``: that entry's
   n; a trailing ``?`` prints — where the record has no such entry. Negative numbers print with a
-  true minus; a null value prints —. In a text record ``{~REGEX~N}`` is field N (0-based,
+  true minus; a null value prints —. ``a.*.b`` sums ``b`` over every key of ``a``. In a text record ``{~REGEX~N}`` is field N (0-based,
   split on whitespace) of the first line matching REGEX, as printed.
 
 ``excerpt`` — lines copied from a text record (a command's printed report)::
@@ -128,7 +128,11 @@ def format_value(data: Any, dotted: str, spec: str) -> str:
         parent, _, key = dotted.rpartition(".")
         node = lookup(data, parent) if parent else data
         return _interval(node.get(key), node.get(f"{key}_ci95"), spec.startswith("+"))
-    value = lookup(data, dotted)
+    if ".*." in dotted:  # the sum over every key at that level: requests.*.equal
+        head, _, rest = dotted.partition(".*.")
+        value = sum(lookup(v, rest) for v in lookup(data, head).values())
+    else:
+        value = lookup(data, dotted)
     if spec in ("pair", "+pair"):
         return _interval(value[0], value[1], spec.startswith("+"))
     if spec == "n":
