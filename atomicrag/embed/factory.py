@@ -14,7 +14,7 @@ Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
     precision: auto            # fp16 on CUDA (bf16 on CPUs that have it)
     device: auto
 
-The released AtomicRAG code mean-pools bge instead (PAPER_NOTES.md §4, switch #10):
+The released AtomicRAG code mean-pools bge instead (docs/fidelity.md):
 ``fidelity.embed_pooling=mean`` forces mean pooling whatever ``embedder.pooling`` says, and
 ``fidelity.embed_instruction=released`` replaces the query prefix by the released code's
 instruction, glued on with no separator (``released_instructions.py``). Both switches apply only

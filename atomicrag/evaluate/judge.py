@@ -1,4 +1,4 @@
-"""Graph-Bench Answer Accuracy: ACC = w·FC + (1−w)·SS (paper Eq. 12-14, PAPER_NOTES §2).
+"""Graph-Bench Answer Accuracy: ACC = w·FC + (1−w)·SS (paper Eq. 12-14; docs/fidelity.md, Metrics).
 
 FC is the F1 of an LLM's TP/FP/FN classification of statements; SS is the similarity of the
 answer's and the reference's embeddings. ``fidelity.acc_weight`` is w (paper 0.7, released

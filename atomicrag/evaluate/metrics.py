@@ -1,6 +1,6 @@
 """String and retrieval metrics: SQuAD-normalised EM and token F1, passage recall@k.
 
-These are what HippoRAG reports for the multi-hop datasets (PAPER_NOTES §2): the answer is
+These are what HippoRAG reports for the multi-hop datasets (docs/fidelity.md, Metrics): the answer is
 normalised (lowercase, punctuation and the articles a/an/the removed, whitespace folded) and
 scored against every gold answer, keeping the best.
 """

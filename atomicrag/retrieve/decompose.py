@@ -3,7 +3,7 @@
 ``LLMDecomposer`` sends one request per question, all questions in one ``chat()`` batch. The
 effective query set is the question itself plus, when the trigger fires, at most
 ``DecomposeConfig.max_sub_questions`` sub-questions. The trigger follows
-``fidelity.decompose_trigger`` (PAPER_NOTES §4 row 8):
+``fidelity.decompose_trigger`` (docs/fidelity.md):
 
 - ``score``: complexity_score >= threshold (paper Eq. 4);
 - ``score_and_flag``: score >= threshold AND the model's needs_decomposition AND at least one

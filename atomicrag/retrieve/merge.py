@@ -1,6 +1,6 @@
 """Merge the kept atoms into the reader's context (paper §3.4, Eq. 11).
 
-``fidelity.merge`` (PAPER_NOTES §4 row 7):
+``fidelity.merge`` (docs/fidelity.md):
 
 - ``citation_units`` (paper): the best ``max_context`` distinct atoms are grouped by source
   passage; each group is one citation unit (passage id, title when known, its atoms in score

@@ -1,6 +1,6 @@
 """Seeds of the personalised propagation: entity seeds plus weighted atom seeds.
 
-Per query (paper section 3.3, PAPER_NOTES section 1 step 3):
+Per query (paper section 3.3):
 - entity seeds: the query's entities (spaCy NER, or the LLM NER prompt) are embedded; every graph
   entity scores its max cosine to any query entity; those >= ``entity_sim_threshold`` are kept,
   at most ``entity_top_k``, weight = cosine;

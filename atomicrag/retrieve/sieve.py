@@ -1,7 +1,7 @@
 """Atomic Sieve (paper §3.4, Eqs. 9-10): an LLM keeps the candidate atoms a question needs.
 
 Input per question: its query set (``[original] + sub-questions``) and, per query, the top-k
-candidate ``ScoredAtom`` list. ``fidelity.sieve_target`` (PAPER_NOTES §4 row 6) decides what
+candidate ``ScoredAtom`` list. ``fidelity.sieve_target`` (docs/fidelity.md) decides what
 each prompt judges:
 
 - ``original_question`` (paper): the candidates of all queries are merged (deduplicated by atom

@@ -67,7 +67,7 @@ class TableSpec:
     row_header: str = "Row"
 
 
-# the published numbers came from the released code (PAPER_NOTES §4): a difference is printed
+# the published numbers came from the released code (docs/fidelity.md): a difference is printed
 # only beside cells measured under the same fidelity preset
 PUBLISHED_FIDELITY = "reference_code"
 

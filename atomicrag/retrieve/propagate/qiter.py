@@ -1,4 +1,4 @@
-"""Q-Iter traversal (the Clue-RAG style retrieval of the other AtomicRAG library, PAPER_NOTES §5).
+"""Q-Iter traversal (the Clue-RAG style retrieval of the other AtomicRAG library; docs/fidelity.md).
 
 Per query:
 1. anchors: the ``anchor_top_k`` atoms most similar to the query, plus every atom that contains
