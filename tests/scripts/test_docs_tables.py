@@ -57,3 +57,15 @@ def test_render_reads_dotted_keys_and_list_indices(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text(json.dumps({"rows": [{"R@5": 94.04, "a.b": 1234}]}))
     spec = {"record": "r.json", "header": ["R@5", "n"], "align": "ll", "rows": [["{rows.0.R@5:.1f}", "{rows.0.a.b:,d}"]]}
     assert render(spec, tmp_path) == "| R@5 | n |\n|---|---|\n| 94.0 | 1,234 |\n"
+
+
+def test_render_reads_printed_fields_per_row_records_and_sums(tmp_path: Path) -> None:
+    for name, ms in (("a", 2.208), ("b", 46.584)):
+        (tmp_path / f"{name}.txt").write_text(f"# command: x\nscale  igraph  topk\n{name}big  90.2  {ms}\n")
+        (tmp_path / f"{name}.json").write_text(json.dumps({"req": {"ner": {"eq": 3}, "qa": {"eq": 4}}, "tok": 46825967}))
+    spec = {"header": ["run", "ms/q", "equal", "tokens"], "row_record": "$0.txt", "rows": [["a"], ["b"]],
+            "cells": ["$0", "{~^$0big~2}", "x", "y"]}
+    assert render(spec, tmp_path).splitlines()[2:] == ["| a | 2.208 | x | y |", "| b | 46.584 | x | y |"]
+    spec = {"header": ["equal", "tokens"], "record": "a.json", "rows": [["{req.*.eq}", "{tok:M.1f}"]]}
+    assert render(spec, tmp_path).splitlines()[2] == "| 7 | 46.8M |"
+    assert records_of({"row_record": "$0.txt", "rows": [["a"], ["b"]], "cells": []}) == ["a.txt", "b.txt"]

@@ -107,14 +107,10 @@ def lookup(data: Any, dotted: str) -> Any:
     return data
 
 
-def _signed(value: float, spec: str) -> str:
-    return fmt_diff(value, spec)
-
-
 def _interval(est: Any, ci: Any, signed: bool) -> str:
     if est is None:
         return MISSING
-    head = _signed(est, ".1f") if signed else fmt(est, ".1f")
+    head = fmt_diff(est, ".1f") if signed else fmt(est, ".1f")
     return f"{head} [{fmt(ci[0], '.1f')}, {fmt(ci[1], '.1f')}]"
 
 
@@ -144,7 +140,7 @@ def format_value(data: Any, dotted: str, spec: str) -> str:
     if spec.startswith("M"):  # millions: 46825967 with M.1f -> 46.8M
         return fmt(value / 1e6, spec[1:]) + "M"
     if spec.startswith("+"):
-        return _signed(value, spec[1:])
+        return fmt_diff(value, spec[1:])
     return fmt(value, spec)
 
 
