@@ -235,10 +235,12 @@ def env_overrides(environ: Mapping[str, str], prefix: str) -> list[str]:
 
 # ---- composing ---------------------------------------------------------------------------------
 
-def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT) -> Any:
+def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT, hydra_config: bool = False) -> Any:
     """``conf/<root>.yaml`` composed with ``overrides`` (Hydra's compose API), as a DictConfig
     typed by the ``Config`` schema. Works inside a running Hydra application too (the harness):
-    its global state is put aside and restored."""
+    its global state is put aside and restored. ``hydra_config=True`` keeps Hydra's own ``hydra``
+    node (its runtime choices name the experiment and retriever picked; see
+    :func:`atomicrag.harness.experiments.compose_experiment`)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -250,7 +252,8 @@ def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT) -> Any:
         GlobalHydra.instance().clear()
         try:
             with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                return hydra_compose(config_name=root, overrides=list(overrides))
+                return hydra_compose(config_name=root, overrides=list(overrides),
+                                     return_hydra_config=hydra_config)
         finally:
             restore_gh_from_backup(backup)
 
