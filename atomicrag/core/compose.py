@@ -1,8 +1,9 @@
 """One composer for every way of configuring atomicrag: Hydra's compose API over ``conf/``.
 
-The research harness composes ``conf/config.yaml`` through ``@hydra.main``; the library, the
-``atomicrag`` command line, ``ATOMICRAG_*`` environment variables and the scripts turn what they
-are given into a list of Hydra overrides and compose ``conf/library.yaml`` (the ``Config`` schema and
+The research harness composes ``conf/config.yaml`` through ``@hydra.main`` (and a committed
+experiment outside a run, ``harness.experiments.compose_experiment``, through :func:`compose` with
+``root=HARNESS_ROOT``); the library, the ``atomicrag`` command line, ``ATOMICRAG_*``
+environment variables and the scripts turn what they are given into a list of Hydra overrides and compose ``conf/library.yaml`` (the ``Config`` schema and
 its groups; the harness's root adds its own schema, ``HarnessConfig``, and the ``judge``, ``logger``
 and ``preset`` groups) with it. So there is one grammar (Hydra's override
 syntax), one place a default lives (the dataclasses of ``core/config.py``; a group file holds only
