@@ -68,6 +68,43 @@ def test_every_registered_path_imports_from_its_own_package() -> None:
             assert callable(obj), (reg.kind, name)
 
 
+STAGES = ("answer", "atomize", "data", "embed", "evaluate", "graph", "llm", "prompts", "retrieve")
+
+
+def test_engine_api_names_resolve_into_the_stages_and_match_its_type_block() -> None:
+    """``atomicrag.engine.api`` is the faces' whole hold on the stages (the faces-through-engine
+    contract): every name it lists resolves, into a stage or service package, and its
+    ``TYPE_CHECKING`` block (what type checkers see) names the same set."""
+    import ast
+
+    from atomicrag.engine import api
+
+    for name, where in api._EXPORTS.items():
+        assert where.split(".")[1] in STAGES, (name, where)
+        assert getattr(api, name) is not None, name
+    tree = ast.parse((ROOT / "atomicrag" / "engine" / "api.py").read_text())
+    typed = {a.asname or a.name for node in tree.body if isinstance(node, ast.If)
+             for st in node.body if isinstance(st, ast.ImportFrom) for a in st.names}
+    assert typed == set(api._EXPORTS)
+
+
+def test_engine_api_looks_names_up_when_asked() -> None:
+    """A patch of the stage's own attribute is what a face importing the name afterwards gets (the
+    tests patch ``atomicrag.llm.resident.find_resident`` and the CLI must see it)."""
+    import atomicrag.llm.resident as resident
+    from atomicrag.engine import api
+
+    original = resident.find_resident
+    try:
+        resident.find_resident = lambda model: "patched"  # type: ignore[assignment]
+        from atomicrag.engine.api import find_resident
+
+        assert find_resident("m") == "patched"
+    finally:
+        resident.find_resident = original  # type: ignore[assignment]
+    assert api.find_resident is original
+
+
 _SMOKE = r"""
 import json, sys
 from pathlib import Path

@@ -1,8 +1,9 @@
 """One composer for every way of configuring atomicrag: Hydra's compose API over ``conf/``.
 
-The research harness composes ``conf/config.yaml`` through ``@hydra.main``; the library, the
-``atomicrag`` command line, ``ATOMICRAG_*`` environment variables and the scripts turn what they
-are given into a list of Hydra overrides and compose ``conf/library.yaml`` (the ``Config`` schema and
+The research harness composes ``conf/config.yaml`` through ``@hydra.main`` (and a committed
+experiment outside a run, ``harness.experiments.compose_experiment``, through :func:`compose` with
+``root=HARNESS_ROOT``); the library, the ``atomicrag`` command line, ``ATOMICRAG_*``
+environment variables and the scripts turn what they are given into a list of Hydra overrides and compose ``conf/library.yaml`` (the ``Config`` schema and
 its groups; the harness's root adds its own schema, ``HarnessConfig``, and the ``judge``, ``logger``
 and ``preset`` groups) with it. So there is one grammar (Hydra's override
 syntax), one place a default lives (the dataclasses of ``core/config.py``; a group file holds only
@@ -235,10 +236,12 @@ def env_overrides(environ: Mapping[str, str], prefix: str) -> list[str]:
 
 # ---- composing ---------------------------------------------------------------------------------
 
-def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT) -> Any:
+def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT, hydra_config: bool = False) -> Any:
     """``conf/<root>.yaml`` composed with ``overrides`` (Hydra's compose API), as a DictConfig
     typed by the ``Config`` schema. Works inside a running Hydra application too (the harness):
-    its global state is put aside and restored."""
+    its global state is put aside and restored. ``hydra_config=True`` keeps Hydra's own ``hydra``
+    node (its runtime choices name the experiment and retriever picked; see
+    :func:`atomicrag.harness.experiments.compose_experiment`)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -250,7 +253,8 @@ def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT) -> Any:
         GlobalHydra.instance().clear()
         try:
             with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                return hydra_compose(config_name=root, overrides=list(overrides))
+                return hydra_compose(config_name=root, overrides=list(overrides),
+                                     return_hydra_config=hydra_config)
         finally:
             restore_gh_from_backup(backup)
 

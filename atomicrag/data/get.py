@@ -1,4 +1,5 @@
-"""``atomicrag data get DATASET [--from DIR] [--out DIR]``: one command from nothing to a dataset.
+"""What ``atomicrag data get DATASET [--from DIR] [--out DIR]`` runs: one call from nothing to a dataset
+(the command itself: ``atomicrag.library.data_cmd``).
 
 Without ``--from`` the pinned source files are downloaded (resumable, checked) into
 ``<out>/.sources/``; with ``--from DIR`` they are taken from a folder the user already has: a copy of
@@ -8,7 +9,6 @@ into ``<out>/<dataset>/`` (``atomicrag.data.build``) and checked by loading it b
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from collections.abc import Callable
@@ -139,37 +139,3 @@ def _check_loads(name: str, folder: Path, splits: tuple[str, ...]) -> None:
 
     for split in splits:
         load_dataset(DatasetConfig(name=name, split=split, path=str(folder)), folder.parent, require_corpus=False)
-
-
-def add_parser(sub: Any) -> None:
-    """Register ``data get`` and ``data list`` on the ``atomicrag`` command's sub-parsers."""
-    p = sub.add_parser("data", help="get a benchmark dataset in the normalised layout")
-    dsub = p.add_subparsers(dest="data_command", required=True)
-    g = dsub.add_parser("get", help="download (or take from --from) a dataset's sources and build it")
-    g.add_argument("dataset", choices=sorted(SPECS))
-    g.add_argument("--from", dest="source_dir", metavar="DIR",
-                   help="build from files you already have (AtomicRAG / HippoRAG / GraphRAG-Bench copies)")
-    g.add_argument("--out", default="data", help="data folder to write <dataset>/ into (default: ./data, "
-                   "which paths.data_dir=auto finds)")
-    g.add_argument("--strict", action="store_true", help="with --from: refuse files that are not the pinned revision")
-    g.set_defaults(func=cmd_data_get)
-    from atomicrag.data.listing import add_parser as add_list_parser
-
-    add_list_parser(dsub)
-
-
-def cmd_data_get(args: argparse.Namespace) -> int:
-    source_dir = Path(args.source_dir).expanduser() if args.source_dir else None
-    if source_dir is not None and not source_dir.is_dir():
-        raise FileNotFoundError(f"--from {source_dir}: no such folder")
-    out_dir = Path(args.out).expanduser()
-    try:
-        summary = get_dataset(args.dataset, out_dir=out_dir, source_dir=source_dir,
-                              progress=not getattr(args, "quiet", False), strict=args.strict)
-    except SourceError as exc:
-        raise RuntimeError(str(exc)) from exc
-    print(f"wrote {out_dir / args.dataset}: {build.dumps(summary)}")
-    if summary["not_pinned"]:
-        print(f"atomicrag: warning: {len(summary['not_pinned'])} source files are not the pinned revision "
-              "(listed in sources.json); results on this copy may differ from the published ones", file=sys.stderr)
-    return 0

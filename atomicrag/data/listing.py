@@ -1,4 +1,4 @@
-"""``atomicrag data list``: the datasets a run would find, file by file, with rows and sha256.
+"""What ``atomicrag data list`` prints (the command: ``atomicrag.library.data_cmd``): the datasets a run would find, file by file, with rows and sha256.
 
 What a record of a dataset's size points at: the rows of each normalised file (``corpus.jsonl``,
 ``questions.dev.jsonl``, ``smoke/questions.jsonl``, ...) under every data root that
@@ -7,7 +7,6 @@ and the bytes it was counted on are one line of one printout.
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,25 +40,3 @@ def data_files(roots: list[Path]) -> list[DataFile]:
             out += [DataFile(root, folder.name, f.relative_to(folder).as_posix(), count_rows(f), sha256_file(f))
                     for f in files if not f.parent.name.startswith(".")]
     return out
-
-
-def add_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    s = dsub.add_parser("list", help="the datasets paths.data_dir finds: each file's rows and sha256")
-    s.add_argument("--data-dir", default="auto", help="a data folder (default: auto, every root in search order)")
-    s.set_defaults(func=cmd_data_list)
-
-
-def cmd_data_list(args: argparse.Namespace) -> int:
-    from atomicrag.core.config import PathsConfig
-
-    roots = PathsConfig(data_dir=args.data_dir).data_roots()
-    files = data_files(roots)
-    if not files:
-        raise FileNotFoundError(f"no dataset under {', '.join(map(str, roots))}: `atomicrag data get NAME` builds one")
-    root = None
-    for f in files:
-        if f.root != root:
-            root = f.root
-            print(f"{root}")
-        print(f"  {f.dataset + '/' + f.name:<52s} {f.rows:>9,} rows  sha256 {f.sha256}")
-    return 0

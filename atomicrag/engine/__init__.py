@@ -1,6 +1,7 @@
 """The one index/query engine shared by the research harness and the library (see ``core``).
 
-Names load on first use, so importing the package stays cheap (no torch).
+Names load on first use, so importing the package stays cheap (no torch). What else the faces
+use of the stages is named in :mod:`atomicrag.engine.api`.
 """
 from __future__ import annotations
 

@@ -28,14 +28,14 @@ OWN_PROMPTS = "own prompts"
 
 def prompt_source(cfg: Config) -> dict[str, Any]:
     """``{"source": own | released, "checkout", "hashes"}`` (hashes of the released templates used)."""
-    from atomicrag.prompts.released import for_fidelity
+    from atomicrag.engine.api import for_fidelity
 
     released = for_fidelity(cfg.fidelity)
     if released is None:
         return {"source": "own", "checkout": None, "hashes": {}}
     out: dict[str, Any] = {"source": "released", "checkout": released.root, "hashes": released.hashes()}
     if cfg.fidelity.sieve_prompt == "released":
-        from atomicrag.prompts.released_sieve import load as load_sieve
+        from atomicrag.engine.api import load_released_sieve as load_sieve
 
         sieve = load_sieve(released.root)
         out["hashes"]["sieve"] = hashlib.sha256(json.dumps(sieve.texts()).encode()).hexdigest()[:16]
@@ -69,7 +69,7 @@ def without_llm_topics(diffs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _differences(cfg: Config) -> list[dict[str, Any]]:
-    from atomicrag.embed.factory import released_code_covers
+    from atomicrag.engine.api import released_code_covers
 
     out: list[dict[str, Any]] = []
     if cfg.fidelity.prompts == "own":

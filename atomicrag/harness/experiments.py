@@ -47,23 +47,14 @@ def name_experiment(cfg: DictConfig, choice: str | None, overrides: Sequence[str
 
 def compose_experiment(name: str | None, overrides: Sequence[str] = ()) -> DictConfig:
     """The config ``python -m atomicrag.run +experiment=<name> <overrides...>`` runs (``name=None``:
-    the root config, the quickstart). Uses the Hydra context the caller initialised, else
-    initialises one on ``conf/`` for the call."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from atomicrag.core.compose import CONF_DIR
-    from atomicrag.core.config import register_configs
-
-    register_configs()
+    the root config, the quickstart), composed over ``conf/config.yaml`` by the one composer,
+    :func:`atomicrag.core.compose.compose` (it puts aside any Hydra context the caller holds)."""
     from omegaconf import open_dict
 
+    from atomicrag.core.compose import HARNESS_ROOT, compose
+
     args = ([f"+{EXPERIMENT_GROUP}={name}"] if name else []) + list(overrides)
-    if GlobalHydra.instance().is_initialized():
-        cfg = compose("config", overrides=args, return_hydra_config=True)
-    else:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", overrides=args, return_hydra_config=True)
+    cfg = compose(args, root=HARNESS_ROOT, hydra_config=True)
     retriever_choice = cfg.hydra.runtime.choices.get("retriever")
     with open_dict(cfg):
         del cfg["hydra"]  # what `python -m atomicrag.run` hands its task: the config without Hydra's own

@@ -54,7 +54,7 @@ def _field(cfg: Any, key: str) -> Any:
 
 
 def run_with_baselines(cfg: Config) -> list[tuple[str, dict[str, Any]]]:
-    from atomicrag.llm.factory import shared_backends
+    from atomicrag.engine.api import shared_backends
 
     with shared_backends():  # the rows share one LLM server (one launch, not one per row)
         rows = [(row_label(cfg), run_one(cfg))]
@@ -68,11 +68,9 @@ def run_with_baselines(cfg: Config) -> list[tuple[str, dict[str, Any]]]:
 
 def run_one(cfg: Config) -> dict[str, Any]:
     """One configuration end to end: data → index → retrieve → answer → evaluate → results."""
-    from atomicrag.data.loaders import load_dataset
     from atomicrag.engine import ConfigModels, Engine, combined_stats
-    from atomicrag.evaluate.score import score_run
+    from atomicrag.engine.api import Accountant, load_dataset, score_run
     from atomicrag.harness.differences import differences, prompt_source
-    from atomicrag.llm.accounting import Accountant
 
     prompts = prompt_source(cfg)  # fidelity.prompts=released without a checkout stops here, before any work
     out_dir = run_dir(cfg)
@@ -106,7 +104,7 @@ def run_one(cfg: Config) -> dict[str, Any]:
         traces = batch.traces
         query_wall = time.perf_counter() - t_query
         llm_used = models.llm_built  # read before close() drops the model
-        from atomicrag.evaluate.judge_config import judge_from_config  # its own LLM/embedder (cfg.judge)
+        from atomicrag.engine.api import judge_from_config  # its own LLM/embedder (cfg.judge)
 
         run_llm = models.llm if cfg.judge.name != "none" and cfg.judge.llm_source == "run" else None
         judge = judge_from_config(cfg, run_llm, models.embedder, accountant)
@@ -198,16 +196,16 @@ def stage_summaries(cfg: Config, batch: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     decomps = [d for d in batch.decompositions if d is not None]
     if decomps and cfg.decompose.name != "none":
-        from atomicrag.retrieve.decompose import summarize
+        from atomicrag.engine.api import decompose_summary as summarize
 
         out["decompose"] = summarize(decomps)
     sieved = [s for s in batch.sieve if s is not None]
     if sieved and cfg.sieve.name != "none":
-        from atomicrag.retrieve.sieve import summarize as sieve_summary
+        from atomicrag.engine.api import sieve_summary
 
         out["sieve"] = sieve_summary(sieved)
     if batch.outputs:
-        from atomicrag.answer.readers import summarize as reader_summary
+        from atomicrag.engine.api import reader_summary
 
         out["reader"] = reader_summary(batch.outputs)
         # the LLM option's document limit in force (0: the budget's; None: atoms), as in each row

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from atomicrag.llm.budget import MESSAGE_OVERHEAD
+from atomicrag.engine.api import MESSAGE_OVERHEAD
 
 # Prices in USD per million tokens (input, output) of the hosted models the presets name; a local
 # model (vllm, llamacpp, transformers, fake) costs nothing per token. Override per run with

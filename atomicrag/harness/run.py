@@ -63,8 +63,7 @@ def main(dcfg: DictConfig) -> float:
     for setting in unread_reader_settings(cfg.reader, variant):
         log.info("reader %s does not read reader.%s", variant, setting)
     from atomicrag.core.hub_models import HubModelMissing, prepare_hub_access
-    from atomicrag.data.loaders import DatasetMissing, check_present
-    from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
+    from atomicrag.engine.api import DatasetMissing, ReleasedCodeMissing, check_present, for_fidelity
 
     try:  # no data, no released checkout, or hub weights not cached: say so before any work starts
         check_present(cfg.dataset, cfg.paths.resolved_data_dir(dataset=cfg.dataset))
@@ -94,7 +93,7 @@ def main(dcfg: DictConfig) -> float:
         return 0.0
     from hydra.types import RunMode
 
-    from atomicrag.llm.cache import LLMCacheDamagedError
+    from atomicrag.engine.api import LLMCacheDamagedError
 
     try:
         rows = run_with_baselines(cfg)

@@ -78,8 +78,8 @@ class AtomicRAG(AsyncQueries, IndexReports):
 
     def __init__(self, config: Config | dict | str | Path | None = None, *, llm: Any = None, embedder: Any = None,
                  progress: bool | ProgressFn | None = None) -> None:
+        from atomicrag.engine.api import Accountant
         from atomicrag.library.adapters.dispatch import as_embedder, as_llm
-        from atomicrag.llm.accounting import Accountant
 
         self.config: Config = load_config(config)
         self._lock = threading.RLock()  # see _serialised
@@ -117,7 +117,7 @@ class AtomicRAG(AsyncQueries, IndexReports):
 
     # ------------------------------------------------------------------ models
     def _account(self, llm: Any) -> Any:
-        from atomicrag.llm.accounting import AccountedLLM
+        from atomicrag.engine.api import AccountedLLM
 
         # token accounting needs a ``model`` attribute; a bare chat() object is used as it is
         return AccountedLLM(llm, self.accountant) if isinstance(getattr(llm, "model", None), str) else llm
@@ -125,7 +125,7 @@ class AtomicRAG(AsyncQueries, IndexReports):
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from atomicrag.embed.factory import build_embedder
+            from atomicrag.engine.api import build_embedder
 
             if self.config.embedder.name == "fake":  # the research default; fine for tests, useless for users
                 log.warning("embedder.name=fake is a hashing test embedder: set embedder.name=sentence_transformers "
@@ -137,7 +137,7 @@ class AtomicRAG(AsyncQueries, IndexReports):
     def llm(self) -> Any:
         """The LLM backend (yours, or the config's, built on first use)."""
         if self._llm is None:
-            from atomicrag.llm.factory import build_llm
+            from atomicrag.engine.api import build_llm
 
             self._llm = build_llm(self.config.llm, library_paths(self.config.paths), self.accountant)
             self._llm_owned = True
@@ -327,8 +327,8 @@ class AtomicRAG(AsyncQueries, IndexReports):
         return AnswerStream(self._stream(question, where))
 
     def _stream(self, question: str, where: Any = None) -> Generator[str, None, QueryResult]:
-        from atomicrag.answer.readers import resolve_reader_name
         from atomicrag.core.schemas import Question
+        from atomicrag.engine.api import resolve_reader_name
 
         with self._lock, reporting(self._progress):
             batch = self._engine.retrieve(self._index(where), [Question(id="q0", question=question)])
@@ -345,8 +345,8 @@ class AtomicRAG(AsyncQueries, IndexReports):
 
     def _query(self, question: str | Iterable[str], *, answer: bool | None = None, where: Any = None
                ) -> QueryResult | list[QueryResult]:
-        from atomicrag.answer.readers import resolve_reader_name
         from atomicrag.core.schemas import Question
+        from atomicrag.engine.api import resolve_reader_name
 
         texts, single = question_list(question)
         check_questions(texts)  # before any model loads or the graph is touched
@@ -404,7 +404,7 @@ class AtomicRAG(AsyncQueries, IndexReports):
         info, snap = STORES.build("pg" if uri is not None else "dir", path=path, uri=uri, schema=schema).load()
         cfg = reopen_config(info["config"], config, overrides, byo_embedder=embedder is not None)
         if embedder is None:  # no model load until texts must be embedded (docs, stats, delete need none)
-            from atomicrag.embed.lazy import lazy_saved_embedder
+            from atomicrag.engine.api import lazy_saved_embedder
 
             embedder = lazy_saved_embedder(cfg, snap.embedder)
         with no_answering_warning():

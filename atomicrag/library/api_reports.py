@@ -44,7 +44,7 @@ class IndexReports:
             "embedder": self._embedder.name if self._embedder is not None else None,
         }
         if self._indexed is not None:
-            from atomicrag.graph.stats import graph_stats
+            from atomicrag.engine.api import graph_stats
 
             g = self._indexed.graph
             out.update(graph_stats(g))

@@ -39,7 +39,7 @@ def verify_digests(folder: Path, listed: Any) -> None:
     """Raise ``IndexDamagedError`` naming the first listed file that is missing or whose size or
     digest differs from ``listed`` (a manifest's ``"files"``); None: an index saved before digests,
     loaded with a warning."""
-    from atomicrag.graph.verify import damaged
+    from atomicrag.engine.api import damaged
 
     if listed is None:
         log.warning("%s was saved without file checksums (by an atomicrag older than the checksums): a damaged "

@@ -44,7 +44,7 @@ from atomicrag.library.cli_errors import writing_index
 
 def read_documents(source: str | Path) -> list[dict[str, Any]]:
     """Documents of a file or folder as dicts (``data.ingest.read_path``); skipped files are logged."""
-    from atomicrag.data.ingest import read_path, report_skipped
+    from atomicrag.engine.api import read_path, report_skipped
 
     docs, skipped = read_path(source)
     report_skipped(source, skipped)
@@ -250,7 +250,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Keep one local LLM server up; ``query`` finds it (``llm.resident``) instead of starting one."""
-    from atomicrag.llm import resident
+    from atomicrag.engine.api import find_resident, keep_resident, resident_status, state_dir, stop_resident
 
     if getattr(args, "index", None):  # an HTTP server holding this index (library.http_server)
         from atomicrag.library import http_server
@@ -275,11 +275,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                        progress=_progress(args), api_key=key,
                                        cors_origins=args.cors_origin or (), allowed_hosts=args.allow_host or ())
     if args.stop:
-        had, state = resident.stop_resident()
+        had, state = stop_resident()
         print(f"stopped the {state['model']} server (pid {state['pid']}, {state['base_url']})" if had and state
               else "no server was running")
         return 0
-    kind, state = resident.status()
+    kind, state = resident_status()
     if args.status:
         if kind == "running" and state:
             print(f"running: {state['model']} at {state['base_url']} (pid {state['pid']}, since {state['started']}; "
@@ -289,22 +289,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                             if kind == "stale" else ""))
         return 0 if kind == "running" else 1
     from atomicrag.core.config import PathsConfig
-    from atomicrag.llm.backends import launch_vllm_for
+    from atomicrag.engine.api import launch_vllm_for
 
     cfg = _config(args).llm
     if cfg.name != "vllm" or cfg.base_url or cfg.base_urls:
         raise ValueError(f"serve keeps a local vLLM server up; llm.name={cfg.name}"
                          f"{' with a base_url' if cfg.base_url or cfg.base_urls else ''} needs none to be started")
     if kind == "running" and state:
-        if resident.find_resident(cfg.model):
+        if find_resident(cfg.model):
             print(f"already running: {state['model']} at {state['base_url']} (pid {state['pid']})")
             return 0
         raise RuntimeError(f"a server for {state['model']} is running at {state['base_url']}; "
                            "stop it first (atomicrag serve --stop)")
-    resident.find_resident(cfg.model)  # removes a stale record
+    find_resident(cfg.model)  # removes a stale record
     t0 = time.perf_counter()
-    server = launch_vllm_for(cfg, PathsConfig(cache_dir=str(resident.state_dir())))
-    state = resident.keep_resident(server, cfg.model, cfg.model_path or "")
+    server = launch_vllm_for(cfg, PathsConfig(cache_dir=str(state_dir())))
+    state = keep_resident(server, cfg.model, cfg.model_path or "")
     print(f"serving {cfg.model} at {state['base_url']} (pid {state['pid']}, started in "
           f"{time.perf_counter() - t0:.0f} s); `atomicrag query` uses it; stop it with `atomicrag serve --stop`")
     return 0
@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --index: a Host name it answers to besides loopback (behind a proxy)")
     s.set_defaults(func=cmd_serve)
 
-    from atomicrag.data.get import add_parser as add_data_parser
+    from atomicrag.library.data_cmd import add_parser as add_data_parser
     from atomicrag.library.setup_cmd import add_parser as add_setup_parser
 
     add_setup_parser(sub)  # atomicrag setup: the LLM server environment for an installed package

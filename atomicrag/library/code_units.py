@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from atomicrag.atomize.base import atom_id
 from atomicrag.core.schemas import Atom, Chunk
+from atomicrag.engine.api import atom_id
 
 
 def _prefix(atom: Atom, chunk: Chunk) -> str:

@@ -22,7 +22,7 @@ def atomize_documents(engine: Any, config: Config, docs: list[Document], *, bars
     """Chunk ``docs`` as ``config.dataset`` says and atomize them through ``engine`` (an
     ``engine.Engine``) in slices; a failed chunk is kept in its document's state, with a warning."""
     from atomicrag.core.schemas import Passage
-    from atomicrag.data.token_windows import Chunker
+    from atomicrag.engine.api import Chunker
 
     chunks = Chunker.from_config(config.dataset).chunk_all(Passage(id=d.id, text=d.text, title=d.title) for d in docs)
     states = {d.id: DocState() for d in docs}

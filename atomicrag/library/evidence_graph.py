@@ -38,7 +38,7 @@ def evidence_subgraph(graph: Any, atom_ids: Sequence[str], query_entities: Seque
     fewest of the shown atoms contain, question entities kept first) are left out."""
     import torch
 
-    from atomicrag.graph.canon import canonical_key
+    from atomicrag.engine.api import canonical_key
 
     if graph is None:
         return {"nodes": [], "edges": []}

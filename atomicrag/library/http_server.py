@@ -367,7 +367,7 @@ def make_server(rag: Any, index_dir: str | Path | None = None, *, host: str = "1
 def warm_up(rag: Any) -> None:
     """Load what a query needs now (the embedder, the graph's tensors, the reader's LLM), so
     the first request does not pay for it."""
-    from atomicrag.answer.readers import resolve_reader_name
+    from atomicrag.engine.api import resolve_reader_name
 
     if len(rag):
         rag.search("warm-up")

@@ -41,7 +41,7 @@ from typing import Any
 
 from atomicrag.core.artifacts import read_jsonl, write_json_atomic, write_jsonl_atomic
 from atomicrag.core.config import Config
-from atomicrag.graph.incremental import IndexedGraph, SynonymRows
+from atomicrag.engine.api import IndexedGraph, SynonymRows
 from atomicrag.library.checksums import folder_digests, verify_digests
 from atomicrag.library.index_settings import INDEX_SETTINGS, index_settings
 from atomicrag.library.swap import (
@@ -179,7 +179,7 @@ def save_dir(snap: Snapshot, path: str | Path, expect: str | None = None) -> str
 def _save_dir(snap: Snapshot, path: str | Path) -> Path:
     from safetensors.torch import save_file
 
-    from atomicrag.graph.io import save_graph
+    from atomicrag.engine.api import save_graph
 
     path = Path(path)
     if path.exists() and not (path / "manifest.json").is_file() and (not path.is_dir() or any(path.iterdir())):
@@ -233,7 +233,7 @@ def load_dir(path: str | Path, attempts: int = 40) -> tuple[dict[str, Any], Snap
     replaces it: a read that saw the folder change under it (its manifest's version differs before
     and after, or a file vanished mid-swap) is read again; the result carries ``info["version"]``.
     A save that was killed between its two renames is finished first (``swap.finish_interrupted_save``)."""
-    from atomicrag.graph.verify import IndexDamagedError
+    from atomicrag.engine.api import IndexDamagedError
 
     _finish_interrupted(Path(path))
     for attempt in range(attempts):
@@ -270,8 +270,14 @@ def _load_dir(path: str | Path) -> tuple[dict[str, Any], Snapshot]:
     """
     from safetensors.torch import load_file
 
-    from atomicrag.graph.io import load_graph
-    from atomicrag.graph.verify import check_count, check_synonym_rows, damaged, read_file, read_json_object
+    from atomicrag.engine.api import (
+        check_count,
+        check_synonym_rows,
+        damaged,
+        load_graph,
+        read_file,
+        read_json_object,
+    )
 
     path = Path(path)
     mpath = path / "manifest.json"
@@ -351,7 +357,7 @@ def load_pg(uri: str, schema: str = "atomicrag") -> tuple[dict[str, Any], Snapsh
     if not info:
         raise ValueError(f"PostgreSQL schema {schema!r} holds a graph that was not saved by AtomicRAG.save")
     check_manifest(info, f"PostgreSQL schema {schema!r}")
-    from atomicrag.graph.verify import check_count, check_graph
+    from atomicrag.engine.api import check_count, check_graph
 
     where = Path(f"PostgreSQL schema {schema}")
     check_graph(graph, where)  # shapes and node-id ranges, as for a directory
@@ -432,7 +438,7 @@ def _index_part(section: Any, name: str) -> dict[str, Any]:
 def check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
     """Raise ``ValueError`` naming every build setting of ``cfg`` that differs from the saved
     index's (and the ``ATOMICRAG_*`` variables that set them), instead of silently mixing builds."""
-    from atomicrag.graph.build import GRAPH_FIDELITY_FIELDS
+    from atomicrag.engine.api import GRAPH_FIDELITY_FIELDS
 
     # the index settings of each build section (a device or trust_remote_code is the user's to choose)
     diffs = [s for s in BUILD_SECTIONS if _index_part(getattr(saved, s), s) != _index_part(getattr(cfg, s), s)]

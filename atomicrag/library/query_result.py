@@ -33,13 +33,13 @@ def query_result(trace: Any, context: list[Any], output: Any, graph: Any, max_co
     sources, cited, cut, looped, extractive = [], None, False, False, False
     answer = None if output is None else output.answer
     if output is not None:
-        from atomicrag.answer.citations import Source, cite, with_marks
+        from atomicrag.engine.api import Source, cite, with_marks
 
         if not output.failed:
             sources = cite(output.raw, output.answer, context, seen=len(context) - output.context_dropped)
             cited = with_marks(output.answer, sources)
             if not (output.answer or "").strip():  # the model gave no answer: the best-supported sentence
-                from atomicrag.answer.extractive import best_sentence
+                from atomicrag.engine.api import best_sentence
 
                 best = best_sentence(trace.question, context)
                 if best is not None:

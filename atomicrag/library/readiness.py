@@ -30,7 +30,7 @@ class AnsweringUnavailable(RuntimeError):
 
 
 def reader_on(cfg: Any) -> bool:
-    from atomicrag.answer.readers import resolve_reader_name
+    from atomicrag.engine.api import resolve_reader_name
 
     return resolve_reader_name(cfg.reader.name, cfg.dataset.reader) != "none"
 
@@ -58,8 +58,7 @@ def answering_problems(cfg: Any) -> list[str]:
         return []  # a server someone runs: checked (and waited for) when first used
     problems: list[str] = []
     if llm.name == "vllm":
-        from atomicrag.llm.hf_models import ServerEnvError, find_server_python
-        from atomicrag.llm.resident import find_resident
+        from atomicrag.engine.api import ServerEnvError, find_resident, find_server_python
 
         if find_resident(llm.model):
             return []  # `atomicrag serve` keeps one up: nothing to launch
@@ -71,7 +70,7 @@ def answering_problems(cfg: Any) -> list[str]:
         if problem:
             problems.append(problem)
     elif llm.name == "llamacpp":
-        from atomicrag.llm.servers import llamacpp_server_missing
+        from atomicrag.engine.api import llamacpp_server_missing
 
         missing = llamacpp_server_missing()
         if missing:

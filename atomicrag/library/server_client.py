@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from atomicrag.engine.api import pid_alive
 from atomicrag.library.types import QueryResult, ResultItem
-from atomicrag.llm.resident import pid_alive
 
 
 def server_state_path(index: str | Path) -> Path:
     """Where the server of ``index`` records itself: one file per index folder, in the user's
     state folder (``llm.resident.state_dir``: ``$ATOMICRAG_STATE_DIR`` or ``~/.cache/atomicrag``)."""
-    from atomicrag.llm.resident import state_dir
+    from atomicrag.engine.api import state_dir
 
     key = hashlib.sha256(str(Path(index).resolve()).encode()).hexdigest()[:16]
     return state_dir() / f"http-{key}.json"
@@ -97,7 +97,7 @@ def result_from_dict(data: dict[str, Any]) -> QueryResult:
     values = {k: v for k, v in data.items() if k in known}
     values["items"] = [ResultItem(**{k: v for k, v in it.items() if k in item_fields})
                        for it in data.get("items", [])]
-    from atomicrag.answer.citations import Source
+    from atomicrag.engine.api import Source
 
     source_fields = {f.name for f in dataclasses.fields(Source)}
     values["sources"] = [Source(**{k: v for k, v in s.items() if k in source_fields})

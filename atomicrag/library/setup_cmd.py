@@ -110,7 +110,7 @@ def _stamp_text() -> str:
 
 def existing_server_python(configured: str | None = None) -> str | None:
     """The interpreter that would run the vLLM server now, or None."""
-    from atomicrag.llm.hf_models import ServerEnvError, find_server_python
+    from atomicrag.engine.api import ServerEnvError, find_server_python
 
     try:
         return find_server_python(configured)
@@ -183,7 +183,7 @@ def setup(venv: str | Path | None = None, *, force: bool = False, models: Sequen
     ``cache_dir``: where a model assembled from parts goes (default: the user's cache folder,
     never the working folder)."""
     from atomicrag.core.user_cache import user_cache_dir
-    from atomicrag.llm.hf_models import hf_model, user_server_venv
+    from atomicrag.engine.api import hf_model, user_server_venv
 
     cache_dir = cache_dir or str(user_cache_dir())
 
@@ -240,7 +240,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
             missing += problem is not None
         return 1 if missing else 0
     if args.dry_run:
-        from atomicrag.llm.hf_models import user_server_venv
+        from atomicrag.engine.api import user_server_venv
 
         target = Path(args.venv).expanduser() if args.venv else user_server_venv()
         build_server_env(target, torch_index=args.torch_index, run=_print_command, stamp=False)

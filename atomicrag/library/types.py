@@ -13,11 +13,13 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from atomicrag.answer.citations import Source  # noqa: F401  (QueryResult.sources' type)
 from atomicrag.core.artifacts import content_hash
 from atomicrag.core.progress import Progress, ProgressFn  # noqa: F401  (the library's progress= types)
 from atomicrag.core.schemas import Atom, ChunkFailure, Triple
-from atomicrag.data.validate import clean_text
+from atomicrag.engine.api import (
+    Source,  # noqa: F401  (QueryResult.sources' type)
+    clean_text,
+)
 
 _ID_KEYS = ("doc_id", "id")
 _RESERVED = ("text", "title", *_ID_KEYS)
@@ -92,7 +94,7 @@ def _check_bare_word(text: str, call: str) -> None:
     """A whole argument that is one word of file-name characters (``index("docs")``) is a path that
     does not exist far more often than a one-word document: an error that says how to index the
     word. A word ending like a sentence ("Warsaw.") is a document."""
-    from atomicrag.data.ingest import SUFFIXES
+    from atomicrag.engine.api import SUFFIXES
 
     word = text.strip()
     if "/" in word or "\\" in word or Path(word).suffix.lower() in SUFFIXES:
@@ -138,7 +140,7 @@ def normalize_documents(documents: Any, taken: Iterable[str] = (), *, text_title
     of another type (``call`` names the argument in the message: ``index(documents)``) and a lone
     word that is no file or folder (a mistyped path, not a document).
     """
-    from atomicrag.data.ingest import expand_paths
+    from atomicrag.engine.api import expand_paths
 
     if isinstance(documents, str):
         _check_bare_word(documents, call)

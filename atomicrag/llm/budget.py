@@ -56,3 +56,22 @@ def fit_items(build: Callable[[list[T]], list[dict[str, str]]], items: Sequence[
         else:
             hi = mid
     return items[:lo], len(items) - lo
+
+
+def configured_window(llm_cfg: Any) -> int | None:
+    """The context window the stages fit prompts into, read from config before any backend is
+    built (the choice ``llm/backends.py`` makes): llama.cpp's ``n_ctx``, vLLM's ``max_model_len``."""
+    if llm_cfg.name == "llamacpp":
+        return int(llm_cfg.n_ctx)
+    return int(llm_cfg.max_model_len) if llm_cfg.name == "vllm" else None
+
+
+def fitted_prefix(build: Callable[[list[T]], list[dict[str, str]]], items: Sequence[T], llm_cfg: Any,
+                  max_tokens: int) -> list[T]:
+    """The prefix of ``items`` a stage will send under ``llm_cfg``'s window (``fit_items``)."""
+    return fit_items(build, items, configured_window(llm_cfg), max_tokens)[0]
+
+
+def sent_cap(fidelity: Any, budget: int) -> int | None:
+    """The max_tokens a stage sends: none under ``fidelity.budgets=released``."""
+    return None if fidelity.budgets == "released" else budget

@@ -100,6 +100,37 @@ def is_cacheable(request: ChatRequest) -> bool:
     return not (request.temperature > 0 and request.seed is None)
 
 
+class CacheProbe:
+    """Counts how many of some requests the LLM cache file of a run config already answers, before
+    the run (the run plan's cached calls): read-only; a missing or unreadable file has no hits."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.key_model = f"{cfg.llm.name}:{cfg.llm.model}:{cfg.llm.model_path or ''}"
+        path = Path(cfg.paths.llm_cache)
+        self.conn: sqlite3.Connection | None = None
+        if cfg.llm.cache and path.is_file():
+            try:
+                self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                self.conn.execute("SELECT 1 FROM llm_cache LIMIT 1")
+            except sqlite3.DatabaseError:
+                self.conn = None
+
+    def hits(self, requests: list[ChatRequest]) -> int:
+        if self.conn is None or not requests:
+            return 0
+        keys = [cache_key(self.key_model, r) for r in requests]
+        found = 0
+        for i in range(0, len(keys), 500):  # the keys go in as one JSON parameter: no SQL is built
+            part = json.dumps(keys[i:i + 500])
+            found += self.conn.execute("SELECT COUNT(*) FROM llm_cache WHERE key IN (SELECT value FROM json_each(?))",
+                                       (part,)).fetchone()[0]
+        return found
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
 class CachedLLM:
     """``LLMBackend`` wrapper: serves repeated requests from SQLite, forwards the rest."""
 

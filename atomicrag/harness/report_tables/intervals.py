@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from atomicrag.evaluate.aggregate import acc_type
+from atomicrag.engine.api import acc_type
 from atomicrag.harness.report_tables.runs import GB_TYPES, Run
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from atomicrag.llm.protocol import ChatRequest, ChatResult
-from atomicrag.llm.retry import RawReply, SyncBackend
+from atomicrag.engine.api import ChatRequest, ChatResult, RawReply, SyncBackend
 
 _SCHEMA_HINT = "\n\nReply with only a JSON value that matches this JSON schema:\n"
 

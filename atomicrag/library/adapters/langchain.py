@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from atomicrag.engine.api import ChatRequest, RawReply
 from atomicrag.library.adapters.byo import EmbedderAdapter, PromptLLM, render_prompt, reply_text
-from atomicrag.llm.protocol import ChatRequest
-from atomicrag.llm.retry import RawReply
 
 _INSTALL = "LangChain integration needs langchain-core: pip install 'atomicrag-harness[langchain]'"
 _ROLES = {"system": "system", "user": "human", "assistant": "ai"}

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import torch
 
-from atomicrag.llm.openai_client import OpenAIClient, normalize_base_url
+from atomicrag.engine.api import OpenAIClient, normalize_base_url
 
 
 class OpenAICompatLLM(OpenAIClient):

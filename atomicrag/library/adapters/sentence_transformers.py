@@ -8,7 +8,7 @@ here so the library reads like the other AtomicRAG library's ``HuggingFaceEmbedd
 """
 from __future__ import annotations
 
-from atomicrag.embed.encoders import SentenceTransformerEmbedder
+from atomicrag.engine.api import SentenceTransformerEmbedder
 
 
 class SentenceTransformerEmbedding(SentenceTransformerEmbedder):

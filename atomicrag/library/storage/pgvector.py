@@ -42,8 +42,8 @@ from psycopg.types.json import Jsonb
 from typing_extensions import Self
 
 from atomicrag.core.schemas import Atom
-from atomicrag.graph.edges import adjacency as build_adjacency
-from atomicrag.graph.structure import AtomEntityGraph, EdgeList
+from atomicrag.engine.api import AtomEntityGraph, EdgeList
+from atomicrag.engine.api import adjacency as build_adjacency
 from atomicrag.library.storage import sql as q
 
 _DOC_FIELDS = ("id", "title", "text")

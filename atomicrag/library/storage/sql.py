@@ -23,7 +23,7 @@ from psycopg import sql
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
-from atomicrag.graph.structure import AtomEntityGraph
+from atomicrag.engine.api import AtomEntityGraph
 
 FORMAT_VERSION = 1
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
