@@ -198,16 +198,16 @@ def stage_summaries(cfg: Config, batch: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     decomps = [d for d in batch.decompositions if d is not None]
     if decomps and cfg.decompose.name != "none":
-        from atomicrag.retrieve.decompose import summarize
+        from atomicrag.retrieve.decompose import decompose_summary
 
-        out["decompose"] = summarize(decomps)
+        out["decompose"] = decompose_summary(decomps)
     sieved = [s for s in batch.sieve if s is not None]
     if sieved and cfg.sieve.name != "none":
-        from atomicrag.retrieve.sieve import summarize as sieve_summary
+        from atomicrag.retrieve.sieve import sieve_summary
 
         out["sieve"] = sieve_summary(sieved)
     if batch.outputs:
-        from atomicrag.answer.readers import summarize as reader_summary
+        from atomicrag.answer.readers import reader_summary
 
         out["reader"] = reader_summary(batch.outputs)
         # the LLM option's document limit in force (0: the budget's; None: atoms), as in each row
