@@ -13,23 +13,24 @@ then fold the dangling term in exactly (a rank-one correction, ``_finish``). Sol
 
 - ``power``: ``y <- M y + s``, plain power iteration, exactly ``max_iter`` steps (or until ``tol``);
   the L1 error of ``restart * y`` after m steps is ``c^(m+1)``. The straight SpMM of HippoRAG-style
-  code; Table 11's exact variant runs it in float64 to 1e-10.
+  code; Table 11's exact variant runs it in float64 to ``builders.EXACT_TOL``.
 - ``chebyshev`` (default): Chebyshev semi-iteration. For a symmetric A, M is similar to
   ``c D^-1/2 A D^-1/2``, so its spectrum is real and in ``[-c, c]`` and the error falls like
   ``1 / T_m(1/c)`` instead of ``c^m``. Each step is the same single fused ``addmm``.
 - ``cg``: conjugate gradients on the symmetric form (fewest steps, but 5 extra passes per step).
 
 chebyshev and cg stop each query once a *guaranteed* bound on its L1 error (from the residual) is
-at most that of ``max_iter`` power steps, so they are never less accurate than ``power``; on
-HotpotQA-like graphs that takes 11-13 products instead of 20 for c = 0.7. Converged queries are
-frozen, so a query's result does not depend on the batch it is in. ``topk()`` with ``stop="topk"``
-(chebyshev) also stops a query once its top-k atom set is certified exact by a residual bound
-(``certify.py``; checked from step 8 for c = 0.7, then every other step: 91% of the queries
-stop at step 8 on HotpotQA-sized graphs); a stopped query's top-k is taken as it stops and its
+at most that of ``max_iter`` power steps, so they are never less accurate than ``power``, in fewer
+products. Converged queries are frozen, so a query's result does not depend on the batch it is in.
+``topk()`` with ``stop="topk"`` (chebyshev) also stops a query once its top-k atom set is certified
+exact by a residual bound (``certify.py``; checked from ``solvers.first_cert_check``, then every
+``solvers.CERT_GAP`` steps); a stopped query's top-k is taken as it stops and its
 column leaves the block, which is compacted, so the remaining products cost only what still runs.
+The steps at which queries stop, and the time per query, are in the records that
+docs/benchmarks.md lists ("Speed work"; ``results/benchmarks/speed_ppr_certified.txt``).
 
-CPU layout: the iterate is ``[N, b]``, b queries wide (1024 at HotpotQA scale, bounded by memory):
-each stored matrix entry then reads a contiguous 4 KB row of the iterate, which is what makes the
+CPU layout: the iterate is ``[N, b]``, b queries wide (``base.block_width``, bounded by memory):
+each stored matrix entry then reads a contiguous row of the iterate, which is what makes the
 memory-bound SpMM efficient; nodes are relabelled by reverse Cuthill–McKee so that neighbouring
 rows share cache lines; the first product of every solve scatters the (sparse) seeds' matrix
 columns instead of a full SpMM; buffers are allocated once per call, never per step (a fresh

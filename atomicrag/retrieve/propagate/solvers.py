@@ -316,11 +316,10 @@ def first_cert_check(c: float, max_iter: int) -> int:
     """First step at which a top-k certificate is worth trying: where the L1 residual is expected
     near 1e-2 (c = 0.7: step 8; c = 0.3: step 5).
 
-    A check over the full block costs more than a product (~1.4x at HotpotQA scale), so checking
-    before most queries can pass loses time. Measured with 1,024 queries, c = 0.7: on the
-    HotpotQA-sized synthetic graph 76% certify at step 6 and 91% by step 8 (first check at 6:
-    2.9 ms/query, at 8: 3.1); on the real 2Wiki sentence graph 2% by step 6 and 14% by step 8
-    (first check at 6: 2.6 ms/query, at 8: 2.0, at 10: 1.3). The step is static, not adapted
-    to the block, so a query's stopping step never depends on the queries beside it.
+    A check over the full block costs more than a product, so checking before most queries can
+    pass loses time. On the HotpotQA-sized synthetic graph most queries certify by then (1,024
+    queries, c = 0.7: 76% at step 6, 91% by step 8; ``results/benchmarks/speed_ppr_certified.txt``);
+    on the real 2Wiki sentence graph they certify later. The step is static, not adapted to the
+    block, so a query's stopping step never depends on the queries beside it.
     """
     return min(chebyshev_first_check(c, 1e-2, max_iter), max_iter)
