@@ -154,8 +154,8 @@ class TopkCertificate:
 
 
 def column_max(x: torch.Tensor) -> torch.Tensor:
-    """``x.amax(0)`` for ``[R, b]``; on CPU folded over row blocks of ~1 MB (2-8x faster: torch's
-    reduction over the leading dim of a wide row-major matrix is slow for every b >= 8)."""
+    """``x.amax(0)`` for ``[R, b]``; on CPU folded over row blocks of ~1 MB (torch's reduction
+    over the leading dim of a wide row-major matrix is slow for every b >= 8)."""
     r, b = x.shape
     if x.device.type != "cpu" or b < 8 or r == 0:
         return x.amax(0)

@@ -217,7 +217,8 @@ class PPR:
             bufs = self._buffers(prep, n, q1 - q0, extra=2 if certify else 0)
             # a certificate pays where the block is wide (stopped queries leave it, later products
             # narrow) or a single query (checks cost as little as a product); for blocks of 2-127
-            # the checks cost more than the steps they save (measured: Medical scale, blocks of 32)
+            # the checks cost more than the steps they save (Medical scale, blocks of 32: the
+            # "medium" lines of results/benchmarks/speed_ppr_certified.txt)
             worth = certify and (q1 - q0 == 1 or q1 - q0 >= MIN_CERT_WIDTH)
             cert = make_certificate(op, prep.deg, topk[0], topk[1], self.c, bufs[4:6]) if worth else None
             if cert is not None:
@@ -288,7 +289,7 @@ def _spare(bufs: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
 
 
 def _transpose_into(dst: torch.Tensor, src: torch.Tensor, rows: int = 256) -> None:
-    """``dst[b, N] = src[N, b].T`` in row tiles (about 30% faster than one strided copy)."""
+    """``dst[b, N] = src[N, b].T`` in row tiles (faster than one strided copy)."""
     for r0 in range(0, src.shape[0], rows):
         dst[:, r0 : r0 + rows].copy_(src[r0 : r0 + rows].T)
 
