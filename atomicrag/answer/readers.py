@@ -35,7 +35,7 @@ __all__ = [
     "parse_answer",
     "resolve_reader_name",
     "short_answer",
-    "summarize",
+    "reader_summary",
 ]
 
 
@@ -218,7 +218,8 @@ def build_reader(name: str, llm: Any, cfg: ReaderConfig | None = None, *,
     return READERS.build(kind, llm=llm, kind=kind, cfg=cfg, **kwargs)
 
 
-def summarize(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
+def reader_summary(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
+    """metrics.json's ``reader``: failed, cut, looped or trimmed replies and answers without a marker."""
     return {
         "n": len(outputs),
         "failed": sum(o.failed for o in outputs),

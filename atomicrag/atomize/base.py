@@ -89,7 +89,7 @@ def passage_slices(chunks: list[Chunk], size: int) -> Iterator[list[Chunk]]:
     An atomizer may work across a passage's windows (the sentence atomizer merges a sentence that
     two overlapping windows repeat), so a passage cut between two ``atomize()`` calls would keep
     both copies, and its atoms would depend on where the cut fell, i.e. on which other documents
-    were indexed with it: an index grown by ``insert`` or shrunk by ``delete`` then differed from
+    were indexed with it: an index grown by ``insert`` or shrunk by ``delete`` would differ from
     a fresh build. A passage's chunks are contiguous, so a slice is extended to its last one.
     """
     start = 0

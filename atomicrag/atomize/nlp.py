@@ -75,8 +75,8 @@ def load_spacy(model: str, noun_chunks: bool) -> Any:
 def nlp_processes(setting: int, num_texts: int) -> int:
     """spaCy worker processes for ``num_texts`` texts; ``setting=0`` picks them.
 
-    spaCy's NER runs on one core; on the 2-core VM two processes atomize 3,000 2Wiki passages in
-    25 s instead of 44 s. Each worker loads the model (about 2 s), so small corpora stay in-process.
+    spaCy's NER runs on one core, so a corpus atomizes faster in one process per core. Each worker
+    loads the model again (seconds), so small corpora stay in-process.
     """
     if setting > 0:
         return setting

@@ -7,13 +7,16 @@ possessive pronoun (He/She/It/They/His/Her/Its/Their), or with a definite one-no
 before a verb ("The film was ..."), gets the passage subject (its title) in
 its place, and the subject becomes one of the atom's entities, so the atom reads, embeds and
 links on its own. Only the leading word is rewritten: resolving pronouns inside a sentence
-would need a coreference model. Markdown/HTML markup (headings, emphasis, links, tags) is
-removed from atom text first, so "## Team" or "**Ada**" does not end up inside an atom.
+would need a coreference model. Markdown/HTML markup (headings, emphasis, links, tags, list and
+quote markers) is removed from atom text first, by the rules Markdown documents are ingested with
+(``data.markdown.strip_markup``), so "## Team" or "**Ada**" does not end up inside an atom.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from atomicrag.data.markdown import strip_markup
 
 # leading pronoun -> (replacement pattern, keeps "'s"): "His book" -> "Title's book"
 _SUBJECT = {"he": False, "she": False, "it": False, "they": False,
@@ -21,20 +24,12 @@ _SUBJECT = {"he": False, "she": False, "it": False, "they": False,
 _LEAD = re.compile(r"^(\W*)(He|She|It|They|His|Her|Its|Their)\b", re.IGNORECASE)
 # a definite one-noun subject right before a verb: "The film was directed by ..." (about the title)
 _DEFINITE = re.compile(r"^(\W*)The ([a-z]+)(?=\s+(?:is|was|has|had|stars|starred|features|received)\b)")
-_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MD_HEADING = re.compile(r"(^|\n)\s{0,3}#{1,6}\s+")
-_MD_EMPHASIS = re.compile(r"(\*\*|__|\*|`+)(?=\S)(.+?)(?<=\S)\1")
-_HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _SPACES = re.compile(r"[ \t]{2,}")
 
 
-def strip_markup(text: str) -> str:
-    """Text without Markdown headings, emphasis, links (their label stays) and HTML tags."""
-    out = _MD_LINK.sub(r"\1", text)
-    out = _MD_HEADING.sub(r"\1", out)
-    out = _MD_EMPHASIS.sub(r"\2", out)
-    out = _HTML_TAG.sub(" ", out)
-    return _SPACES.sub(" ", out).strip()
+def atom_text(text: str) -> str:
+    """A sentence atom's text: its markup stripped as a document's is, runs of spaces as one."""
+    return _SPACES.sub(" ", strip_markup(text)).strip()
 
 
 def resolve_subject(text: str, subject: str) -> tuple[str, bool]:
@@ -82,7 +77,7 @@ def self_contained(text: str, entities: list[str], subject: str) -> tuple[str, l
 
     A resolved atom gets ``subject`` as an entity (first), so it links to the subject's node.
     """
-    text = strip_markup(text)
+    text = atom_text(text)
     text, resolved = resolve_subject(text, subject)
     if resolved and not any(e.casefold() == subject.casefold() for e in entities):
         entities = [subject, *entities]

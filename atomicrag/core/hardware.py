@@ -1,10 +1,11 @@
 """Which floating-point type an encoder runs in (``embedder.precision``).
 
 ``auto`` picks the fastest type that keeps the embeddings close to fp32 (minimum cosine to fp32
->= 0.999 on real MiniLM texts, ``tests/embed/test_precision.py``):
+>= 0.999 on real MiniLM texts, ``tests/core/test_hardware.py``):
 
-- CUDA: fp16 when ``embedder.fp16`` is true (the long-standing GPU setting), else fp32;
-- CPU with native bf16 arithmetic (AVX512-BF16 or AMX-BF16): bf16, about 3x fp32 for MiniLM;
+- CUDA: fp16 when ``embedder.fp16`` is true, else fp32;
+- CPU with native bf16 arithmetic (AVX512-BF16 or AMX-BF16): bf16, faster than fp32 for MiniLM
+  (the ``probe`` lines of ``results/benchmarks/indexing_2wiki_onnx_fp32_20261204.txt``);
 - any other CPU: fp32. Without those instructions oneDNN emulates bf16 by converting to fp32
   around every product, which is slower than fp32 itself, so it is never chosen automatically.
 

@@ -1,7 +1,7 @@
 """Real text encoders: sentence-transformers and plain transformers ``AutoModel``.
 
 Both honour the same settings (``EmbedderConfig``): pooling, L2 normalisation, a prefix on
-the query side and/or the passage side, max length, batch size, precision (``precision.py``:
+the query side and/or the passage side, max length, batch size, precision (``core.hardware``:
 bf16 on CPUs with native bf16, fp16 on CUDA, else fp32), device. Both
 return float32 CPU tensors ``[n, dim]``. ``name`` spells out everything that changes the
 numbers, because it keys the embedding cache.
@@ -153,8 +153,8 @@ class SentenceTransformerEmbedder(_Encoder):
             for i in reversed(norm_idx):
                 del st[i]
         if self.precision != "fp32":
-            # only the transformer runs in bf16/fp16; pooling and normalising a bf16 sum would cost
-            # ~3 digits (norms off by 0.3%), so the token states are handed on as float32
+            # only the transformer runs in bf16/fp16; pooling and normalising a bf16 sum would lose
+            # digits (bf16 keeps about 3), so the token states are handed on as float32
             st[0].to(self.dtype)
             st[0].register_forward_hook(_float_token_states)
         st.train(False)  # inference mode (dropout off)
@@ -166,8 +166,8 @@ class SentenceTransformerEmbedder(_Encoder):
         out = torch.empty(len(texts), self.dim)
         # one call per length-sorted batch (what sentence-transformers does inside one call), so
         # progress counts texts as their batch finishes
-        # sentence-transformers tokenises again inside encode(): it takes texts, not ids. Kept: the
-        # lengths cost under 1% of encoding (MiniLM, 1,500 sentences), while feeding ids would mean
+        # sentence-transformers tokenises again inside encode(): it takes texts, not ids. Counting
+        # the lengths here costs little next to encoding, while feeding ids would mean
         # re-implementing its per-version preprocessing (prompts, lower-casing, routers)
         lengths = token_lengths(self.model.tokenizer, texts, self.max_length)
         for idx in self._batches(lengths):

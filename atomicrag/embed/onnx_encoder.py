@@ -1,10 +1,10 @@
 """A transformers encoder run by ONNX Runtime on CPU (``embedder.name=onnx``).
 
 Same numbers as ``TransformersEmbedder`` (fp32 throughout, cosine to the torch output
->= 0.9999), faster on small CPUs: indexing the 2Wiki corpus is dominated by encoding ~60k
-short texts, and ONNX Runtime's fused graph (attention, LayerNorm, GELU) spends less per
-token than eager torch. Measured on the 2-core VM with all-MiniLM-L6-v2 in
-``scripts/bench_indexing.py``.
+>= 0.9999), faster per token on small CPUs: indexing the 2Wiki corpus is dominated by encoding
+short texts, and ONNX Runtime's fused graph (attention, LayerNorm, GELU) spends less per token
+than eager torch in fp32 (the ``probe`` lines of
+``results/benchmarks/indexing_2wiki_onnx_fp32_20261204.txt``, all-MiniLM-L6-v2).
 
 The model is exported once with ``torch.onnx.export`` (TorchScript exporter; no network) into
 ``$ATOMICRAG_ONNX_DIR`` (default ``~/.cache/atomicrag/onnx``) under a key of the model id, its
@@ -12,9 +12,9 @@ weight files' names and sizes, the torch version and the opset, then reused. The
 written to a temporary file and renamed, so an interrupted export never leaves a broken model.
 Only files this code wrote are loaded, and ONNX files hold no executable pickles.
 
-Dynamic int8 weights were tried and left out: per-tensor int8 gives a mean cosine of 0.96 to
-fp32; per channel 0.992, but on the full 2Wiki index it saved only 16% of the embedding CPU
-time and dropped 18% of the synonym edges (cosine >= 0.8 is sensitive to small shifts).
+There are no dynamic int8 weights: int8 moves the embeddings far more than bf16 does, and the
+synonym edges (cosine >= the synonym threshold) are sensitive to small shifts, for a small
+saving of embedding time.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The one index/query engine shared by the research harness and the library (see ``core``).
+"""The one index/query engine shared by the research harness and the library (``engine.Engine``;
+a corpus's index is ``corpus_index.CorpusIndex``).
 
 Names load on first use, so importing the package stays cheap (no torch). What else the faces
 use of the stages is named in :mod:`atomicrag.engine.api`.

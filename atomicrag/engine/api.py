@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (import-linter skips this
     from atomicrag.answer.estimate import passage_context, reader_context, reader_requests
     from atomicrag.answer.extractive import best_sentence
     from atomicrag.answer.readers import resolve_reader_name
-    from atomicrag.answer.readers import summarize as reader_summary
+    from atomicrag.answer.readers import reader_summary
     from atomicrag.atomize.base import atom_id
     from atomicrag.atomize.estimate import atom_texts, index_requests
     from atomicrag.data.build import dumps as dumps_summary
@@ -71,16 +71,16 @@ if TYPE_CHECKING:  # the same names, for type checkers (import-linter skips this
     from atomicrag.llm.servers import llamacpp_server_missing
     from atomicrag.prompts.released import ReleasedCodeMissing, for_fidelity
     from atomicrag.prompts.released_sieve import load as load_released_sieve
-    from atomicrag.retrieve.decompose import summarize as decompose_summary
+    from atomicrag.retrieve.decompose import decompose_summary
     from atomicrag.retrieve.estimate import decompose_requests, query_ner_requests, sieve_requests
-    from atomicrag.retrieve.sieve import summarize as sieve_summary
+    from atomicrag.retrieve.sieve import sieve_summary
 
 # name -> "module" (the module's attribute of that name) or "module:attribute" (another name there)
 _EXPORTS: dict[str, str] = {
     # answer: the reader's name, the sources a result cites
     "Source": "atomicrag.answer.citations", "cite": "atomicrag.answer.citations",
     "with_marks": "atomicrag.answer.citations", "best_sentence": "atomicrag.answer.extractive",
-    "resolve_reader_name": "atomicrag.answer.readers", "reader_summary": "atomicrag.answer.readers:summarize",
+    "resolve_reader_name": "atomicrag.answer.readers", "reader_summary": "atomicrag.answer.readers",
     # atomize: an atom's id (the code-unit splitter makes atoms of its own)
     "atom_id": "atomicrag.atomize.base",
     # data: documents in, datasets got and listed, benchmarks loaded
@@ -125,7 +125,7 @@ _EXPORTS: dict[str, str] = {
     "ReleasedCodeMissing": "atomicrag.prompts.released", "for_fidelity": "atomicrag.prompts.released",
     "load_released_sieve": "atomicrag.prompts.released_sieve:load",
     # retrieve: what a run's query stages did
-    "decompose_summary": "atomicrag.retrieve.decompose:summarize", "sieve_summary": "atomicrag.retrieve.sieve:summarize",
+    "decompose_summary": "atomicrag.retrieve.decompose", "sieve_summary": "atomicrag.retrieve.sieve",
     # the stages' estimates for the run plan: harness/plan.py asks each stage for the requests it will send
     "atom_texts": "atomicrag.atomize.estimate", "index_requests": "atomicrag.atomize.estimate",
     "decompose_requests": "atomicrag.retrieve.estimate", "query_ner_requests": "atomicrag.retrieve.estimate",

@@ -6,9 +6,9 @@
     outputs = engine.answer(batch, "precise")                   # precise | abstract | none
 
 Indexing is atomize → ``graph.build.update_graph``: a build is an update from empty, the
-library's ``insert``/``delete`` are updates of a previous graph (``engine.update``), and the
-stage cache (``graph.index``: atomize and graph folders keyed by their inputs) is an option of
-the engine, not a second path. Querying runs ``retrieve.query_batch.BatchRetriever`` per corpus (graph
+library's ``insert``/``delete`` are updates of a previous graph (``Engine.update``), and the
+stage cache (``graph.cached_build``: atomize and graph folders keyed by their inputs) is an option
+of the engine, not a second path. Querying runs ``retrieve.query_batch.BatchRetriever`` per corpus (graph
 retrievers) or the passage retriever of the registry, then the reader.
 """
 from __future__ import annotations

@@ -251,8 +251,9 @@ def build_judge(name: str, llm: Any, embedder: Any, fidelity: FidelityConfig,
     return JUDGES.get(name)(llm, embedder, fidelity, **kwargs)
 
 
-def summarize(verdicts: Sequence[AccuracyVerdict]) -> dict[str, Any]:
-    """Status counts and the mean over samples that have an ACC (scored + empty_answer)."""
+def judge_summary(verdicts: Sequence[AccuracyVerdict]) -> dict[str, Any]:
+    """metrics.json's ``judge``: verdict status counts and the mean ACC over the samples that have
+    one (scored + empty_answer)."""
     counts = {s: sum(v.status == s for v in verdicts) for s in STATUSES}
     values = [v.acc for v in verdicts if v.acc is not None]
     return {"n": len(verdicts), **counts, "acc": sum(values) / len(values) if values else None}

@@ -91,9 +91,9 @@ def score_run(
         if table:
             table["avg"] = round(sum(table.values()) / len(table), 3)
         metrics["acc_table"] = table
-        from atomicrag.evaluate.judge import summarize
+        from atomicrag.evaluate.judge import judge_summary
 
-        metrics["judge"] = summarize(verdicts)
+        metrics["judge"] = judge_summary(verdicts)
     cov = {f"{col}_{m.split('@')[1]}": metrics["by_type"][t][m] for t, col in ACC_COLUMNS.items()
            for m in ("coverage@300", "coverage@600") if metrics["by_type"].get(t, {}).get(m) is not None}
     if cov:  # evidence coverage per type, beside ACC

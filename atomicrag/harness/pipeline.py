@@ -196,9 +196,9 @@ def stage_summaries(cfg: Config, batch: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     decomps = [d for d in batch.decompositions if d is not None]
     if decomps and cfg.decompose.name != "none":
-        from atomicrag.engine.api import decompose_summary as summarize
+        from atomicrag.engine.api import decompose_summary
 
-        out["decompose"] = summarize(decomps)
+        out["decompose"] = decompose_summary(decomps)
     sieved = [s for s in batch.sieve if s is not None]
     if sieved and cfg.sieve.name != "none":
         from atomicrag.engine.api import sieve_summary

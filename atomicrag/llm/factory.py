@@ -22,7 +22,8 @@ several replicas of one model (least-outstanding dispatch, failover). Builders: 
 
 Inside ``with shared_backends():`` (the harness wraps a run and its baseline rows in one), a
 backend is built once per LLM config and lent to every ``build_llm`` of that config: the rows
-of one run share one launched server instead of starting one each (a vLLM start-up is 25-80 s).
+of one run share one launched server instead of starting one each (a vLLM start-up takes tens of
+seconds).
 Outside such a scope, a config that launches a server is still built once per process and
 reference-counted (``process_shared``): every ``AtomicRAG`` object of that config uses the one
 server, which stops when the last of them is closed.

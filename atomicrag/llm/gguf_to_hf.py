@@ -3,7 +3,7 @@
 Run as a *script* by the vLLM server's interpreter (it has transformers, torch and gguf; the
 project's environment need not):  ``<server_python> gguf_to_hf.py MODEL.gguf OUT_DIR``.
 It imports nothing from atomicrag. Why convert: vLLM loads GGUF only through CUDA dequant
-kernels, so on CPU it needs plain bf16 safetensors (VLLM_CPU.md "Model").
+kernels, so on CPU it needs plain bf16 safetensors.
 
 transformers dequantises the GGUF into a model that still carries the GGUF quantisation
 config; saving that would make vLLM look for GGUF kernels again, so the weights are copied

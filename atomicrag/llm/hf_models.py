@@ -1,7 +1,7 @@
 """What a vLLM server runs: its interpreter and its model folder.
 
 - ``server_python``: vLLM lives in its own virtual environment (its pins conflict with the
-  project's; VLLM_CPU.md), so the launcher needs that interpreter: ``llm.server_python``, else
+  project's; docs/harness.md), so the launcher needs that interpreter: ``llm.server_python``, else
   ``$ATOMICRAG_VLLM_PYTHON``, else ``<repo>/.venv-vllm`` (what ``scripts/setup_env.sh`` builds;
   ``$VLLM_VENV`` moves it), else this interpreter when it can import vllm (a GPU install).
 - ``hf_model``: vLLM's CPU build cannot serve GGUF, so an offline GGUF (``smollm2``,

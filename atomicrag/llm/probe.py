@@ -1,8 +1,8 @@
 """What is this OpenAI-compatible server, which structured-output dialect does it honour,
 how long a prompt fits, and does it serve the model we will name?
 
-Servers answer a wrong dialect differently, and some silently (VLLM_CPU.md "Structured
-output"): vLLM 0.32 ignores its old guided-decoding extra field and ``{"type": "json_object", "schema": ...}``
+Servers answer a wrong dialect differently, and some silently (docs/harness.md, "Running with a
+GPU and vLLM"): vLLM 0.32 ignores its old guided-decoding extra field and ``{"type": "json_object", "schema": ...}``
 with HTTP 200 and unconstrained text; llama-cpp-python's server knows only ``json_object`` +
 schema. So the client asks the server what it is before the first request:
 

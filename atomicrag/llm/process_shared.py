@@ -1,9 +1,10 @@
 """One launched LLM server per process, however many users build the same LLM config.
 
-Each ``AtomicRAG`` object (and each ``AtomicRAG.load``) used to start its own vLLM server: two
-objects over two indexes meant two 25-80 s start-ups and twice the memory. ``acquire`` keeps one
-backend per LLM config for the whole process and hands out *leases*; a lease's ``close()`` gives
-it back, and the backend (with the server it launched) is closed when the last lease is closed.
+A vLLM server takes tens of seconds to start and holds its model in memory, so two
+``AtomicRAG`` objects (or ``AtomicRAG.load`` calls) of one LLM config should not each start one.
+``acquire`` keeps one backend per LLM config for the whole process and hands out *leases*; a
+lease's ``close()`` gives it back, and the backend (with the server it launched) is closed when
+the last lease is closed.
 A later ``acquire`` of the same config after that builds a fresh one.
 
 Only backends that launch something expensive are shared (``SHARED_NAMES``, without a

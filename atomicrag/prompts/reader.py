@@ -115,7 +115,8 @@ def format_context(items: Sequence[Any], style: str = "numbered") -> str:
         # The source is the title, or the passage id when there is none: the number maps back to
         # the trace's context item (with its passage id), so ids cost the reader tokens for
         # nothing. A title the atom text already starts with (atomizer.title_context) is not
-        # repeated: 25 atoms x ~12 tokens of "(Title / 2wiki-00004)" were ~19% of the prompt.
+        # repeated: a "(Title / 2wiki-00004)" on each of 25 short atoms is a large share of the
+        # prompt.
         if title and text.startswith(f"{title}:"):
             source = ""
         else:

@@ -170,8 +170,9 @@ def build_decomposer(cfg: DecomposeConfig, fidelity: FidelityConfig, llm: Any = 
     return DECOMPOSERS.build(cfg.name, cfg=cfg, llm=llm, fidelity=fidelity, **kwargs)
 
 
-def summarize(decompositions: list[Decomposition]) -> dict[str, Any]:
-    """Run-level counts for metrics.json (failures are reported, never hidden)."""
+def decompose_summary(decompositions: list[Decomposition]) -> dict[str, Any]:
+    """metrics.json's ``decompose``: questions decomposed, failed, cut or capped (failures are
+    reported, never hidden)."""
     n = len(decompositions)
     decomposed = [d for d in decompositions if d.decomposed]
     return {

@@ -13,7 +13,8 @@ sentence atoms are fewer words than a reader can take. Here the context is fille
   budget lasts, ``reader.neighbour_sentences`` sentences on each side of each ranked atom, in
   the same order (``reader.atoms_first``; false: each atom comes with its neighbours at once,
   which spends the first words of the context on neighbours, measured worse on the even half
-  of Graph-Bench Medical DEV, experiments/answers);
+  of Graph-Bench Medical DEV: ``results/graphbench/medical_half0_snippets.json``, as
+  experiments/answers/README.md reads it);
 - a sentence already in the context is not repeated (overlapping windows, two snippets that
   touch, two atom ids with the same text).
 

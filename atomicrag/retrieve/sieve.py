@@ -249,8 +249,8 @@ def build_sieve(cfg: SieveConfig, fidelity: FidelityConfig, llm: Any = None,
     return SIEVES.build(cfg.name, cfg=cfg, llm=llm, fidelity=fidelity, **kwargs)
 
 
-def summarize(results: list[SieveResult]) -> dict[str, Any]:
-    """Run-level counts for metrics.json."""
+def sieve_summary(results: list[SieveResult]) -> dict[str, Any]:
+    """metrics.json's ``sieve``: prompts, failures, candidates and what the sieve kept."""
     decisions = [d for r in results for d in r.decisions]
     asked = [d for d in decisions if d.candidate_ids]
     n_cand = sum(len(d.candidate_ids) for d in asked)

@@ -11,7 +11,7 @@ import pytest
 from atomicrag import AtomicRAG
 from atomicrag.answer.extractive import best_sentence
 from atomicrag.answer.loops import loop_start, without_loop
-from atomicrag.answer.readers import LLMReader, summarize
+from atomicrag.answer.readers import LLMReader, reader_summary
 from atomicrag.core.config import ReaderConfig
 from atomicrag.library.cli import main
 from atomicrag.llm.protocol import ChatResult
@@ -49,7 +49,7 @@ def test_a_looped_cut_reply_is_read_up_to_its_loop() -> None:
     llm = Replies(lambda r: ChatResult(text=looped_answer, finish_reason="length"))
     out = LLMReader(llm, "precise", ReaderConfig(answer_followup="none")).answer(["q"], [["ctx"]])[0]
     assert out.truncated and out.looped and out.answer == "The Vistula River [1]"
-    assert summarize([out])["looped"] == 1
+    assert reader_summary([out])["looped"] == 1
 
 
 def test_a_looped_reply_without_an_answer_is_followed_up_from_before_the_loop() -> None:

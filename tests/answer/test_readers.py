@@ -1,6 +1,6 @@
 import pytest
 
-from atomicrag.answer.readers import LLMReader, build_reader, format_context, parse_answer, summarize
+from atomicrag.answer.readers import LLMReader, build_reader, format_context, parse_answer, reader_summary
 from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.protocol import ChatResult
 from atomicrag.prompts import reader as prompt
@@ -71,7 +71,7 @@ def test_reader_batches_and_parses():
     assert [o.answer for o in out] == ["Bern", "Paris", ""]
     assert out[0].prompt_tokens == 50 and out[1].marker_found is False
     assert out[2].failed and out[2].error == "boom"
-    assert summarize(out) == {"n": 3, "failed": 1, "truncated": 0, "looped": 0, "missing_answer_marker": 1, "empty_answers": 0,
+    assert reader_summary(out) == {"n": 3, "failed": 1, "truncated": 0, "looped": 0, "missing_answer_marker": 1, "empty_answers": 0,
                               "answer_followups": 0, "context_trimmed": 0}
 
 
@@ -114,7 +114,7 @@ def test_truncated_reply_is_reported_as_cut_not_as_a_failure():
     assert out[0].raw.startswith("Thought: The falls")  # the reply is kept for the trace
     assert not out[1].failed and out[1].answer == "Bern" and not out[1].truncated
     assert not out[2].failed and out[2].truncated and out[2].answer == "The Rhine Falls are in Switz"
-    assert summarize(out)["failed"] == 0 and summarize(out)["truncated"] == 2
+    assert reader_summary(out)["failed"] == 0 and reader_summary(out)["truncated"] == 2
 
 
 def test_reference_code_context_is_wikipedia_title_blocks():
@@ -194,7 +194,7 @@ def test_precise_reply_without_marker_is_continued_after_the_marker():
     assert out[0].raw == "Phoolwari was released first [2].\nAnswer: Phoolwari [2]\nBecause ..."
     assert (out[0].prompt_tokens, out[0].completion_tokens) == (210, 14)  # both calls are counted
     assert out[1].answer == "Bern" and out[1].followup == ""
-    assert summarize(out)["answer_followups"] == 1
+    assert reader_summary(out)["answer_followups"] == 1
 
 
 def test_followup_asks_in_a_new_turn_where_the_backend_cannot_continue():

@@ -7,8 +7,8 @@ from atomicrag.evaluate.judge import (
     answer_accuracy,
     build_judge,
     factual_correctness,
+    judge_summary,
     similarity_score,
-    summarize,
 )
 from atomicrag.llm.protocol import ChatResult
 
@@ -119,7 +119,7 @@ def test_skip_rules_failures_and_batching():
     assert len(llm.batches[0]) == 2 * len(answers) - 2
     assert len(llm.batches[1]) == 1
     assert emb.calls == 1
-    s = summarize(verdicts)
+    s = judge_summary(verdicts)
     assert s["failed"] == 1 and s["skipped_both_empty"] == 1 and s["skipped_empty_reference"] == 2
     assert s["acc"] == pytest.approx((0.7 + 0.0 + 0.0) / 3)
 
@@ -158,9 +158,9 @@ def test_failed_judge_calls_score_zero_under_the_released_code():
     zeroed = AnswerAccuracyJudge(ScriptedLLM(responder), EMB, zero).judge(["q", "q"], answers, refs)
     assert excluded[1].acc is None and zeroed[1].acc == 0.0
     assert excluded[1].status == zeroed[1].status == "failed"  # counted both ways
-    assert summarize(excluded)["acc"] == pytest.approx(excluded[0].acc)
-    assert summarize(zeroed)["acc"] == pytest.approx(zeroed[0].acc / 2)
-    assert summarize(zeroed)["failed"] == summarize(excluded)["failed"] == 1
+    assert judge_summary(excluded)["acc"] == pytest.approx(excluded[0].acc)
+    assert judge_summary(zeroed)["acc"] == pytest.approx(zeroed[0].acc / 2)
+    assert judge_summary(zeroed)["failed"] == judge_summary(excluded)["failed"] == 1
 
 
 def test_judge_has_its_own_llm_and_embedder(monkeypatch):

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from atomicrag.core.config import FidelityConfig
-from atomicrag.evaluate.judge import AnswerAccuracyJudge, answer_accuracy, similarity_score, summarize
+from atomicrag.evaluate.judge import AnswerAccuracyJudge, answer_accuracy, judge_summary, similarity_score
 from atomicrag.llm.protocol import ChatResult
 from tests.evaluate.test_judge import EMB, ScriptedLLM, responder
 
@@ -30,7 +30,7 @@ def test_a_failed_classification_keeps_the_similarity_part():
     zero = dataclasses.replace(RELEASED, judge_failures="zero")
     [z] = AnswerAccuracyJudge(ScriptedLLM(_broken_classification), EMB, zero).judge(["q"], ["ANSWER"], ["REFERENCE"])
     assert z.acc == 0.0
-    assert summarize([v])["failed"] == 1
+    assert judge_summary([v])["failed"] == 1
 
 
 def test_failed_statement_splits_follow_the_released_rule():

@@ -2,7 +2,7 @@
 lowest-ranked context, count it, and never send a prompt the server would refuse (HTTP 400)."""
 from __future__ import annotations
 
-from atomicrag.answer.readers import LLMReader, summarize
+from atomicrag.answer.readers import LLMReader, reader_summary
 from atomicrag.core.config import FidelityConfig, ReaderConfig, SieveConfig
 from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.accounting import Accountant, AccountedLLM
@@ -61,7 +61,7 @@ def test_reader_trims_lowest_ranked_context_and_counts_it() -> None:
     # what was sent is exactly the best-ranked prefix
     full = reader_prompt.build_messages("precise", "Where are the Rhine Falls?", long_ctx[:kept])
     assert sent == sum(len(m["content"]) for m in full)
-    assert summarize(out)["context_trimmed"] == 1
+    assert reader_summary(out)["context_trimmed"] == 1
 
 
 def test_sieve_trims_candidates_and_does_not_keep_them() -> None:

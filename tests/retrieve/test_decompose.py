@@ -7,7 +7,7 @@ from atomicrag.retrieve.decompose import (
     LLMDecomposer,
     NoDecomposer,
     build_decomposer,
-    summarize,
+    decompose_summary,
     trigger_fires,
 )
 
@@ -78,7 +78,7 @@ def test_batch_cap_and_failures():
     assert broken.failed and broken.error == "timeout" and broken.queries == ["broken?"]
     assert garbled.failed and "complexity_score" in garbled.error
     assert paper_only.triggered and not paper_only.decomposed  # nothing to add
-    s = summarize(out)
+    s = decompose_summary(out)
     assert s["failed"] == 2 and s["decomposed"] == 1 and s["capped"] == 1
     assert s["triggered_without_sub_questions"] == 1
     assert complex_.to_dict()["sub_questions"][0] == {"id": 1, "question": "sub 1?", "focus": "entity"}

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from atomicrag.atomize.nlp import Sentence
-from atomicrag.atomize.selfcontained import chunk_subject, self_contained, strip_markup
+from atomicrag.atomize.selfcontained import atom_text, chunk_subject, self_contained
 from atomicrag.core.compose import load_config
 from atomicrag.core.config import FidelityConfig, GraphConfig, RetrieverConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Question
@@ -218,7 +218,7 @@ def test_self_contained_atoms_resolve_the_leading_pronoun():
 
 
 def test_markup_is_stripped_and_untitled_chunks_use_their_first_entity():
-    assert strip_markup("## Team\n**Ada** reports to [Bob](http://x) <b>now</b>.") == "Team\nAda reports to Bob now ."
+    assert atom_text("## Team\n**Ada** reports to [Bob](http://x) <b>now</b>.") == "Team\nAda reports to Bob now."
     assert chunk_subject("Lothair II (king)", []) == "Lothair II"
     assert chunk_subject("", [Sentence(0, 5, ["Ada Okafor", "Acme"])]) == "Ada Okafor"
     assert chunk_subject("", []) == ""

@@ -6,7 +6,7 @@ from atomicrag.core.config import FidelityConfig, SieveConfig
 from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.protocol import ChatResult
 from atomicrag.prompts.sieve import parse_keep_indices
-from atomicrag.retrieve.sieve import LLMSieve, NoSieve, build_sieve, merge_candidates, summarize
+from atomicrag.retrieve.sieve import LLMSieve, NoSieve, build_sieve, merge_candidates, sieve_summary
 
 PAPER = FidelityConfig(sieve_target="original_question")
 CODE = FidelityConfig(sieve_target="sub_query")
@@ -76,7 +76,7 @@ def test_failure_keeps_all_candidates_and_is_counted(bad):
     assert not res[1].failed
     assert len(llm.batches) == 1 and len(llm.batches[0]) == 2  # all questions in one call
     assert all(r.module == "sieve" and r.schema is not None for r in llm.batches[0])
-    assert summarize(res)["failed_prompts"] == 1
+    assert sieve_summary(res)["failed_prompts"] == 1
 
 
 def test_empty_candidates_need_no_call():

@@ -12,7 +12,7 @@ from atomicrag.core.config import FidelityConfig, SieveConfig
 from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.protocol import ChatResult
 from atomicrag.prompts import released_sieve
-from atomicrag.retrieve.sieve import LLMSieve, summarize
+from atomicrag.retrieve.sieve import LLMSieve, sieve_summary
 from tests.prompts.released_checkout import require_checkout
 
 
@@ -81,7 +81,7 @@ def test_unreadable_replies_keep_everything_and_are_counted(reply: str, why: str
     _, res = run(fidelity(sieve_prompt="released"), reply)
     assert [a.atom_id for a in res.kept] == ["a", "b", "c"]
     assert res.failed and why in res.decisions[0].error
-    assert summarize([res])["failed_prompts"] == 1
+    assert sieve_summary([res])["failed_prompts"] == 1
 
 
 def test_released_reading_of_ids() -> None:

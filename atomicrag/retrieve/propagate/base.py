@@ -204,13 +204,13 @@ def block_width(num_nodes: int, num_queries: int, device: torch.device, buffers:
                 free_bytes: float | None = None) -> int:
     """Queries per block on CPU (all of them on CUDA, within a 16x larger budget).
 
-    Two regimes, measured on a 2-core EPYC (32 MB L3, 1 MB L2 per core):
-    - small graphs: a block whose iterate ``[N, b]`` fits in about ``cache_bytes`` stays in cache
-      for the whole solve (Medical scale, 15k nodes: blocks of 32 are 2.8x faster than 1024);
+    Two regimes:
+    - small graphs: a block whose iterate ``[N, b]`` fits in about ``cache_bytes`` (a core's L2)
+      stays in cache for the whole solve, so narrow blocks beat wide ones (Medical scale);
     - large graphs: that would leave fewer than 16 queries per block, and then wide blocks win:
       every stored entry reads a contiguous ``4 b``-byte row of the iterate, which turns random
-      4-byte reads into KB-long streams (HotpotQA scale: blocks of 1024 beat 16-128 by 25-45%).
-      ``budget_bytes`` bounds the ``buffers`` work buffers (10x HotpotQA, 1.1M nodes: 192).
+      4-byte reads into KB-long streams (HotpotQA scale: one block of 1,024).
+      ``budget_bytes`` bounds the ``buffers`` work buffers (at 10x HotpotQA, fewer queries a block).
     ``itemsize``: bytes per entry of the dtype the solve runs in (8 for the float64 exact solve).
     On CUDA the buffers also take at most half of the device's free memory (``free_bytes``; None:
     asked of the device), leaving the embedder and a co-located vLLM server their share.

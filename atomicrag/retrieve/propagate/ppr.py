@@ -13,23 +13,24 @@ then fold the dangling term in exactly (a rank-one correction, ``_finish``). Sol
 
 - ``power``: ``y <- M y + s``, plain power iteration, exactly ``max_iter`` steps (or until ``tol``);
   the L1 error of ``restart * y`` after m steps is ``c^(m+1)``. The straight SpMM of HippoRAG-style
-  code; Table 11's exact variant runs it in float64 to 1e-10.
+  code; Table 11's exact variant runs it in float64 to ``builders.EXACT_TOL``.
 - ``chebyshev`` (default): Chebyshev semi-iteration. For a symmetric A, M is similar to
   ``c D^-1/2 A D^-1/2``, so its spectrum is real and in ``[-c, c]`` and the error falls like
   ``1 / T_m(1/c)`` instead of ``c^m``. Each step is the same single fused ``addmm``.
 - ``cg``: conjugate gradients on the symmetric form (fewest steps, but 5 extra passes per step).
 
 chebyshev and cg stop each query once a *guaranteed* bound on its L1 error (from the residual) is
-at most that of ``max_iter`` power steps, so they are never less accurate than ``power``; on
-HotpotQA-like graphs that takes 11-13 products instead of 20 for c = 0.7. Converged queries are
-frozen, so a query's result does not depend on the batch it is in. ``topk()`` with ``stop="topk"``
-(chebyshev) also stops a query once its top-k atom set is certified exact by a residual bound
-(``certify.py``; checked from step 8 for c = 0.7, then every other step: 91% of the queries
-stop at step 8 on HotpotQA-sized graphs); a stopped query's top-k is taken as it stops and its
+at most that of ``max_iter`` power steps, so they are never less accurate than ``power``, in fewer
+products. Converged queries are frozen, so a query's result does not depend on the batch it is in.
+``topk()`` with ``stop="topk"`` (chebyshev) also stops a query once its top-k atom set is certified
+exact by a residual bound (``certify.py``; checked from ``solvers.first_cert_check``, then every
+``solvers.CERT_GAP`` steps); a stopped query's top-k is taken as it stops and its
 column leaves the block, which is compacted, so the remaining products cost only what still runs.
+The steps at which queries stop, and the time per query, are in the records that
+docs/benchmarks.md lists ("Speed work"; ``results/benchmarks/speed_ppr_certified.txt``).
 
-CPU layout: the iterate is ``[N, b]``, b queries wide (1024 at HotpotQA scale, bounded by memory):
-each stored matrix entry then reads a contiguous 4 KB row of the iterate, which is what makes the
+CPU layout: the iterate is ``[N, b]``, b queries wide (``base.block_width``, bounded by memory):
+each stored matrix entry then reads a contiguous row of the iterate, which is what makes the
 memory-bound SpMM efficient; nodes are relabelled by reverse Cuthill–McKee so that neighbouring
 rows share cache lines; the first product of every solve scatters the (sparse) seeds' matrix
 columns instead of a full SpMM; buffers are allocated once per call, never per step (a fresh
@@ -216,7 +217,8 @@ class PPR:
             bufs = self._buffers(prep, n, q1 - q0, extra=2 if certify else 0)
             # a certificate pays where the block is wide (stopped queries leave it, later products
             # narrow) or a single query (checks cost as little as a product); for blocks of 2-127
-            # the checks cost more than the steps they save (measured: Medical scale, blocks of 32)
+            # the checks cost more than the steps they save (Medical scale, blocks of 32: the
+            # "medium" lines of results/benchmarks/speed_ppr_certified.txt)
             worth = certify and (q1 - q0 == 1 or q1 - q0 >= MIN_CERT_WIDTH)
             cert = make_certificate(op, prep.deg, topk[0], topk[1], self.c, bufs[4:6]) if worth else None
             if cert is not None:
@@ -287,7 +289,7 @@ def _spare(bufs: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
 
 
 def _transpose_into(dst: torch.Tensor, src: torch.Tensor, rows: int = 256) -> None:
-    """``dst[b, N] = src[N, b].T`` in row tiles (about 30% faster than one strided copy)."""
+    """``dst[b, N] = src[N, b].T`` in row tiles (faster than one strided copy)."""
     for r0 in range(0, src.shape[0], rows):
         dst[:, r0 : r0 + rows].copy_(src[r0 : r0 + rows].T)
 

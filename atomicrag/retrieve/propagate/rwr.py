@@ -10,10 +10,11 @@ The estimator is unbiased for that series. The position at step t of a walk is d
 (deterministic weights instead of random restarts: less variance than killing walks). The
 remaining tail, ``(1-c)^(L+1)`` of the mass, is sampled by Russian roulette: surviving walks keep
 moving, stop with probability c before each further step and count each visit with weight
-``c (1-c)^L`` (a walk reaches step L+j with probability (1-c)^j); its expectation is exactly the tail ``sum_{t>L} c (1-c)^t s P'^t``. Scores are
-the weighted visits divided by the number of walks (not by their sum, which would make a biased
-ratio estimator): each row sums to 1 in expectation. The earlier version counted positions of
-walks that restart in place, step 0 included, which over-weights the seeds at short walk lengths.
+``c (1-c)^L`` (a walk reaches step L+j with probability (1-c)^j); its expectation is exactly the
+tail ``sum_{t>L} c (1-c)^t s P'^t``. Scores are the weighted visits divided by the number of walks
+(not by their sum, which would make a biased ratio estimator): each row sums to 1 in expectation.
+Counting the positions of walks that restart in place instead (step 0 included) would over-weight
+the seeds at short walk lengths.
 
 Weighted neighbour draws use the CSR row pointers and one global cumulative sum of the weights:
 a draw in row u is ``searchsorted(cum, cum[start_u - 1] + U * rowsum_u)``, vectorised over all

@@ -137,9 +137,9 @@ def chebyshev_first_check(c: float, target: float, max_iter: int) -> int:
     """Steps before which Chebyshev is not expected to reach the L1 error ``target``.
 
     Its error after m steps falls like ``1 / T_m(1/c)`` (T the Chebyshev polynomial); the L1
-    residual bound lags that estimate by about two steps on Atom-Entity Graphs (measured: c = 0.7
-    bound met at step 11-13, estimate 10), so checking earlier is wasted work. The residual check,
-    not this estimate, decides when to stop.
+    residual bound lags that estimate by a few steps on Atom-Entity Graphs (the accuracy stop's
+    steps are in ``results/benchmarks/speed_ppr_certified.txt``), so checking earlier is wasted
+    work. The residual check, not this estimate, decides when to stop.
     """
     if not 0.0 < c < 1.0:
         return 1
@@ -284,17 +284,16 @@ def solve_chebyshev(prep: PreparedGraph, op: dict[str, Any], s: SeedTriplets, bu
     return result, steps
 
 
-# Steps between certificate checks after the first. A check costs 1.4-2.5x a product at full
-# width; every other step (a query then stops at most one step after it could have) measured
-# faster than every step in all four cases of HotpotQA-sized synthetic / real 2Wiki graph x
-# restart 0.3 / 0.7 (1,024 queries: 2.59 vs 2.75, 1.70 vs 2.13, 1.97 vs 2.14, 0.78 vs 0.89
-# ms/query). Static, so a query's stopping step never depends on the queries beside it.
+# Steps between certificate checks after the first. A check costs more than a product at full
+# width, so checking every other step (a query then stops at most one step after it could have)
+# is faster than checking every step. Static, so a query's stopping step never depends on the
+# queries beside it.
 CERT_GAP = 2
 
 # A block this narrow is not compacted any further: an SpMM over a few columns costs about as
 # much as over 32 (the matrix read dominates), so narrowing no longer saves work. A wider block
-# is narrowed to its running queries however few they are (9 of 1024 left at full width cost
-# 3.5x the whole solve in one measurement).
+# is narrowed to its running queries however few they are (a few stragglers left at full width
+# can cost more than the whole solve before them).
 MIN_COMPACT_WIDTH = 32
 
 
@@ -316,11 +315,10 @@ def first_cert_check(c: float, max_iter: int) -> int:
     """First step at which a top-k certificate is worth trying: where the L1 residual is expected
     near 1e-2 (c = 0.7: step 8; c = 0.3: step 5).
 
-    A check over the full block costs more than a product (~1.4x at HotpotQA scale), so checking
-    before most queries can pass loses time. Measured with 1,024 queries, c = 0.7: on the
-    HotpotQA-sized synthetic graph 76% certify at step 6 and 91% by step 8 (first check at 6:
-    2.9 ms/query, at 8: 3.1); on the real 2Wiki sentence graph 2% by step 6 and 14% by step 8
-    (first check at 6: 2.6 ms/query, at 8: 2.0, at 10: 1.3). The step is static, not adapted
-    to the block, so a query's stopping step never depends on the queries beside it.
+    A check over the full block costs more than a product, so checking before most queries can
+    pass loses time. On the HotpotQA-sized synthetic graph most queries certify by then (1,024
+    queries, c = 0.7: 76% at step 6, 91% by step 8; ``results/benchmarks/speed_ppr_certified.txt``);
+    on the real 2Wiki sentence graph they certify later. The step is static, not adapted to the
+    block, so a query's stopping step never depends on the queries beside it.
     """
     return min(chebyshev_first_check(c, 1e-2, max_iter), max_iter)
