@@ -4,7 +4,7 @@ Same numbers as ``TransformersEmbedder`` (fp32 throughout, cosine to the torch o
 >= 0.9999), faster on small CPUs: indexing the 2Wiki corpus is dominated by encoding ~60k
 short texts, and ONNX Runtime's fused graph (attention, LayerNorm, GELU) spends less per
 token than eager torch. Measured on the 2-core VM with all-MiniLM-L6-v2 in
-``scripts/bench_indexing.py``.
+``benchmarks/indexing.py``.
 
 The model is exported once with ``torch.onnx.export`` (TorchScript exporter; no network) into
 ``$ATOMICRAG_ONNX_DIR`` (default ``~/.cache/atomicrag/onnx``) under a key of the model id, its

@@ -197,7 +197,7 @@ def values_for(doc: Path, record: Path, block: str = "") -> frozenset[float]:
     many (every table), so in ``experiments/<tableN>/README.md`` only table N's and the paper's text
     numbers count, and those of another table the block names (``Table 6's Medical row``): a figure
     quoted from the wrong table, or slipped by a digit, no longer passes because some other table
-    holds it (``scripts/doc_checker_power.py`` measures how often)."""
+    holds it (``scripts/doc_checker_power.py`` at commit 15f4e3c measured how often: results/ci/doc_checker_power_*.txt)."""
     table = doc.parent.name
     if record == PUBLISHED and doc.parent.parent.name == "experiments":
         published = json.loads(PUBLISHED.read_text())
@@ -730,16 +730,16 @@ def test_a_record_says_how_it_was_made(tmp_path: Path) -> None:
     text.write_text("1.5\n")  # the figures alone
     assert not says_how_it_was_made(text)
     # a QA summary names its own call and every answering run's provenance
-    answered = {"provenance": {"command": "python bench_qa.py --n 3", "git": {"commit": "abc"}}}
+    answered = {"provenance": {"command": "python scripts/bench.py qa --n 3", "git": {"commit": "abc"}}}
     qa = tmp_path / "summary.json"
-    qa.write_text(json.dumps({"flags_from": "runs.json", "command": "bench_qa.py --summary-only", "commit": "abc",
+    qa.write_text(json.dumps({"flags_from": "runs.json", "command": "benchmarks/qa.py --summary-only", "commit": "abc",
                               "runs": [answered]}))
     assert says_how_it_was_made(qa)
-    qa.write_text(json.dumps({"flags_from": "runs.json", "command": "bench_qa.py --summary-only", "commit": "abc",
+    qa.write_text(json.dumps({"flags_from": "runs.json", "command": "benchmarks/qa.py --summary-only", "commit": "abc",
                               "runs": [answered, {"flags": {}}]}))  # one run without its provenance
     assert not says_how_it_was_made(qa)
     qa.write_text(json.dumps({"flags_from": "the summary call (this folder has no runs.json)",
-                              "command": "bench_qa.py --summary-only", "commit": "abc"}))
+                              "command": "benchmarks/qa.py --summary-only", "commit": "abc"}))
     assert not says_how_it_was_made(qa)
     runs = tmp_path / "runs.json"
     runs.write_text(json.dumps([answered]))
