@@ -52,3 +52,12 @@ def test_every_runner_command_in_the_docs_names_a_benchmark() -> None:
     stale = [str(p.relative_to(ROOT)) for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
              if re.search(r"scripts/bench_\w+\.(py|sh)", p.read_text(encoding="utf-8"))]
     assert not stale
+
+
+def test_scripts_readme_says_what_each_entry_point_is_for() -> None:
+    """scripts/ keeps entry points only (issue 47: under 15 files), each named in its README's table."""
+    entries = sorted(p.name + ("/" if p.is_dir() else "") for p in (ROOT / "scripts").iterdir()
+                     if p.name != "README.md" and not p.name.startswith((".", "__")))
+    table = (ROOT / "scripts" / "README.md").read_text(encoding="utf-8")
+    assert [e for e in entries if f"| `{e}` |" not in table] == []
+    assert len([e for e in entries if not e.endswith("/")]) + 1 < 15
