@@ -20,7 +20,7 @@ lint: setup
 	$(VENV)/bin/ruff check atomicrag tests scripts
 
 bench: setup
-	$(PY) scripts/bench_retrieval.py
+	$(PY) scripts/bench.py retrieval
 
 clean-cache:
 	rm -rf cache outputs multirun

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One prepared call on a lent GPU machine that measures every GPU path of the project. The machine is
-# bare: its image's Python (PyTorch, numpy, transformers... scripts/device_image_packages.txt), no
+# bare: its image's Python (PyTorch, numpy, transformers... scripts/device/device_image_packages.txt), no
 # package index, no model hub; the repository travels, and with it the wheelhouse of what the image
-# lacks (.device_wheels/, built here by scripts/build_device_wheelhouse.sh; name it in `carry`).
+# lacks (.device_wheels/, built here by scripts/device/build_device_wheelhouse.sh; name it in `carry`).
 #
 #   scripts/device_check.sh                       # on the GPU machine: $OUT set by the device tool
 #   scripts/device_check.sh --small               # CPU dry run: small sizes, same steps (CI runs it)
@@ -15,7 +15,7 @@
 #              image's packages stay visible); checksums checked first
 #   exact_ppr  float64 exact PPR (fidelity.ppr_solve=exact) on the device against the CPU
 #   ppr_batch  batched PPR at HotpotQA scale, B = 1,024, against igraph PRPACK per query on the
-#              machine's CPUs in the same process: the ratio (scripts/bench_retrieval.py)
+#              machine's CPUs in the same process: the ratio (benchmarks/retrieval.py)
 #   embed      bge-large's architecture with random weights in fp32/fp16/bf16, configured at 2,048
 #              tokens (clamped to 512): tokens/s
 #   knn        entity KNN at 200k and 1M entities (torch blocks: no GPU index in image or wheelhouse)
@@ -137,7 +137,7 @@ install_wheels() {
   if [ ! -d "$WHEELS" ]; then
     # the dry run may use the interpreter's own packages; on the device the wheelhouse is required
     if [ "$SMALL" = 1 ]; then echo "wheels none: $WHEELS absent, the interpreter's packages are used"; return 0; fi
-    echo "no wheelhouse at $WHEELS: build it with scripts/build_device_wheelhouse.sh and name it in carry"; return 1
+    echo "no wheelhouse at $WHEELS: build it with scripts/device/build_device_wheelhouse.sh and name it in carry"; return 1
   fi
   (cd "$WHEELS" && sha256sum -c --quiet SHA256SUMS) || { echo "wheelhouse checksums differ"; return 1; }
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$WHEELS"/*.whl || return 1
@@ -151,10 +151,10 @@ export SITE="$WORK/site"
 step env bash -c env_report
 step wheels bash -c install_wheels
 [ -d "$SITE" ] && export PYTHONPATH="$SITE:$PYTHONPATH"
-BD=("$PY" scripts/bench_device.py)
+BD=("$PY" benchmarks/device.py)
 COMMON="--device $DEV --work $WORK $SIZE"
 step exact_ppr "${BD[@]}" exact $COMMON $EXACT_ARGS
-step ppr_batch "$PY" scripts/bench_retrieval.py --device "$DEV" --quick $PPR_ARGS
+step ppr_batch "$PY" benchmarks/retrieval.py --device "$DEV" --quick $PPR_ARGS
 step embed "${BD[@]}" embed $COMMON $EMBED_ARGS
 step knn "${BD[@]}" knn $COMMON $KNN_ARGS
 step harness "${BD[@]}" harness $COMMON $HARNESS_ARGS

@@ -11,7 +11,7 @@ slice, with ONE LLM behind a recording proxy, compared stage by stage.
 2. Start the LLM (a local vLLM CPU server, or ``--upstream URL``) and a :class:`RecordProxy` in
    front of it: identical request bodies get identical replies, so any downstream difference is
    pipeline logic. The recording is kept in the output folder: a rerun replays it.
-3. Run the released code in its own environment (``scripts/released_driver.py`` in
+3. Run the released code in its own environment (``scripts/released/released_driver.py`` in
    ``.venv-released``; scripts/setup_released_env.sh builds it) and our Engine on the slice.
 4. Compare: request bodies per stage (equal / differing, first difference), triples and atoms per
    chunk, graph nodes and edges by type (Jaccard), PPR top-k per query (overlap, rank agreement),
@@ -19,7 +19,7 @@ slice, with ONE LLM behind a recording proxy, compared stage by stage.
    ``report.md`` under ``results/parity/<dataset>_c<chunks>_q<questions>/``.
 
 5. Judge: the released answers are scored by the released ``Evaluation/`` judge
-   (``scripts/released_judge_driver.py``, in ``.venv-released`` set up with ``RELEASED_EVAL=1``) and by
+   (``scripts/released/released_judge_driver.py``, in ``.venv-released`` set up with ``RELEASED_EVAL=1``) and by
    our ``reference_code`` judge through the same proxy (``--no-judge`` skips it).
 """
 from __future__ import annotations
@@ -230,10 +230,10 @@ def judge_items(questions: list[Any], rel: dict[str, Any]) -> list[dict[str, Any
 
 def released_judge(python: str, released_code: Path, items_file: Path, base_url: str, model: str,
                    embed_path: str, work: Path) -> dict[str, dict[str, Any]]:
-    """The released ``Evaluation/`` judge (``scripts/released_judge_driver.py`` in its environment):
+    """The released ``Evaluation/`` judge (``scripts/released/released_judge_driver.py`` in its environment):
     id -> {acc, status}."""
     out = work / "released_judge.json"
-    cmd = [python, str(ROOT / "scripts" / "released_judge_driver.py"), "--checkout", str(released_code),
+    cmd = [python, str(ROOT / "scripts" / "released" / "released_judge_driver.py"), "--checkout", str(released_code),
            "--items", str(items_file), "--llm-base-url", base_url, "--model", model, "--embed-model", embed_path,
            "--out", str(out)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
@@ -648,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
                 from atomicrag.core.offline_models import offline_minilm_path
 
                 embed = offline_minilm_path() if args.embedder == "minilm" else cfg.embedder.model
-                cmd = [args.released_python, str(ROOT / "scripts" / "released_driver.py"),
+                cmd = [args.released_python, str(ROOT / "scripts" / "released" / "released_driver.py"),
                        "--checkout", str(released_code), "--docs", str(work / "docs.json"),
                        "--questions", str(work / "questions.json"), "--llm-base-url", proxy.client_url("released"),
                        "--model", cfg.llm.model, "--embed-model", embed, "--work-dir", str(work / "released_ws"),

@@ -4,7 +4,7 @@
 # start/end times; the command's exit status ends the file and is this script's own.
 #
 #   bash scripts/record_output.sh results/benchmarks/graph_stats_20261204.txt \
-#       .venv/bin/python scripts/bench_graph_stats.py
+#       .venv/bin/python scripts/bench.py triangles
 #
 # The record is written next to its final name and moved there only when the command succeeded,
 # so a failed or interrupted run never leaves a record that looks complete.

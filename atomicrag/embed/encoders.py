@@ -285,7 +285,7 @@ def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
     instead of ``batch_size``: as many texts as fit next to the batch's longest (at least one), so
     a batch of 4-token names is eight times larger than one of 32-token sentences. On ONNX Runtime
     a fixed count of 32 texts leaves short texts' batches with little work per call and a larger
-    count slows sentences (``scripts/bench_batch_size.py``).
+    count slows sentences (``benchmarks/batch_size.py``).
 
     Similar lengths pad little. Padding, though, moves a text's embedding in reduced precision: with
     MiniLM in bf16 on the CPU, a text padded to a longer neighbour's length moves by up to 1.8e-3,
@@ -294,7 +294,7 @@ def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
     does. Equal-length batches need no padding; run at one row count per length (``fixed_rows``)
     they give a text the same vector bit for bit whatever else its batch holds, on CPUs with or
     without AMX. They cost throughput where lengths are many and texts few, so the encoders use them
-    in bf16/fp16 only (fp32 moves by ~1e-7 either way; ``scripts/bench_embed_batching.py`` measures
+    in bf16/fp16 only (fp32 moves by ~1e-7 either way; ``benchmarks/embed_batching.py`` measures
     both). Longest first makes an out-of-memory error show up on the first batch, not hours in.
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
@@ -323,7 +323,7 @@ def fixed_rows(idx: list[int], rows: int) -> list[int]:
     between a batch of 7 and one of 2 texts of the same length). With every batch of a length run at
     one shape, ``[rows, length]``, the same kernels run on the same blocking whatever the batch holds,
     and a matmul's output row depends only on its own input row. The cost is the filler rows: at most
-    ``rows - 1`` per distinct length (``scripts/bench_embed_batching.py`` measures it).
+    ``rows - 1`` per distinct length (``benchmarks/embed_batching.py`` measures it).
     """
     return idx + [idx[0]] * (rows - len(idx)) if len(idx) < rows else idx
 

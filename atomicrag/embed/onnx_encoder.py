@@ -4,7 +4,7 @@ Same numbers as ``TransformersEmbedder`` (fp32 throughout, cosine to the torch o
 >= 0.9999), faster per token on small CPUs: indexing the 2Wiki corpus is dominated by encoding
 short texts, and ONNX Runtime's fused graph (attention, LayerNorm, GELU) spends less per token
 than eager torch in fp32 (the ``probe`` lines of
-``results/benchmarks/indexing_2wiki_onnx_fp32_20261204.txt``, all-MiniLM-L6-v2).
+``results/benchmarks/indexing_2wiki_onnx_fp32_20261204.txt``, all-MiniLM-L6-v2; ``benchmarks/indexing.py``).
 
 The model is exported once with ``torch.onnx.export`` (TorchScript exporter; no network) into
 ``$ATOMICRAG_ONNX_DIR`` (default ``~/.cache/atomicrag/onnx``) under a key of the model id, its

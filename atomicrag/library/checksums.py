@@ -5,7 +5,7 @@ one flipped byte inside a vector, an atom's text or a document: those load with 
 ``manifest.json`` lists every other file of the index folder with its SHA-256 and size (``"files"``),
 and load refuses a file whose digest or size differs, naming it. SHA-256 because anyone can check
 it by hand (``sha256sum graph/tensors.safetensors``); its cost on load is recorded by
-``scripts/bench_checksums.py``. Indexes saved before digests existed have no ``"files"``: they load
+``benchmarks/checksums.py``. Indexes saved before digests existed have no ``"files"``: they load
 with a warning (nothing to verify against), and the next save adds them.
 """
 from __future__ import annotations

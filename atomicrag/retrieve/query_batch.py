@@ -182,7 +182,7 @@ class BatchRetriever:
             return self.hybrid.propagate(self.propagator, seeds.matrix, queries or [], q_emb,
                                          self.cfg.retriever.top_k, self.cfg.retriever.query_batch)
         # only retrievers that score atoms by their vectors get the embeddings: without them
-        # propagate_topk takes PPR's fused top-k path (the one scripts/bench_retrieval.py times)
+        # propagate_topk takes PPR's fused top-k path (the one benchmarks/retrieval.py times)
         emb = {"atom_embeddings": g.atom_embeddings, "query_embeddings": q_emb} if self.uses_atom_embeddings else {}
         vals, idx = propagate_topk(
             self.propagator, g.adjacency, seeds.matrix, g.num_entities, self.cfg.retriever.top_k,

@@ -300,27 +300,6 @@ def test_git_blob_id_is_gits() -> None:
     assert git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
-def test_compare_datasets_names_the_differing_field(tmp_path: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("compare_datasets",
-                                                  Path(__file__).parents[2] / "scripts" / "compare_datasets.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    for d in ("a", "b"):
-        get_dataset("musique", out_dir=tmp_path / d, source_dir=FIX, progress=False)
-    path = tmp_path / "b/musique/questions.dev.jsonl"
-    rows = _jsonl(path)
-    rows[1]["meta"]["hop_type"] = "changed"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert mod.main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "rec.json")]) == 0
-    files = _json(tmp_path / "rec.json")["datasets"]["musique"]
-    assert files["questions.jsonl"]["identical_bytes"] and files["questions.jsonl"]["rows_differing"] == 0
-    assert files["questions.dev.jsonl"]["rows_differing"] == 1
-    assert files["questions.dev.jsonl"]["fields_differing"] == ["meta.hop_type"]
-
-
 def test_data_list_prints_each_files_rows_and_hash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """What a dataset size in the docs is read from: each file's non-empty rows and its sha256."""
     folder = tmp_path / "data" / "tiny"

@@ -2,7 +2,7 @@
 
 In bf16, padding a text to a longer neighbour's length moved its MiniLM embedding by up to 1.8e-3:
 an index grown by `insert` then differed from a fresh build of the same documents in synonym edges
-and top atoms (`scripts/bench_incremental.py --precision bf16`). Equal token lengths were not
+and top atoms (`benchmarks/incremental.py --precision bf16`). Equal token lengths were not
 enough on CPUs with AMX, whose kernels block a matmul by its row count (1.2e-3 between 7 and 2
 texts of one length): in reduced precision every batch of a length now runs at one shape. That
 rule is what cannot differ between CPUs, and `test_reduced_precision_runs_one_shape_per_length`

@@ -44,7 +44,7 @@ def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path, FIXTU
     expected = json.loads((FIXTURE / "expected_released.json").read_text())
     out = tmp_path / "released.json"
     with RecordProxy(FIXTURE / "recording.jsonl", mode="replay") as proxy:  # no judge here: nothing sequenced
-        cmd = [str(python), str(ROOT / "scripts" / "released_driver.py"), "--checkout", str(RELEASED),
+        cmd = [str(python), str(ROOT / "scripts" / "released" / "released_driver.py"), "--checkout", str(RELEASED),
                "--docs", str(FIXTURE / "docs.json"), "--questions", str(FIXTURE / "questions.json"),
                "--llm-base-url", proxy.client_url("released"),
                "--model", meta.get("model", "qwen2.5-coder-0.5b-instruct"),

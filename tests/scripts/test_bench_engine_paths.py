@@ -23,11 +23,11 @@ def texts(contexts: list[list]) -> list[list[tuple[str, str]]]:
 
 
 def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, smoke_data: Path) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        import bench_qa
+        import qa as bench_qa
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "benchmarks"))
     from atomicrag.data.loaders import load_dataset
     from atomicrag.data.token_windows import chunk_passages
     from atomicrag.engine import ConfigModels

@@ -1,4 +1,4 @@
-"""scripts/bench_real_docs.py runs end to end (fake models here: its figures come from the real
+"""benchmarks/real_docs.py runs end to end (fake models here: its figures come from the real
 reader, experiments/real_docs_qa) and records what its figures rest on: every question's answer,
 sources and verdict, and each corpus file's package version and sha256."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_real_docs_records_every_question_and_its_corpus(tmp_path: Path) -> None:
     out = tmp_path / "rec.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_real_docs.py"), "--set", "llm=fake",
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/real_docs.py"), "--set", "llm=fake",
                            "--set", "embedder=fake", "--out", str(out)], capture_output=True, text=True,
                           timeout=600, cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
                                                           "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})

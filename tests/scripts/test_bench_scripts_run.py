@@ -23,7 +23,7 @@ from tests.scripts.test_benchmark_scripts import ROOT, run_script
 
 def test_bench_graph_stats_counts_agree_with_the_baseline(tmp_path: Path) -> None:
     # the script exits non-zero when the ordered count and (A @ A) * A differ at any node
-    out = run_script([str(ROOT / "scripts/bench_graph_stats.py"), "--scales", "medium"], tmp_path).stdout
+    out = run_script([str(ROOT / "benchmarks/triangles.py"), "--scales", "medium"], tmp_path).stdout
     row = next(line for line in out.splitlines() if line.startswith("medium"))
     nodes, edges = (int(x.replace(",", "")) for x in row.split()[1:3])
     assert nodes > 10_000 and edges > nodes, row  # a Graph-Bench-Medical-sized graph was counted
@@ -33,7 +33,7 @@ def test_bench_graph_stats_counts_agree_with_the_baseline(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_bench_retrieval_agrees_with_igraph_at_the_medical_scale(tmp_path: Path) -> None:
     pytest.importorskip("igraph")
-    out = run_script([str(ROOT / "scripts/bench_retrieval.py"), "--scales", "medium", "--queries", "64",
+    out = run_script([str(ROOT / "benchmarks/retrieval.py"), "--scales", "medium", "--queries", "64",
                       "--sample", "8", "--b1", "2", "--batches", "64", "--reps", "1", "--quick",
                       "--threads", "1"], tmp_path).stdout
     last = dict(kv.split("=") for kv in out.strip().splitlines()[-1].split())
@@ -43,7 +43,7 @@ def test_bench_retrieval_agrees_with_igraph_at_the_medical_scale(tmp_path: Path)
 
 
 def test_bench_long_documents_indexes_each_size(tmp_path: Path) -> None:
-    out = run_script([str(ROOT / "scripts/bench_long_documents.py"), "--mb", "0.02", "0.05"], tmp_path).stdout
+    out = run_script([str(ROOT / "benchmarks/long_documents.py"), "--mb", "0.02", "0.05"], tmp_path).stdout
     rows = re.findall(r"^\s*([\d.]+) MB .*\((\d+) chunks, (\d+) atoms, (\d+) entities\)$", out, re.M)
     assert [r[0] for r in rows] == ["0.0", "0.1"], out  # printed to one decimal: 0.02 and 0.05 MB
     (c1, a1, e1), (c2, a2, _) = (tuple(map(int, r[1:])) for r in rows)
@@ -53,7 +53,7 @@ def test_bench_long_documents_indexes_each_size(tmp_path: Path) -> None:
 
 def test_bench_text_titles_reads_titles_from_the_first_line(tmp_path: Path, smoke_data: Path) -> None:
     record = tmp_path / "titles.json"
-    run_script([str(ROOT / "scripts/bench_text_titles.py"), "--embedder", "fake", "--split", "smoke",
+    run_script([str(ROOT / "benchmarks/text_titles.py"), "--embedder", "fake", "--split", "smoke",
                 "--data-dir", str(smoke_data), "--out", str(record)], tmp_path)
     data = json.loads(record.read_text())
     rows, n = data["rows"], data["passages"]
@@ -72,7 +72,7 @@ def test_bench_text_titles_reads_titles_from_the_first_line(tmp_path: Path, smok
 def test_bench_device_exact_solve_runs_on_the_cpu(tmp_path: Path) -> None:
     # device_check.sh runs this on the accelerator; on the CPU it compares the CPU path with itself,
     # which still runs the script's solve, comparison and exit status
-    out = run_script([str(ROOT / "scripts/bench_device.py"), "exact", "--device", "cpu", "--nodes", "2000",
+    out = run_script([str(ROOT / "benchmarks/device.py"), "exact", "--device", "cpu", "--nodes", "2000",
                       "--queries", "4", "--cpu-slice", "4"], tmp_path).stdout
     line = next(x for x in out.splitlines() if x.startswith("exact_ppr"))
     assert "top25_identical=4/4" in line and "dtype=torch.float64" in line, out
@@ -82,7 +82,7 @@ def test_bench_device_exact_solve_runs_on_the_cpu(tmp_path: Path) -> None:
 @pytest.mark.pg
 def test_bench_storage_round_trips_both_formats_and_finds_the_nearest_atoms(tmp_path: Path, pg_uri: str) -> None:
     # the script asserts that both stores load back the atoms and embeddings they saved
-    out = run_script([str(ROOT / "scripts/bench_storage.py"), "--entities", "300", "--atoms", "500", "--edges",
+    out = run_script([str(ROOT / "benchmarks/storage.py"), "--entities", "300", "--atoms", "500", "--edges",
                       "3000", "--dim", "32", "--queries", "20", "--uri", pg_uri,
                       "--schema", "bench_storage_script"], tmp_path).stdout
     recall = float(re.search(r"recall@10 vs exact ([\d.]+)", out).group(1))
@@ -94,7 +94,7 @@ def test_bench_storage_round_trips_both_formats_and_finds_the_nearest_atoms(tmp_
 def test_bench_embed_batching_prints_both_batchings_for_the_offline_minilm(tmp_path: Path, smoke_data: Path) -> None:
     pytest.importorskip("sentence_transformers")
     corpus = smoke_data / "2wikimultihopqa" / "smoke" / "corpus.jsonl"
-    out = run_script([str(ROOT / "scripts/bench_embed_batching.py"), "--encoders", "st:fp32", "--corpus", str(corpus),
+    out = run_script([str(ROOT / "benchmarks/embed_batching.py"), "--encoders", "st:fp32", "--corpus", str(corpus),
                       "--limit", "48", "--repeats", "1", "--batch-size", "16"], tmp_path).stdout
     assert out.startswith("48 sentences of corpus.jsonl"), out
     row = next(line for line in out.splitlines() if line.startswith("st:fp32"))

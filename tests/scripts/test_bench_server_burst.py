@@ -1,4 +1,4 @@
-"""scripts/bench_server_burst.py and bench_server_overhead.py run end to end at a small size, in a
+"""benchmarks/server_burst.py and benchmarks/server_overhead.py run end to end at a small size, in a
 subprocess as a user runs them, and their records hold what the docs quote: each burst's outcomes
 (200 or 503 only, one per client) and the server's limits; both medians and their difference."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from tests.scripts.test_benchmark_scripts import ROOT, run_script
 
 def test_bench_server_burst_counts_every_client(tmp_path: Path) -> None:
     out = tmp_path / "burst.json"
-    run_script([str(ROOT / "scripts/bench_server_burst.py"), "--clients", "30", "--idle", "0", "--out", str(out)],
+    run_script([str(ROOT / "benchmarks/server_burst.py"), "--clients", "30", "--idle", "0", "--out", str(out)],
                tmp_path)
     record = json.loads(out.read_text())
     outcomes = record["bursts"]["30"]["outcomes"]
@@ -22,7 +22,7 @@ def test_bench_server_burst_counts_every_client(tmp_path: Path) -> None:
 
 def test_bench_server_overhead_times_both_ways(tmp_path: Path) -> None:
     out = tmp_path / "overhead.json"
-    run_script([str(ROOT / "scripts/bench_server_overhead.py"), "--n", "20", "--out", str(out)], tmp_path)
+    run_script([str(ROOT / "benchmarks/server_overhead.py"), "--n", "20", "--out", str(out)], tmp_path)
     record = json.loads(out.read_text())
     samples = record["samples_ms"]
     assert len(samples["direct_search"]) == len(samples["http_search"]) == 20

@@ -2,7 +2,7 @@
 
 They import the library's internals, so a change of an internal return type breaks them without
 breaking any library test (``BatchRetriever.run`` returning a ``RetrievalResult`` broke
-``bench_graphbench.py`` that way). Each script runs here on a few questions with the fake
+``benchmarks/graphbench.py`` that way). Each script runs here on a few questions with the fake
 embedder (and the fake LLM), in a subprocess as a user runs it; the figures are not checked, the
 shape of what the script writes and its resume behaviour are.
 """
@@ -69,7 +69,7 @@ def graphbench_tree(root: Path) -> Path:
 def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
     data = graphbench_tree(tmp_path / "data")
     out = tmp_path / "novel.json"
-    run_script([str(ROOT / "scripts/bench_graphbench.py"), "--dataset", "graphbench_novel", "--embedder", "fake",
+    run_script([str(ROOT / "benchmarks/graphbench.py"), "--dataset", "graphbench_novel", "--embedder", "fake",
                 "--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"), "--json", str(out),
                 "--set", "reader.atoms_first=false"], cwd=tmp_path)
     rows = {r["system"]: r for r in json.loads(out.read_text())["rows"]}
@@ -89,7 +89,7 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
     assert len(rows["hybrid"]["per_question@600"]) == len(json.loads(out.read_text())["question_ids"])
     # the record says how it was made: the command, the composed config, the data files read
     prov = json.loads(out.read_text())["provenance"]
-    assert "bench_graphbench.py" in prov["command"] and "--dataset graphbench_novel" in prov["command"]
+    assert "benchmarks/graphbench.py" in prov["command"] and "--dataset graphbench_novel" in prov["command"]
     assert prov["config"]["reader"]["atoms_first"] is False  # --set reached the composed config
     assert prov["config"]["embedder"]["name"] == "fake" and prov["config"]["dataset"]["name"] == "graphbench_novel"
     hashed = {Path(p).name for p in prov["data_files"]}
@@ -100,7 +100,7 @@ def test_bench_graphbench_writes_every_system_row(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, smoke_data: Path) -> None:
     out = tmp_path / "qa"
-    args = [str(ROOT / "scripts/bench_qa.py"), "--split", "smoke", "--n", "6", "--block", "4", "--llm", "fake",
+    args = [str(ROOT / "benchmarks/qa.py"), "--split", "smoke", "--n", "6", "--block", "4", "--llm", "fake",
             "--embedder", "fake", "--data-dir", str(smoke_data), "--cache-dir", str(tmp_path / "cache"),
             "--systems", "atomicrag,vanilla,gold,atomicrag_atoms,atomicrag_top5", "--out", str(out)]
     proc = run_script(args, cwd=tmp_path)
@@ -135,7 +135,7 @@ def test_bench_qa_answers_every_system_and_resumes(tmp_path: Path, smoke_data: P
 @pytest.mark.slow
 def test_bench_qa_even_half_answers_other_questions(tmp_path: Path, smoke_data: Path) -> None:
     """``--half even`` answers the tuning half: none of its questions is one of the odd half's."""
-    common = [str(ROOT / "scripts/bench_qa.py"), "--split", "smoke", "--n", "3", "--llm", "fake",
+    common = [str(ROOT / "benchmarks/qa.py"), "--split", "smoke", "--n", "3", "--llm", "fake",
               "--embedder", "fake", "--data-dir", str(smoke_data), "--cache-dir", str(tmp_path / "cache"),
               "--systems", "vanilla,gold"]
     ids = {}
@@ -147,7 +147,7 @@ def test_bench_qa_even_half_answers_other_questions(tmp_path: Path, smoke_data: 
 
 
 def test_bench_batch_size_compares_each_size_with_the_configs_own(tmp_path: Path, smoke_data: Path) -> None:
-    proc = run_script([str(ROOT / "scripts/bench_batch_size.py"), "--embedders", "fake", "--batch-sizes", "8", "16",
+    proc = run_script([str(ROOT / "benchmarks/batch_size.py"), "--embedders", "fake", "--batch-sizes", "8", "16",
                        "--batch-tokens", "512", "--corpus", str(smoke_data / "2wikimultihopqa" / "smoke" / "corpus.jsonl"),
                        "--sentences", "50", "--repeats", "1"], cwd=tmp_path)
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("fake ")]

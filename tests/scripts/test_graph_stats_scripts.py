@@ -33,7 +33,7 @@ def test_graph_stats_composes_a_dataset_that_extends_another(tmp_path: Path) -> 
     """``conf/dataset/medical_dev.yaml`` extends ``medical_smoke`` with ``defaults:``; the script's
     own reader of group files did not follow it (``Key 'defaults' not in DatasetConfig``)."""
     out = tmp_path / "out"
-    run_script([str(ROOT / "scripts/graph_stats.py"), "--dataset", "medical_dev", "--split", "smoke",
+    run_script([str(ROOT / "benchmarks/graph_stats.py"), "--dataset", "medical_dev", "--split", "smoke",
                 "--embedder", "fake", "--cache-dir", str(tmp_path / "cache"), "--out", str(out),
                 "--set", "fidelity.containment_keys=raw", "--set", "graph.synonym_threshold=0.95"], cwd=tmp_path)
     [record] = list(out.glob("*.json"))
@@ -46,7 +46,7 @@ def test_graph_stats_composes_a_dataset_that_extends_another(tmp_path: Path) -> 
 
 
 def test_graph_stats_rejects_an_unknown_key_by_name(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts/graph_stats.py"), "--dataset", "2wiki_smoke",
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks/graph_stats.py"), "--dataset", "2wiki_smoke",
                            "--embedder", "fake", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path),
                            "--set", "fidelity.no_such_switch=1"], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
@@ -57,7 +57,7 @@ def test_graph_stats_rejects_an_unknown_key_by_name(tmp_path: Path) -> None:
 def test_graph_stats_of_raw_documents_records_the_window_merge(tmp_path: Path, smoke_data: Path) -> None:
     data = raw_medical_tree(tmp_path / "data", smoke_data)
     out = tmp_path / "out"
-    run_script([str(ROOT / "scripts/graph_stats.py"), "--dataset", "medical_smoke", "--raw", "--embedder", "fake",
+    run_script([str(ROOT / "benchmarks/graph_stats.py"), "--dataset", "medical_smoke", "--raw", "--embedder", "fake",
                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--set", f"paths.data_dir={data}"],
                cwd=tmp_path)
     rec = json.loads((out / "raw_sentence_fake_paper.json").read_text())
@@ -70,7 +70,7 @@ def test_graph_stats_of_raw_documents_records_the_window_merge(tmp_path: Path, s
     assert rec["atomize_stats"]["window_repeats_merged"] == merge["merged"]
     assert [Path(f).name for f in rec["provenance"]["data_files"]] == ["corpus_raw.jsonl"]
     # and without the merge every window keeps its copy
-    run_script([str(ROOT / "scripts/graph_stats.py"), "--dataset", "medical_smoke", "--raw", "--embedder", "fake",
+    run_script([str(ROOT / "benchmarks/graph_stats.py"), "--dataset", "medical_smoke", "--raw", "--embedder", "fake",
                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--set", f"paths.data_dir={data}",
                 "--set", "atomizer.merge_window_repeats=false"], cwd=tmp_path)
     [unmerged] = [p for p in out.glob("raw_*.json") if "merge_window_repeats" in p.name]
@@ -79,7 +79,7 @@ def test_graph_stats_of_raw_documents_records_the_window_merge(tmp_path: Path, s
 
 def test_fidelity_graph_stats_composes_each_variant(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run_script([str(ROOT / "scripts/fidelity_graph_stats.py"), "--dataset", "2wiki_smoke", "--embedder", "fake",
+    run_script([str(ROOT / "benchmarks/fidelity_graph_stats.py"), "--dataset", "2wiki_smoke", "--embedder", "fake",
                 "--rechunk", "--cache-dir", str(tmp_path / "cache"), "--out", str(out),
                 "--variant", "paper", "--variant", "paper+containment_keys=raw"], cwd=tmp_path)
     rec = json.loads((out / "fidelity_sentence_fake.json").read_text())
@@ -92,7 +92,7 @@ def test_fidelity_graph_stats_composes_each_variant(tmp_path: Path) -> None:
 
 def test_bench_indexing_composes_its_switches(tmp_path: Path, smoke_data: Path) -> None:
     out = tmp_path / "index.json"
-    run_script([str(ROOT / "scripts/bench_indexing.py"), "--corpus",
+    run_script([str(ROOT / "benchmarks/indexing.py"), "--corpus",
                 str(smoke_data / "2wikimultihopqa" / "smoke" / "corpus.jsonl"), "--embedder", "fake", "--probe", "0",
                 "--limit", "40", "--noun-chunks", "--batch-size", "8", "--json", str(out)], cwd=tmp_path)
     rec = json.loads(out.read_text())

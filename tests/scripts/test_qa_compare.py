@@ -20,11 +20,11 @@ def _folder(tmp: Path, name: str, system: str, f1: dict[str, float]) -> str:
 
 
 def test_paired_differences_over_the_questions_every_system_answered(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import qa_compare
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "benchmarks"))
     ref = _folder(tmp_path, "a", "atomicrag_budget", {"q1": 0.0, "q2": 1.0, "q3": 0.5, "q4": 1.0})
     new = _folder(tmp_path, "b", "atomicrag", {"q1": 1.0, "q2": 1.0, "q3": 0.5})  # q4 not answered
     out = tmp_path / "sel.json"

@@ -36,11 +36,11 @@ def test_there_are_records_to_check() -> None:
 
 @pytest.mark.parametrize("folder", QA_FOLDERS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_qa_summary_rederives_from_its_answer_rows(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        import bench_qa
+        import qa as bench_qa
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "benchmarks"))
     monkeypatch.setattr(bench_qa, "bootstrap", lambda values: None)  # point estimates only (fast)
     stated = json.loads((folder / "summary.json").read_text())
     rows = [json.loads(x) for x in (folder / "answers.jsonl").read_text().splitlines() if x.strip()]

@@ -10,11 +10,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_ablation_rows_compose_to_the_committed_records_configurations() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import tune_retrieval as t
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "benchmarks"))
     rows = dict(t.ablation_rows())
     base = t.load_config({}, env_prefix=None)
     # the preset row is the library's hybrid retriever, ppr_minilm fields (its defaults list) included
@@ -30,11 +30,11 @@ def test_ablation_rows_compose_to_the_committed_records_configurations() -> None
 def test_the_search_rows_are_the_committed_search_and_hold_the_chosen_preset() -> None:
     """``--search`` runs the configurations of the committed even-half search, and the library's
     ``hybrid`` preset is one of them: the point the README says the search chose."""
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import tune_retrieval as t
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "benchmarks"))
     rows = t.search_rows()
     base = t.load_config({}, env_prefix=None)
     record = json.loads((ROOT / "results/retrieval_2wiki/tune/search_half0.json").read_text())
@@ -49,11 +49,11 @@ def test_the_search_rows_are_the_committed_search_and_hold_the_chosen_preset() -
 def test_a_variant_runs_through_the_engine_and_writes_its_record(tmp_path: Path, smoke_data: Path) -> None:
     """On the shipped 2Wiki smoke set: the script indexes and retrieves through Engine, and its record
     holds recall with intervals and the provenance that made it."""
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import tune_retrieval as t
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "benchmarks"))
     out = tmp_path / "rows.json"
     t.main(["--split", "smoke", "--half", "all", "--data-dir", str(smoke_data), "--cache-dir", str(tmp_path / "cache"),
             "--point", "{}", "--point", '{"passage_ranking": "bridge"}', "--json", str(out)])
