@@ -34,7 +34,7 @@ import httpx
 from atomicrag.core import progress
 from atomicrag.llm.endpoints import Endpoint, EndpointPool
 from atomicrag.llm.probe import LOCAL_KINDS, ServerInfo, check_model_served, probe_server
-from atomicrag.llm.protocol import ChatRequest, ChatResult
+from atomicrag.llm.protocol import RESEND_HEADER, ChatRequest, ChatResult
 from atomicrag.llm.retry import (
     FatalLLMError,
     RawReply,
@@ -234,12 +234,17 @@ class OpenAIClient:
         body.update(self.extra_body)
         return body
 
-    async def _post(self, client: httpx.AsyncClient, request: ChatRequest, ep: Endpoint) -> RawReply:
+    async def _post(self, client: httpx.AsyncClient, request: ChatRequest, ep: Endpoint,
+                    resend: int = 0) -> RawReply:
+        """One HTTP attempt; ``resend`` > 0: the same body sent again after a transport error or
+        timeout, said in a header so a server or proxy can tell it from a new call (as the OpenAI
+        SDK's ``x-stainless-retry-count`` does)."""
         url = f"{ep.url}/chat/completions"
         body = self.payload(request, ep.style)
+        headers = {RESEND_HEADER: str(resend)} if resend else None
         try:
             # httpx's timeout is per read/write; wait_for bounds the whole request.
-            resp = await asyncio.wait_for(client.post(url, json=body), self.timeout_s)
+            resp = await asyncio.wait_for(client.post(url, json=body, headers=headers), self.timeout_s)
         except (asyncio.TimeoutError, httpx.TimeoutException):
             raise RetryableLLMError(f"timeout after {self.timeout_s:g}s at {ep.url}") from None
         except httpx.TransportError as exc:
@@ -294,7 +299,7 @@ class OpenAIClient:
         retry_after: float | None = None
         # An attempt lost to a dead replica while another one is up does not use up a retry
         # (its requests must finish elsewhere); ``hops`` bounds that for a flapping pool.
-        attempt = hops = 0
+        attempt = hops = resend = 0
         while attempt <= self.max_retries:
             # Back off after server trouble, not after bad JSON, nor when another replica takes over.
             if attempt and not parse_failed and not failover:
@@ -306,9 +311,10 @@ class OpenAIClient:
             req = request_for_attempt(request, attempt, parse_failed)
             ep = self.pool.acquire()
             try:
-                raw = await self._post(client, req, ep)
+                raw = await self._post(client, req, ep, resend)
             except RetryableLLMError as exc:
                 self.pool.release(ep, ok=False)
+                resend += 1  # the next attempt is a resend (after bad JSON it is a new asking)
                 builder.add_error(str(exc))
                 retry_after, parse_failed = exc.retry_after, False
                 if exc.endpoint_down:
@@ -331,7 +337,7 @@ class OpenAIClient:
             attempt += 1
             if builder.add_reply(request, raw):
                 break
-            parse_failed = True
+            parse_failed, resend = True, 0
             log.debug("attempt %d: unusable reply: %s", attempt, builder.result.error)
         return builder.finish()
 

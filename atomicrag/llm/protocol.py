@@ -15,6 +15,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from atomicrag.core.config import LLMConfig
 
+# HTTP header of an OpenAI-compatible request sent again after a transport error or timeout: how
+# many resends of that request came before it (absent: the first sending). A server or a recording
+# proxy tells a resend from a second call by it, as by the OpenAI SDK's ``x-stainless-retry-count``.
+RESEND_HEADER = "x-atomicrag-resend"
+
 
 @dataclass
 class ChatRequest:

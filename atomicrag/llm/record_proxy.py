@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from atomicrag.llm.protocol import RESEND_HEADER
 from atomicrag.llm.request_compare import canonical_json, compare_labels, first_difference, read_request_log
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ class RecordProxy:
     # -- request handling ------------------------------------------------------------------------
     def handle(self, method: str, raw_path: str, raw_body: bytes, *, client_retry: int = 0) -> tuple[int, bytes]:
         """Answer one request: (HTTP status, JSON reply bytes). ``client_retry``: the client's own
-        retry count for this request (the OpenAI SDK's ``x-stainless-retry-count`` header), logged so
+        retry count for this request (the OpenAI SDK's ``x-stainless-retry-count`` header, or ours), logged so
         a resend by the client's HTTP layer is told apart from a second call by the pipeline."""
         m = LABEL_PREFIX.match(raw_path)
         label, path = (m.group(1), m.group(2)) if m else ("default", raw_path)
@@ -385,7 +386,8 @@ class RecordProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 try:
-                    retry = self.headers.get("x-stainless-retry-count") or "0"
+                    # the OpenAI SDK's resend count, or ours
+                    retry = self.headers.get("x-stainless-retry-count") or self.headers.get(RESEND_HEADER) or "0"
                     status, data = proxy.handle(method, self.path, raw,
                                                 client_retry=int(retry) if retry.isdigit() else 0)
                 except Exception as exc:  # noqa: BLE001 - a proxy bug must reach the client, not hang it

@@ -226,3 +226,45 @@ def test_a_retry_whose_first_attempt_never_arrived_is_the_request() -> None:
     log = [{**body, "label": "ours", "client_retry": 0}, {**body, "label": "released", "client_retry": 1}]
     ner = compare_labels(log, "ours", "released")["ner"]
     assert (ner["equal"], ner["only_released"], ner["resent_released"]) == (1, 0, 0)
+
+
+def test_our_clients_resend_after_a_timeout_is_counted_apart_too(tmp_path: Path) -> None:
+    """Our OpenAI client sends a request again when the first sending timed out (a slow reply under
+    load); it says so in ``x-atomicrag-resend`` as the SDK does in its header, so the comparison
+    counts the resend apart instead of showing it as a second request only ours asked."""
+    from atomicrag.llm.openai_client import OpenAIClient
+    from atomicrag.llm.protocol import ChatRequest
+
+    class SlowFirst(FakeUpstream):
+        def __init__(self) -> None:
+            super().__init__()
+            handler = self.server.RequestHandlerClass
+            plain = handler.do_POST
+            up = self
+
+            def slow_first(h: Any) -> None:
+                with up.lock:
+                    first = up.calls == 0
+                if first:
+                    import time
+
+                    time.sleep(1.5)  # past the client's timeout: it sends the request again
+                plain(h)
+
+            handler.do_POST = slow_first
+
+    up = SlowFirst()
+    try:
+        with RecordProxy(tmp_path / "rec.jsonl", upstream=up.url, request_log=tmp_path / "log.jsonl",
+                         stage_rules=RULES) as proxy:
+            client = OpenAIClient(proxy.client_url("ours"), "m", api_key_env=None, timeout_s=1.0,
+                                  max_retries=2, backoff_base_s=0.01)
+            [res] = client.chat([ChatRequest(messages=[{"role": "system", "content": "Extract named entities."},
+                                                       {"role": "user", "content": "P1"}], seed=None)])
+            assert res.ok and res.attempts == 2
+    finally:
+        up.close()
+    log = read_request_log(tmp_path / "log.jsonl")
+    assert sorted(e["client_retry"] for e in log if e["stage"] == "ner") == [0, 1]
+    ner = compare_labels(log, "ours", "released")["ner"]
+    assert (ner["n_ours"], ner["resent_ours"]) == (1, 1)
