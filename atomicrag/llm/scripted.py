@@ -101,7 +101,7 @@ def sentences_of(text: str) -> list[str]:
 # digits and spaces, so these test how each pipeline keys, links and embeds them
 NON_ASCII_NAMES = ("Zoë Sørensen", "São Tomé")
 # short forms that an embedder puts next to their long form (cosine above the released synonym
-# threshold with MiniLM), one with no more than 3 letters: the released synonym search takes a
+# threshold with MiniLM), each of no more than 3 letters (3 and 2): the released synonym search takes a
 # node of 3 alphanumerics or fewer as a neighbour but never as a source
 ALIASES = (("United States", "USA"), ("Connecticut", "CT"))
 # labels a reader's context puts before its passages ("Wikipedia Title: ..."), not names
@@ -308,12 +308,12 @@ class ScriptedModel:
         elif branch == "extract_alias":
             # a long name and its short form, each with a different partner: a synonym edge between
             # them, not a triple
-            long_name, short = ALIASES[position % len(ALIASES)]
             head = names[0] if names else "it"
             tail = names[-1] if names else "it"
-            triples += [[head, "appears with", long_name], [short, "appears with", tail]]
-            fragments.append(f"{long_name} ({short}) is named near {head}.")
-            entities.append([entity_key(long_name), entity_key(short), entity_key(head)])
+            for long_name, short in ALIASES:  # both: 3 and 2 alphanumerics, each side of the cut
+                triples += [[head, "appears with", long_name], [short, "appears with", tail]]
+                fragments.append(f"{long_name} ({short}) is named near {head}.")
+                entities.append([entity_key(long_name), entity_key(short), entity_key(head)])
         reply = {"triples": triples, "knowledge_fragments": fragments, "fragment_entities": entities}
         return Reply(json.dumps(reply, ensure_ascii=False), "extraction", branch, subject)
 
