@@ -758,6 +758,9 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
         for name in ("judge_items.json", "expected_judges.json"):
             (dest / name).unlink(missing_ok=True)
     expected = {k: ours[k] for k in ("chunks", "entities", "fragments", "ppr", "sieve", "answers")}
+    # every edge, so that a replay catches a changed edge that no PPR ranking shows
+    expected["edges"] = sorted(([e["type"], e["a"], e["b"], e["weight"]] for e in ours["edges"]),
+                               key=lambda e: (e[0], e[1], e[2]))
     (dest / "expected_ours.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1), encoding="utf-8")
     # what the released code produced from these replies (tests/parity/test_released_replay.py runs it again)
     rel = json.loads((work / "released.json").read_text(encoding="utf-8"))

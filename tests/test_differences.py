@@ -152,3 +152,11 @@ def test_a_run_that_asked_no_llm_lists_no_llm_difference() -> None:
     assert not silent & {"prompts", "seed", "structured output and retries", "generator", "LLM concurrency"}
     assert not any(t.startswith("budget: ") for t in silent)
     assert {"entity keys", "embedder", "corpus chunks"} <= silent and "fidelity.damping_semantics" in silent
+
+
+def test_the_order_of_exactly_tied_ppr_scores_is_named() -> None:
+    """No switch makes our ranking order exactly equal PPR scores as the released sort does (a
+    scripted parity run found the two orders differ), so every row names it."""
+    ref = group_config("fidelity", "reference_code")
+    t = _topics(HarnessConfig(fidelity=dataclasses.replace(ref, prompts="released")))
+    assert "torch.topk" in t["PPR score ties"]["ours"] and "argsort" in t["PPR score ties"]["released"]

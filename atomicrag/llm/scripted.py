@@ -7,15 +7,23 @@ takes every path on purpose, so a difference between the two pipelines in any br
 
 - NER: plain names, names with non-ASCII letters, names with no ASCII letter at all, duplicates,
   an empty reply;
-- extraction: well-formed, malformed triples (two or four items, non-string items), an empty reply;
-- decomposition: none, two and three sub-questions, an empty list, duplicates, more than the cap,
-  a flag that contradicts a low score, a fenced reply, an unreadable reply;
-- sieve: ids out of order, most dropped, invalid ids, out-of-range ids, no reply section, nothing
-  kept, a Python-literal reply, an empty reply;
-- reader: zero, one and two ``Answer:`` markers, an empty reply;
+- extraction: well-formed, malformed triples (two or four items, non-string items), a fragment
+  shared with the previous document, more entity lists than fragments (with non-ASCII names, as
+  written and in the released key form), fewer entity lists than fragments,
+  repeated triples with empty and blank fragments ahead of their entity lists, a short alias of a
+  long name (a synonym edge), an empty reply; entity lists are written in the released key form
+  (``entity_key``) so that they link fragments to entity nodes, except where a branch says not;
+- decomposition: a false flag with a high score (and sub-questions), two sub-questions at exactly
+  the threshold score, three with a non-ASCII name, an empty list, duplicates, more than the cap, a
+  bare string ahead of more objects than the cap, a flag that contradicts a low score, a fenced
+  reply, an unreadable reply;
+- sieve: ids out of order, most dropped, invalid ids, out-of-range ids, repeated ids, a boolean id,
+  no reply section, nothing kept, a Python-literal reply, an empty reply;
+- reader: zero, one and two ``Answer:`` markers, JSON after the marker, no marker with newlines
+  around the reply, an empty reply; the answer is a name from the retrieved passages;
 - judge: statements and classifications with true and false positives and negatives, all true,
-  fenced JSON, a classification unreadable when first asked and readable when asked again, an
-  answer with no statements (the model counts how often it was asked the same messages).
+  fenced JSON, a classification readable only when asked again, or only the third time, an answer
+  with no statements (the model counts how often it was asked the same messages).
 
 A reply is chosen by what the request asks: its stage (``stage_rules``: regular expressions on the
 first message, built by the caller, e.g. from a checkout's templates at run time), and its subject:
@@ -41,19 +49,28 @@ from atomicrag.llm.record_proxy import classify_stage, compile_rules
 MODEL_NAME = "scripted"
 
 NER_BRANCHES = ("ner_plain", "ner_non_ascii", "ner_no_ascii_letter", "ner_duplicates", "ner_empty_reply")
-EXTRACTION_BRANCHES = ("extract_plain", "extract_malformed_triples", "extract_plain", "extract_empty_reply")
-DECOMPOSE_BRANCHES = ("decompose_none", "decompose_two", "decompose_three", "decompose_empty_list",
-                      "decompose_duplicates", "decompose_over_cap", "decompose_flag_below_threshold",
-                      "decompose_fenced", "decompose_unreadable")
+# by document position; extract_shared_sentence follows extract_plain so that the sentence it
+# borrows from the previous document is one of that document's fragments too
+EXTRACTION_BRANCHES = ("extract_plain", "extract_shared_sentence", "extract_malformed_triples",
+                       "extract_surplus_lists", "extract_empty_reply", "extract_missing_lists",
+                       "extract_duplicates_empty_fragments", "extract_alias")
+# ten, so that the two slices (20 and 12 questions) give each at least three questions
+DECOMPOSE_BRANCHES = ("decompose_flag_false_high_score", "decompose_two", "decompose_three_non_ascii",
+                      "decompose_empty_list", "decompose_duplicates", "decompose_over_cap",
+                      "decompose_flag_below_threshold", "decompose_fenced", "decompose_unreadable",
+                      "decompose_non_object_over_cap")
 SIEVE_BRANCHES = ("sieve_out_of_order", "sieve_drop_most", "sieve_invalid_ids", "sieve_out_of_range",
-                  "sieve_no_section", "sieve_keep_none", "sieve_python_literal", "sieve_empty_reply")
-READER_BRANCHES = ("reader_one_marker", "reader_two_markers", "reader_no_marker", "reader_empty_reply")
+                  "sieve_no_section", "sieve_keep_none", "sieve_python_literal", "sieve_empty_reply",
+                  "sieve_repeats", "sieve_bool_ids")
+READER_BRANCHES = ("reader_one_marker", "reader_two_markers", "reader_no_marker", "reader_empty_reply",
+                   "reader_json_one_line", "reader_no_marker_newlines")
 # the judge, per question: statements and a classification with true and false positives and
 # negatives | every answer statement supported | fenced replies (the statement reading takes them,
 # the released classification reading does not) | a classification unreadable when first asked and
 # readable when asked again | an answer that splits into no statements
+# | a classification readable only when asked the third time (the released judge's last try)
 JUDGE_BRANCHES = ("judge_tp_fp_fn", "judge_all_tp", "judge_fenced", "judge_retry_then_readable",
-                  "judge_no_statements")
+                  "judge_no_statements", "judge_third_asking")
 BRANCHES = {"ner": NER_BRANCHES, "query_ner": NER_BRANCHES, "extraction": EXTRACTION_BRANCHES,
             "decompose": DECOMPOSE_BRANCHES, "sieve": SIEVE_BRANCHES, "reader": READER_BRANCHES,
             "judge_statements": JUDGE_BRANCHES, "judge_classify": JUDGE_BRANCHES}
@@ -78,6 +95,26 @@ def names_in(text: str, limit: int = 5) -> list[str]:
 def sentences_of(text: str) -> list[str]:
     parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
     return parts or [text.strip()]
+
+
+# names with letters outside ASCII, written here: the released entity key keeps only ASCII letters,
+# digits and spaces, so these test how each pipeline keys, links and embeds them
+NON_ASCII_NAMES = ("Zoë Sørensen", "São Tomé")
+# short forms that an embedder puts next to their long form (cosine above the released synonym
+# threshold with MiniLM), each of no more than 3 letters (3 and 2): the released synonym search takes a
+# node of 3 alphanumerics or fewer as a neighbour but never as a source
+ALIASES = (("United States", "USA"), ("Connecticut", "CT"))
+# labels a reader's context puts before its passages ("Wikipedia Title: ..."), not names
+_LABEL = re.compile(r"^\s*(?:\[\d+\]\s*)?(?:Wikipedia Title|Title|Passage|Context|Document|Fragment|Source|"
+                    r"Question|Thought|Answer)\s*\d*\s*:\s*", re.IGNORECASE | re.MULTILINE)
+
+
+def entity_key(name: str) -> str:
+    """A name as the released graph keys its entity nodes: lower-cased, every character but an ASCII
+    letter, digit or space turned into a space, the ends stripped. A fragment's entity list written
+    in this form links its fragment to the node; any other form is looked up as it is and links
+    nothing, in the released code and in ours under ``containment_keys=raw``."""
+    return re.sub(r"[^a-z0-9 ]", " ", name.lower()).strip()
 
 
 def sub_questions(question: str, n: int) -> list[str]:
@@ -119,7 +156,7 @@ class ScriptedModel:
         for i, q in enumerate(self.questions):
             self.queries.append(q)
             for sq in self._decomposition(i)[1]:
-                if sq not in self.queries:
+                if isinstance(sq, str) and sq not in self.queries:
                     self.queries.append(sq)
 
     # -- subjects ---------------------------------------------------------------------------------
@@ -130,7 +167,7 @@ class ScriptedModel:
     def _query(self, text: str) -> int | None:
         stripped = [q.strip() for q in self.queries]
         hits = [i for i, q in enumerate(stripped) if q and q in text]
-        return max(hits, key=lambda i: len(stripped[i])) if hits else None
+        return max(hits, key=lambda i: (len(stripped[i]), -i)) if hits else None
 
     # -- replies ----------------------------------------------------------------------------------
     def reply(self, body: dict[str, Any]) -> Reply:
@@ -169,13 +206,13 @@ class ScriptedModel:
         return Reply("", stage, "unscripted", "none")
 
     def _judge_statements(self, last: str, qi: int) -> Reply:
-        branch = JUDGE_BRANCHES[qi % len(JUDGE_BRANCHES)]
+        branch = judge_branch(qi)
         ref = self.references[qi] if qi < len(self.references) else ""
-        # the text to split: after the question's "Answer:" label, up to the next blank line
+        # the text to split: after the question's "Answer:" label, up to the blank line before the
+        # prompt's last line (an answer may itself hold blank lines)
         after = last[last.rfind(self.questions[qi].strip()) + len(self.questions[qi].strip()):]
-        m = re.search(r"Answer:[ \t]*(.*?)(?:\n\s*\n|$)", after, re.DOTALL)
+        m = re.search(r"Answer:[ \t]*(.*)\n\s*\n[^\n]*\s*$", after, re.DOTALL)
         text = m.group(1).strip() if m else ""
-        # a reference of several paragraphs is cut at its first blank line above
         role = ("reference" if ref.strip() and (text == ref.strip() or (len(text) >= 40 and ref.strip().startswith(text)))
                 else "answer")
         text = ref if role == "reference" else text
@@ -189,10 +226,11 @@ class ScriptedModel:
         return Reply(body, "judge_statements", branch, f"question:{qi}")
 
     def _judge_classify(self, qi: int, asked: int) -> Reply:
-        branch = JUDGE_BRANCHES[qi % len(JUDGE_BRANCHES)]
+        branch = judge_branch(qi)
         subject = f"question:{qi}"
-        if branch == "judge_retry_then_readable" and asked == 0:
-            return Reply("Most of the statements seem right to me.", "judge_classify", branch, subject)
+        unreadable = {"judge_retry_then_readable": 1, "judge_third_asking": 2}.get(branch, 0)
+        if asked < unreadable:  # prose where JSON is asked for: a judge that reads it must ask again
+            return Reply(f"Most of the statements seem right to me ({asked + 1}).", "judge_classify", branch, subject)
         with self._lock:
             answer = list(self._statements.get((qi, "answer"), []))
             reference = list(self._statements.get((qi, "reference"), []))
@@ -236,25 +274,62 @@ class ScriptedModel:
         body = doc.split(":", 1)[-1]
         names = names_in(body, limit=6)
         triples: list[list[Any]] = [[a, "appears with", b] for a, b in zip(names, names[1:])]
+        fragments: list[str] = sentences_of(body)[:6]
+        # each fragment's names in the released key form, so that its entity list links it to nodes
+        entities: list[list[str]] = [[entity_key(n) for n in names if n in f] for f in fragments]
         if branch == "extract_malformed_triples":
             head = names[0] if names else "it"
             triples += [[head, "has"], [head, "is", "a", "thing"], [head, 1921, None], ["", "", ""]]
-        fragments = sentences_of(body)[:6]
-        entities = [[n for n in names if n in f] for f in fragments]
+            entities = [[n for n in names if n in f] for f in fragments]  # as written: these link nothing
+        elif branch == "extract_shared_sentence":
+            # the first sentence of the previous document, with this document's names: one node in the
+            # released graph (a fragment is keyed by its text), linked to the names of both
+            prev = self.docs[position - 1].split(":", 1)[-1] if position > 0 else body
+            fragments.append(sentences_of(prev)[0])
+            entities.append([entity_key(n) for n in names[:2]])
+        elif branch == "extract_surplus_lists":
+            # a non-ASCII name as written and in its key form, then two entity lists more than
+            # there are fragments (the released reading cuts them)
+            odd = NON_ASCII_NAMES[position % len(NON_ASCII_NAMES)]
+            triples.append([names[0] if names else "it", "met", odd])
+            if entities:
+                entities[0] = entities[0] + [odd, odd.lower()]  # as written: link nothing once keyed raw
+                entities[-1] = entities[-1] + [entity_key(odd)]  # the key form links the node
+            entities += [[entity_key(names[0])] if names else [], [odd]]
+        elif branch == "extract_missing_lists":
+            entities = entities[: len(fragments) // 2]  # the rest of the fragments get none
+        elif branch == "extract_duplicates_empty_fragments":
+            # the same triple twice, and once more in another case (one edge weight of 2 once keyed);
+            # an empty and a blank fragment in second place, whose entity lists stay where they were
+            if triples:
+                triples += [list(triples[0]), [x.upper() if isinstance(x, str) else x for x in triples[0]]]
+            fragments[1:1] = ["", "   "]
+            entities[1:1] = [[entity_key(names[-1])] if names else [], []]
+        elif branch == "extract_alias":
+            # a long name and its short form, each with a different partner: a synonym edge between
+            # them, not a triple
+            head = names[0] if names else "it"
+            tail = names[-1] if names else "it"
+            for long_name, short in ALIASES:  # both: 3 and 2 alphanumerics, each side of the cut
+                triples += [[head, "appears with", long_name], [short, "appears with", tail]]
+                fragments.append(f"{long_name} ({short}) is named near {head}.")
+                entities.append([entity_key(long_name), entity_key(short), entity_key(head)])
         reply = {"triples": triples, "knowledge_fragments": fragments, "fragment_entities": entities}
         return Reply(json.dumps(reply, ensure_ascii=False), "extraction", branch, subject)
 
-    def _decomposition(self, i: int) -> tuple[str, list[str], str]:
+    def _decomposition(self, i: int) -> tuple[str, list[Any], str]:
         """(branch, the sub-questions written, the reply) for question ``i``."""
         branch = DECOMPOSE_BRANCHES[i % len(DECOMPOSE_BRANCHES)]
         q = self.questions[i]
-        subs: list[str] = []
-        score, needs = 8, True
-        if branch == "decompose_none":
-            score, needs = 3, False
+        subs: list[Any] = []
+        score, needs = 8.0, True
+        if branch == "decompose_flag_false_high_score":  # the flag decides: not decomposed
+            needs, subs = False, sub_questions(q, 2)
         elif branch == "decompose_two":
-            subs = sub_questions(q, 2)
-        elif branch in ("decompose_three", "decompose_fenced"):
+            score, subs = 6.5, sub_questions(q, 2)  # exactly the released threshold: decomposed
+        elif branch == "decompose_three_non_ascii":  # one sub-question names a non-ASCII name
+            subs = [*sub_questions(q, 2), f"Where did {NON_ASCII_NAMES[i % len(NON_ASCII_NAMES)]} live?"]
+        elif branch == "decompose_fenced":
             subs = sub_questions(q, 3)
         elif branch == "decompose_duplicates":
             one = sub_questions(q, 2)
@@ -263,9 +338,13 @@ class ScriptedModel:
             subs = sub_questions(q, self.max_sub + 2)
         elif branch == "decompose_flag_below_threshold":
             score, subs = 5, sub_questions(q, 2)
+        elif branch == "decompose_non_object_over_cap":
+            # a bare string first: it takes one of the cap's places before it is dropped
+            subs = [f"Is {(names_in(q, 1) or ['it'])[0]} named in the passages?", *sub_questions(q, self.max_sub + 1)]
+        items = [s if isinstance(s, str) and k == 0 and branch == "decompose_non_object_over_cap"
+                 else {"id": k + 1, "question": s, "focus": "entity"} for k, s in enumerate(subs)]
         reply = {"needs_decomposition": needs, "complexity_score": score,
-                 "reasoning": f"{len(subs)} parts were written for this question.",
-                 "sub_questions": [{"id": k + 1, "question": s, "focus": "entity"} for k, s in enumerate(subs)]}
+                 "reasoning": f"{len(subs)} parts were written for this question.", "sub_questions": items}
         text = json.dumps(reply, ensure_ascii=False, indent=1)
         if branch == "decompose_fenced":
             text = f"Here is the analysis.\n```json\n{text}\n```\n"
@@ -275,7 +354,7 @@ class ScriptedModel:
 
     def _sieve(self, last: str) -> Reply:
         q = self._query(last)
-        n = _fragment_count(last)
+        n = len(_fragments(last))
         branch = SIEVE_BRANCHES[(q or 0) % len(SIEVE_BRANCHES)]
         subject = f"query:{q}"
         keep: Any
@@ -291,6 +370,10 @@ class ScriptedModel:
             keep = [1, n + 5, -1, 0]
         elif branch == "sieve_keep_none":
             keep = []
+        elif branch == "sieve_repeats":
+            keep = [min(n - 1, 2), 0, min(n - 1, 2)] if n else []
+        elif branch == "sieve_bool_ids":
+            keep = [True, min(n - 1, 2)] if n else [True]  # JSON true: a lax integer field reads 1
         else:
             keep = [k for k in range(n) if k % 3 == 0]
         if branch == "sieve_no_section":
@@ -304,29 +387,49 @@ class ScriptedModel:
         qi = self.questions.index(self.queries[q]) if q is not None and self.queries[q] in self.questions else 0
         branch = READER_BRANCHES[qi % len(READER_BRANCHES)]
         subject = f"question:{qi}"
-        context = last.rsplit("Question:", 1)[0]
-        names = names_in(context, limit=2) or ["no name"]
+        names = context_names(last.rsplit("Question:", 1)[0], self.questions[qi])
         if branch == "reader_empty_reply":
             return Reply("", "reader", branch, subject)
         if branch == "reader_no_marker":
             text = f"The passages point to {names[0]}."
+        elif branch == "reader_no_marker_newlines":
+            text = f"\n\nThe passages point to {names[0]}.\n\n"
         elif branch == "reader_two_markers":
             text = f"{names[0]} is named first.\nAnswer: {names[0]}\nAnswer: {names[-1]}"
+        elif branch == "reader_json_one_line":
+            obj = json.dumps({"answer": names[0], "also": names[-1]}, ensure_ascii=False)
+            text = f"Thought: the first passage names {names[0]}.\nAnswer: {obj}\nBoth names come from the passages."
         else:
             text = f"The first passage names {names[0]}.\nAnswer: {names[0]}"
         return Reply(text, "reader", branch, subject)
 
 
-def _fragment_count(text: str) -> int:
-    """How many fragments a sieve request lists (its ``{"fragments": [...]}`` object)."""
+def judge_branch(qi: int) -> str:
+    """The judge's branch of question ``qi``, one step off the reader's (both cycles have six): the
+    question whose reader reply is empty is the one with no answer statements, and each branch that
+    classifies gets an answer to classify."""
+    return JUDGE_BRANCHES[(qi + 1) % len(JUDGE_BRANCHES)]
+
+
+def context_names(context: str, question: str, limit: int = 2) -> list[str]:
+    """Names from a reader context's passages, those not in the question first: what was retrieved
+    decides the answer. Labels before a passage ("Wikipedia Title:", "[1] Passage:") are not names."""
+    passages = _LABEL.sub("", context)
+    names = names_in(passages, limit=20)
+    fresh = [n for n in names if n.lower() not in question.lower()]
+    return (fresh + [n for n in names if n not in fresh])[:limit] or ["no name"]
+
+
+def _fragments(text: str) -> list[str]:
+    """The fragments a sieve request lists (its ``{"fragments": [...]}`` object)."""
     at = text.rfind('{"fragments"')
     if at < 0:
-        return 0
+        return []
     try:
         obj, _ = json.JSONDecoder().raw_decode(text[at:])
     except json.JSONDecodeError:
-        return 0
-    return len(obj.get("fragments") or [])
+        return []
+    return [str(f) for f in obj.get("fragments") or []]
 
 
 def completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:

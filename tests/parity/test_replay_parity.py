@@ -11,7 +11,8 @@ them with no model behind it, so this test needs no LLM.
 Asserted:
 - our pipeline sends exactly the recorded request bodies (a body not in the recording is a 404 and
   a miss) and reproduces the recorded outputs: atoms, triples, entity nodes, PPR top-k, sieve keeps,
-  answers;
+  answers, and every graph edge with its weight where the fixture records them (the scripted ones:
+  a changed containment, relevance or synonym edge shows even where no ranking moves);
 - stage by stage, the requests we send are the requests the released code sent when the fixture was
   recorded (the same multiset of request keys, resends by its HTTP client aside), in every stage
   where they were equal then (``meta.json: stages_equal_bodies``), and at least as many prompts
@@ -82,6 +83,11 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path,
     for got, want in zip(ours["ppr"], expected["ppr"]):
         assert got["scores"] == pytest.approx(want["scores"], abs=1e-6)
     assert [a["answer"] for a in ours["answers"]] == [a["answer"] for a in expected["answers"]]
+    if "edges" in expected:  # every graph edge, by type and end texts, its weight to float noise
+        got_edges = sorted(([e["type"], e["a"], e["b"], e["weight"]] for e in ours["edges"]),
+                           key=lambda e: (e[0], e[1], e[2]))
+        assert [e[:3] for e in got_edges] == [e[:3] for e in expected["edges"]], "replayed graph edges differ"
+        assert [e[3] for e in got_edges] == pytest.approx([e[3] for e in expected["edges"]], abs=1e-6)
 
     # stage by stage: our prompts equal the released code's where they did when recorded (the
     # recording keeps message digests: the released prompts are not stored here)
