@@ -121,7 +121,7 @@ def test_every_mode_is_declared_once_as_a_literal_and_checked() -> None:
     """A mode's choices are written once (``mode(Literal[...], default)``); a value outside them
     fails naming the class, the field and the value, for every mode of every section."""
     import atomicrag.core.config as config_module
-    from atomicrag.core.config_checks import modes
+    from atomicrag.core.checks import modes
 
     sections = [c for c in vars(config_module).values() if dataclasses.is_dataclass(c) and isinstance(c, type)]
     found = {(c.__name__, f) for c in sections for f in modes(c)}
