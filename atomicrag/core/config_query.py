@@ -195,50 +195,6 @@ class RetrieverConfig:
         checks.text(self, "reranker")
 
 
-# Which retriever variants read each RetrieverConfig field: one flat section serves 9 variants, so
-# which field matters for which variant is declared here, next to the fields, and held to what the
-# code does by tests/retrieve/test_retriever_reads.py (it records the reads of each variant). A
-# baseline's settings (harness/baselines.py) and the warning for a setting the chosen variant
-# ignores (``unread_settings``) are derived from it.
-_PROPAGATORS = ("ppr", "power", "rwr", "katz", "labelprop", "bfs")  # scores spread over the graph
-_GRAPH = (*_PROPAGATORS, "qiter", "dense")  # every retriever over the Atom-Entity Graph
-_SEEDING = ("top_k", "query_batch", "query_entities", "query_ner_max_tokens", "query_entity_max_df",
-            "entity_top_k", "entity_sim_threshold", "atom_seed_weight", "atom_seed_top_k", "lexical_weight")
-_PASSAGES = ("passage_nodes", "passage_edge_weight", "passage_seed_weight", "passage_seed_top_k",
-             "passage_ranking", "bridge_weight", "fusion_dense_weight", "fusion_lexical_weight")
-RETRIEVER_READS: dict[str, tuple[str, ...]] = {
-    **{f: _GRAPH for f in _SEEDING},
-    **{f: _PROPAGATORS for f in _PASSAGES},
-    "name": (*_GRAPH, "dense_passage"), "device": (*_GRAPH, "dense_passage"),
-    "damping": ("ppr", "power", "rwr"), "max_iter": ("ppr", "power", "katz", "labelprop"),
-    "tol": ("ppr", "power"), "ppr_stop": ("ppr", "power"),
-    "num_walks": ("rwr",), "walk_length": ("rwr",), "rng_seed": ("rwr",),
-    "katz_beta": ("katz",), "bfs_decay": ("bfs",), "bfs_max_hops": ("bfs",),
-    "traversal_depth": ("qiter",), "beam_size": ("qiter",), "anchor_top_k": ("qiter",),
-    "query_update_weight": ("qiter",),
-    "passage_top_k": ("dense_passage",), "reranker": ("dense_passage",), "rerank_candidates": ("dense_passage",),
-}
-
-
-def retriever_fields_read(name: str) -> tuple[str, ...] | None:
-    """The RetrieverConfig fields variant ``name`` reads (field order); None for a variant that
-    ``RETRIEVER_READS`` does not know (a plug-in: assume it reads every field)."""
-    if not any(name in variants for variants in RETRIEVER_READS.values()):
-        return None
-    return tuple(f.name for f in dataclasses.fields(RetrieverConfig) if name in RETRIEVER_READS[f.name])
-
-
-def unread_settings(cfg: RetrieverConfig) -> list[str]:
-    """Fields set away from their default that the chosen variant never reads (a sweep over one
-    of them would change nothing): ``["katz_beta (read by katz)"]``."""
-    read = retriever_fields_read(cfg.name)
-    if read is None:
-        return []
-    default = RetrieverConfig(name=cfg.name)
-    return [f"{f.name} (read by {', '.join(RETRIEVER_READS[f.name])})" for f in dataclasses.fields(cfg)
-            if f.name not in read and getattr(cfg, f.name) != getattr(default, f.name)]
-
-
 @dataclass
 class DecomposeConfig:
     name: str = "none"  # llm (paper's AQD) | none (w/o AQD)
