@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from graph_stats import DATA_FILES, load_chunks, script_config
 
 from atomicrag.core.artifacts import write_json_atomic, write_text_atomic
-from atomicrag.core.config import FidelityConfig
+from atomicrag.core.config import GraphConfig, move_override
 from atomicrag.embed.memo import MemoEmbedder
 from atomicrag.graph.build import build_graph
 from atomicrag.graph.cached_build import atomize_cached, index_corpus
@@ -43,18 +43,20 @@ COLUMNS = list(dict.fromkeys(TABLE6_COLUMNS + TABLE3_COLUMNS + (
 
 def variant_overrides(spec: str) -> list[str]:
     """``reference_code+containment_keys=canonical`` -> the Hydra overrides that compose it
-    (``fidelity=reference_code``, ``fidelity.containment_keys=canonical``, ``fidelity.preset=custom``)."""
+    (``fidelity=reference_code``, ``graph.containment_keys=canonical``, ``fidelity.preset=custom``): each
+    switch under the section of the stage that owns it."""
     preset, *switches = spec.split("+")
     bad = [sw for sw in switches if "=" not in sw]
     if bad:
         raise SystemExit(f"variant {spec!r}: {bad[0]!r} is not FIELD=VALUE")
-    return [f"fidelity={preset}", *(f"fidelity.{sw}" for sw in switches),
+    return [f"fidelity={preset}", *(move_override(f"fidelity.{sw}", warn=False) for sw in switches),
             *(["fidelity.preset=custom"] if switches else [])]
 
 
-def variant_fidelity(groups: dict[str, str], spec: str, cache_dir: str) -> FidelityConfig:
-    """The variant's validated fidelity section, composed like every other config."""
-    return script_config(groups, variant_overrides(spec), cache_dir).fidelity
+def variant_graph(groups: dict[str, str], spec: str, cache_dir: str) -> GraphConfig:
+    """The variant's validated graph section (edge settings and released-code switches), composed
+    like every other config."""
+    return script_config(groups, variant_overrides(spec), cache_dir).graph
 
 
 def markdown(rows: dict[str, dict[str, Any]]) -> str:
@@ -104,7 +106,7 @@ def main() -> None:
         t = time.perf_counter()
         # the variant's own embedder switches (pooling, instruction) would change every vector:
         # this table varies the graph switches, so vectors come from the first graph's embedder
-        g = build_graph(result, cached, base.graph, variant_fidelity(groups, spec, args.cache_dir))
+        g = build_graph(result, cached, variant_graph(groups, spec, args.cache_dir))
         rows[spec] = graph_stats(g)
         seconds[spec] = round(time.perf_counter() - t, 1)
     out = Path(args.out or ROOT / "results" / "graph_stats" / dcfg.name)

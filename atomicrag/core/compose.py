@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from atomicrag.core.config import Config, _drop_removed, register_configs, to_dataclass
+from atomicrag.core.config import Config, _drop_removed, move_override, register_configs, to_dataclass
 
 OPTION_KEY = "option"  # the dict-source key that names a group option: {"retriever": {"option": "ppr"}}
 LIBRARY_ROOT = "library"  # conf/library.yaml: the library's root (Config schema + conf/groups.yaml)
@@ -250,7 +250,7 @@ def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT) -> Any:
         GlobalHydra.instance().clear()
         try:
             with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                return hydra_compose(config_name=root, overrides=list(overrides))
+                return hydra_compose(config_name=root, overrides=[move_override(o) for o in overrides])
         finally:
             restore_gh_from_backup(backup)
 

@@ -17,6 +17,7 @@ w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -280,8 +281,31 @@ class GraphConfig:
     synonym_min_alnum: int = 4  # only entities with at least this many alphanumeric characters
     synonym_batch: int = 4096  # rows per matmul block of the KNN
     device: str = "auto"
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 3: containment edge keys
+    containment_keys: str = checks.mode(Literal["canonical", "raw"], "canonical")  # canonical | raw (code bug: non-canonical keys drop edges)
+    # 4: relevance edge weight
+    relevance_weight: str = checks.mode(Literal["distinct_relations", "occurrences"], "distinct_relations")  # distinct_relations (Eq. 2) | occurrences (code)
+    # 5: synonym edge on a pair that also has a relevance edge
+    synonym_overwrites_relevance: bool = False
+    # entity nodes: all extracted entities vs only triple subjects/objects (code)
+    entity_nodes: str = checks.mode(Literal["all", "triples_only"], "all")  # all | triples_only
+    # differences of the released code outside the numbered list (part of reference_code)
+    triple_dedupe: str = checks.mode(Literal["none", "per_chunk"], "none")  # none | per_chunk (released: a triple repeated within one chunk counts once)
+    synonym_direction: str = checks.mode(Literal["mutual", "directed"], "mutual")  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
+    # which entities take part in synonym edges: both_ends (both need graph.synonym_min_alnum
+    # alphanumerics) | source_only (released: only the entity whose neighbours are searched does;
+    # any entity with a non-empty key may be its neighbour, e.g. "US" under "USA")
+    synonym_candidates: str = checks.mode(Literal["both_ends", "source_only"], "both_ends")
+    entity_embedding_text: str = checks.mode(Literal["surface", "canonical"], "surface")  # surface | canonical (released: embeds the processed entity string)
+    atom_merge: str = checks.mode(Literal["none", "identical_text"], "none")  # none | identical_text (released: one node per distinct atom text)
+    # entity node keys: unicode (Unicode letters/digits, spaces collapsed; a name with none gets no
+    # node) | ascii (released: ASCII letters/digits/spaces only, inner spaces kept; every name with
+    # no ASCII letter or digit shares one empty-key node)
+    entity_keys: str = checks.mode(Literal["unicode", "ascii"], "unicode")
 
     def __post_init__(self) -> None:
+        checks.check_modes(self)
         checks.unit(self, "synonym_threshold")
         checks.positive(self, "synonym_max_neighbors", "synonym_batch")
         checks.in_range(self, 0, None, "synonym_min_alnum")
@@ -362,9 +386,48 @@ def to_dataclass(cfg: Any) -> Config:
 REMOVED_FIELDS = {("llm", "n_parallel")}
 
 
+# Fidelity switches that moved into the section of the stage they change: (old section, field) ->
+# new section, the field's name kept. Configs saved before (index manifests, run folders, dict and
+# file sources) and overrides in the old spelling (``fidelity.containment_keys=raw``) still work.
+MOVED_FIELDS: dict[tuple[str, str], str] = {
+    **{("fidelity", f): "graph" for f in (
+        "containment_keys", "relevance_weight", "synonym_overwrites_relevance", "entity_nodes", "triple_dedupe",
+        "synonym_direction", "synonym_candidates", "entity_embedding_text", "atom_merge", "entity_keys")},
+}
+
+
 def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
-    out = dict(d)
+    out = move_fields(d)
     for section, name in REMOVED_FIELDS:
         if isinstance(out.get(section), dict) and name in out[section]:
             out[section] = {k: v for k, v in out[section].items() if k != name}
     return out
+
+
+def move_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` (a nested config dict) with every moved field under its new section; a value already
+    given under the new name wins over the old spelling."""
+    out = dict(d)
+    for (old, name), new in MOVED_FIELDS.items():
+        section = out.get(old)
+        if isinstance(section, dict) and name in section:
+            out[old] = {k: v for k, v in section.items() if k != name}
+            target = out.get(new)
+            target = dict(target) if isinstance(target, dict) else {}
+            target.setdefault(name, section[name])
+            out[new] = target
+    return out
+
+
+def move_override(override: str, *, warn: bool = True) -> str:
+    """A Hydra override in a moved field's old spelling, in its new one (``fidelity.merge=x`` ->
+    ``reader.merge=x``; ``warn``: log that it moved); any other override unchanged."""
+    key, eq, value = override.partition("=")
+    prefix = key[: len(key) - len(key.lstrip("+~"))]
+    old, dot, name = key[len(prefix):].partition(".")
+    new = MOVED_FIELDS.get((old, name)) if dot else None
+    if new is None:
+        return override
+    if warn:
+        logging.getLogger("atomicrag").warning("%s.%s is now %s.%s; read as that", old, name, new, name)
+    return f"{prefix}{new}.{name}{eq}{value}"

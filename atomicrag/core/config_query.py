@@ -28,14 +28,6 @@ class FidelityConfig:
     ppr_solve: str = checks.mode(Literal["budget", "exact"], "budget")
     # 2: atom seeds
     atom_seeding: str = checks.mode(Literal["topk", "all_minmax"], "topk")  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
-    # 3: containment edge keys
-    containment_keys: str = checks.mode(Literal["canonical", "raw"], "canonical")  # canonical | raw (code bug: non-canonical keys drop edges)
-    # 4: relevance edge weight
-    relevance_weight: str = checks.mode(Literal["distinct_relations", "occurrences"], "distinct_relations")  # distinct_relations (Eq. 2) | occurrences (code)
-    # 5: synonym edge on a pair that also has a relevance edge
-    synonym_overwrites_relevance: bool = False
-    # entity nodes: all extracted entities vs only triple subjects/objects (code)
-    entity_nodes: str = checks.mode(Literal["all", "triples_only"], "all")  # all | triples_only
     # 6: sieve target
     sieve_target: str = checks.mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
     # 7: merge
@@ -59,17 +51,8 @@ class FidelityConfig:
     embed_recipe_models: str = checks.mode(Literal["bge", "all"], "bge")
     # 11: vector index
     vector_index: str = checks.mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
-    # differences of the released code outside the numbered list (part of reference_code)
-    triple_dedupe: str = checks.mode(Literal["none", "per_chunk"], "none")  # none | per_chunk (released: a triple repeated within one chunk counts once)
-    synonym_direction: str = checks.mode(Literal["mutual", "directed"], "mutual")  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
-    # which entities take part in synonym edges: both_ends (both need graph.synonym_min_alnum
-    # alphanumerics) | source_only (released: only the entity whose neighbours are searched does;
-    # any entity with a non-empty key may be its neighbour, e.g. "US" under "USA")
-    synonym_candidates: str = checks.mode(Literal["both_ends", "source_only"], "both_ends")
-    entity_embedding_text: str = checks.mode(Literal["surface", "canonical"], "surface")  # surface | canonical (released: embeds the processed entity string)
     entity_link_fallback: str = checks.mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
     reader_context: str = checks.mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
-    atom_merge: str = checks.mode(Literal["none", "identical_text"], "none")  # none | identical_text (released: one node per distinct atom text)
     # prompts: own (this project's wording) | released (read from a checkout of the released code at
     # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
     # path (else the ATOMICRAG_RELEASED_CODE environment variable).
@@ -101,10 +84,6 @@ class FidelityConfig:
     # the seed of every LLM request: sent (llm.seed, judge.llm.seed; a seeded sampled call is
     # reproducible and cacheable) | none (released: no seed in any request body)
     request_seed: str = checks.mode(Literal["sent", "none"], "sent")
-    # entity node keys: unicode (Unicode letters/digits, spaces collapsed; a name with none gets no
-    # node) | ascii (released: ASCII letters/digits/spaces only, inner spaces kept; every name with
-    # no ASCII letter or digit shares one empty-key node)
-    entity_keys: str = checks.mode(Literal["unicode", "ascii"], "unicode")
     # an empty free-text reply: reask (a failure; re-asked warmer with another seed, then counted as
     # failed) | accepted (released: "" is the reply, and the stage's released reading counts it)
     empty_replies: str = checks.mode(Literal["reask", "accepted"], "reask")

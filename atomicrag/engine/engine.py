@@ -149,7 +149,7 @@ class Engine:
 
         self._retrievers.clear()
         with self._timed("graph"):
-            return update_graph(prev, atoms, triples, self.models.embedder, self.cfg.graph, self.cfg.fidelity,
+            return update_graph(prev, atoms, triples, self.models.embedder, self.cfg.graph,
                                 progress=self.progress, meta=meta)
 
     def index_chunks(self, chunks: list[Chunk], corpus: str = "") -> IndexedGraph:

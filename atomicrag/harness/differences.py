@@ -10,12 +10,13 @@ every cell of a run with the project's own prompts "own prompts".
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from typing import Any
 
-from atomicrag.core.compose import group_config
-from atomicrag.core.config import Config
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import MOVED_FIELDS, Config, FidelityConfig
 
 # the released code's completion budgets: its run script passes max_new_tokens=None, so no call
 # is capped (the server's own limit applies) except the sieve's 1024
@@ -85,13 +86,13 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("sieve timeout", f"the LLM client's timeout (llm.timeout_s={cfg.llm.timeout_s}), "
                          "then keep-all, counted", "60 s per question, then keep-all"))
     out.extend(_stage_differences(cfg))
-    ref = group_config("fidelity", "reference_code")
-    for f in dataclasses.fields(cfg.fidelity):
-        if f.name in ("preset", "prompts", "released_code"):
+    ref = released_config()
+    for section, name in switches():
+        if (section, name) in (("fidelity", "preset"), ("fidelity", "prompts"), ("fidelity", "released_code")):
             continue
-        mine, released = getattr(cfg.fidelity, f.name), getattr(ref, f.name)
+        mine, released = getattr(getattr(cfg, section), name), getattr(getattr(ref, section), name)
         if mine != released:
-            out.append(_item(f"fidelity.{f.name}", mine, released))
+            out.append(_item(f"{section}.{name}", mine, released))
     out.extend(_corpus_items(cfg))
     if cfg.dataset.split != "all" or cfg.dataset.limit:
         limit = f", first {cfg.dataset.limit} questions" if cfg.dataset.limit else ""
@@ -135,6 +136,19 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
     return out
 
 
+def switches() -> list[tuple[str, str]]:
+    """``(section, field)`` of every fidelity switch: the shared ones of ``fidelity``, then each
+    stage's released behaviours in its own section (``MOVED_FIELDS``)."""
+    return ([("fidelity", f.name) for f in dataclasses.fields(FidelityConfig)]
+            + [(section, name) for (_, name), section in MOVED_FIELDS.items()])
+
+
+@functools.lru_cache(maxsize=1)
+def released_config() -> Config:
+    """The library's config under ``fidelity=reference_code``: every switch at its released value."""
+    return load_config({"fidelity": "reference_code"}, env_prefix=None)
+
+
 def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     """How LLM stages and graph keys still differ from the released code where no switch covers
     them (each with what the released code does)."""
@@ -158,20 +172,20 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     if fid.judge_replies == "released" and cfg.judge.name != "none":
         out.append(_item("judge statement repair", "json, then this project's JSON repair",
                          "json, json5, json_repair"))
-    if fid.entity_keys == "unicode":
+    if cfg.graph.entity_keys == "unicode":
         out.append(_item("entity keys", "Unicode-aware (non-alphanumerics -> space, spaces collapsed); a name "
-                         "with no letter or digit gets no node (fidelity.entity_keys=ascii: as released)",
+                         "with no letter or digit gets no node (graph.entity_keys=ascii: as released)",
                          "ASCII-only ([^A-Za-z0-9 ] -> space, stripped, inner spaces kept); every name with no "
                          "ASCII letter or digit falls on one empty-key node"))
-    if fid.synonym_candidates != "source_only" or cfg.graph.synonym_min_alnum != 4:
+    if cfg.graph.synonym_candidates != "source_only" or cfg.graph.synonym_min_alnum != 4:
         out.append(_item("synonym candidates", f"both ends need at least graph.synonym_min_alnum="
-                         f"{cfg.graph.synonym_min_alnum} alphanumerics" if fid.synonym_candidates == "both_ends" else
+                         f"{cfg.graph.synonym_min_alnum} alphanumerics" if cfg.graph.synonym_candidates == "both_ends" else
                          f"the searching entity needs graph.synonym_min_alnum={cfg.graph.synonym_min_alnum} "
                          "alphanumerics, its neighbours a non-empty key",
                          "only the searching entity needs more than 3 ASCII alphanumerics, its neighbours may be short"))
-    if fid.synonym_overwrites_relevance and fid.synonym_direction != "directed":
+    if cfg.graph.synonym_overwrites_relevance and cfg.graph.synonym_direction != "directed":
         out.append(_item("synonym over relevance", "a pair's relevance edge is replaced as a whole "
-                         "(fidelity.synonym_direction=directed: one direction at a time, as released)",
+                         "(graph.synonym_direction=directed: one direction at a time, as released)",
                          "each direction is written on its own, so the reverse relevance entry is kept"))
     if fid.extraction_replies != "released":
         out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts "

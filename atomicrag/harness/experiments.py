@@ -53,9 +53,10 @@ def compose_experiment(name: str | None, overrides: Sequence[str] = ()) -> DictC
     from hydra.core.global_hydra import GlobalHydra
 
     from atomicrag.core.compose import CONF_DIR
-    from atomicrag.core.config import register_configs
+    from atomicrag.core.config import move_override, register_configs
 
     register_configs()
+    overrides = [move_override(o) for o in overrides]
     from omegaconf import open_dict
 
     args = ([f"+{EXPERIMENT_GROUP}={name}"] if name else []) + list(overrides)
