@@ -256,7 +256,7 @@ def memory_vs_plan(args: argparse.Namespace) -> None:
 
     from bench_graphs import SCALES, synthetic_graph, synthetic_seeds
 
-    from atomicrag.core.config import Config, EmbedderConfig, FidelityConfig
+    from atomicrag.core.config import Config, EmbedderConfig
     from atomicrag.core.config_query import RetrieverConfig
     from atomicrag.embed.encoders import TransformersEmbedder
     from atomicrag.harness.plan import gpu_estimate
@@ -286,8 +286,7 @@ def memory_vs_plan(args: argparse.Namespace) -> None:
     seeds = synthetic_seeds(adj, info, qb)
     vectors, measured["atom_vectors"] = measure(dev, lambda: torch.randn(a, shape["hidden_size"], device=dev))
     adj_d, measured["graph"] = measure(dev, lambda: adj.to(dev))
-    prop = build_propagator(dataclasses.replace(RetrieverConfig(), device=args.device, query_batch=qb),
-                            FidelityConfig())
+    prop = build_propagator(dataclasses.replace(RetrieverConfig(), device=args.device, query_batch=qb))
     seeds_d = seeds.to(dev)
     _, measured["ppr_blocks"] = measure(dev, lambda: propagate_topk(prop, adj_d, seeds_d, e, 25, query_batch=qb))
     how = "torch.cuda.max_memory_allocated" if dev.type == "cuda" else "peak RSS growth (CPU dry run: coarse)"

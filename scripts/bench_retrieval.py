@@ -313,7 +313,7 @@ def run_scale(name: str, args: argparse.Namespace, restart: float) -> dict:
 
 def time_methods(args: argparse.Namespace) -> None:
     """Seconds per query of every propagator of Table 11 at the hotpot scale (random embeddings)."""
-    from atomicrag.core.config import FidelityConfig, RetrieverConfig
+    from atomicrag.core.config import RetrieverConfig
     from atomicrag.retrieve.propagate import METHODS, build_propagator
 
     e, a, rel, syn = SCALES["hotpot"]
@@ -326,7 +326,7 @@ def time_methods(args: argparse.Namespace) -> None:
           "num_entities": e}
     print(f"\nper-method time at the hotpot scale, {q} queries (Table 11 settings):")
     for name in METHODS:
-        prop = build_propagator(RetrieverConfig(name=name, device=args.device), FidelityConfig())
+        prop = build_propagator(RetrieverConfig(name=name, device=args.device))
         prop(adj, seeds.index_select(0, torch.arange(2)), **{**kw, "query_embeddings": kw["query_embeddings"][:2]})
         t0 = time.perf_counter()
         topk_atoms(prop(adj, seeds, **kw), e, args.k)

@@ -147,7 +147,7 @@ def test_every_mode_is_declared_once_as_a_literal_and_checked() -> None:
 
     sections = [c for c in vars(config_module).values() if dataclasses.is_dataclass(c) and isinstance(c, type)]
     found = {(c.__name__, f) for c in sections for f in modes(c)}
-    assert len(found) >= 30 and ("FidelityConfig", "damping_semantics") in found
+    assert len(found) >= 30 and ("RetrieverConfig", "damping_semantics") in found
     for cls in sections:
         for name in modes(cls):
             with pytest.raises(ValueError, match=f"{cls.__name__}.{name}='bogus'"):

@@ -53,8 +53,8 @@ def test_a_reference_code_run_lists_only_what_is_left():
 
 def test_paper_fidelity_names_every_switch():
     t = _topics(HarnessConfig(fidelity=FidelityConfig()))
-    assert t["fidelity.damping_semantics"]["ours"] == "restart" and t["fidelity.damping_semantics"]["released"] == "continue"
-    assert t["fidelity.ppr_solve"]["released"] == "exact"
+    assert t["retriever.damping_semantics"]["ours"] == "restart" and t["retriever.damping_semantics"]["released"] == "continue"
+    assert t["retriever.ppr_solve"]["released"] == "exact"
 
 
 def test_footnote_names_rows_and_cells_say_own_prompts(tmp_path: Path):
@@ -156,4 +156,4 @@ def test_a_run_that_asked_no_llm_lists_no_llm_difference() -> None:
     silent = {d["topic"] for d in differences(cfg, uses_llm=False)}
     assert not silent & {"prompts", "seed", "structured output and retries", "generator", "LLM concurrency"}
     assert not any(t.startswith("budget: ") for t in silent)
-    assert {"entity keys", "embedder", "corpus chunks"} <= silent and "fidelity.damping_semantics" in silent
+    assert {"entity keys", "embedder", "corpus chunks"} <= silent and "retriever.damping_semantics" in silent

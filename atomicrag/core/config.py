@@ -393,6 +393,8 @@ MOVED_FIELDS: dict[tuple[str, str], str] = {
     **{("fidelity", f): "graph" for f in (
         "containment_keys", "relevance_weight", "synonym_overwrites_relevance", "entity_nodes", "triple_dedupe",
         "synonym_direction", "synonym_candidates", "entity_embedding_text", "atom_merge", "entity_keys")},
+    **{("fidelity", f): "retriever" for f in (
+        "damping_semantics", "dangling", "ppr_solve", "atom_seeding", "vector_index", "entity_link_fallback")},
 }
 
 

@@ -19,15 +19,6 @@ class FidelityConfig:
     """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
 
     preset: str = checks.mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
-    # 1: what the damping value means
-    damping_semantics: str = checks.mode(Literal["restart", "continue"], "restart")  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
-    dangling: str = checks.mode(Literal["seed", "uniform"], "seed")  # where dangling-node mass goes: seed (released code) | uniform
-    # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
-    # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
-    # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
-    ppr_solve: str = checks.mode(Literal["budget", "exact"], "budget")
-    # 2: atom seeds
-    atom_seeding: str = checks.mode(Literal["topk", "all_minmax"], "topk")  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
     # 6: sieve target
     sieve_target: str = checks.mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
     # 7: merge
@@ -49,9 +40,6 @@ class FidelityConfig:
     # BGE class: a name containing "bge") | all (every model, as when the parity run hands MiniLM to
     # that class; scripts/parity_released.py sets it)
     embed_recipe_models: str = checks.mode(Literal["bge", "all"], "bge")
-    # 11: vector index
-    vector_index: str = checks.mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
-    entity_link_fallback: str = checks.mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
     reader_context: str = checks.mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
     # prompts: own (this project's wording) | released (read from a checkout of the released code at
     # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
@@ -109,7 +97,7 @@ class RetrieverConfig:
     passage_top_k: int = 5  # dense_passage (vanilla RAG): passages given to the reader
     reranker: str | None = None  # dense_passage: a cross-encoder id/path (e.g. BAAI/bge-reranker-large)
     rerank_candidates: int = 25  # dense_passage: passages re-scored by the reranker
-    damping: float = 0.3  # rho; its meaning is fidelity.damping_semantics
+    damping: float = 0.3  # rho; its meaning is damping_semantics (below)
     max_iter: int = 20  # propagation iterations (ppr/katz/labelprop)
     tol: float = 0.0  # stop early when the L1 change of every column is below this (0 = fixed iterations)
     # ppr: topk = stop a query once its top-k atom set is certified exact (residual bound), else at
@@ -128,7 +116,7 @@ class RetrieverConfig:
     entity_top_k: int = 20
     entity_sim_threshold: float = 0.3
     atom_seed_weight: float = 0.1  # alpha
-    atom_seed_top_k: int = 25  # atoms seeded per query when fidelity.atom_seeding=topk
+    atom_seed_top_k: int = 25  # atoms seeded per query when atom_seeding=topk
     # hybrid offline retrieval (retrieve/hybrid.py); the defaults leave the paper's PPR unchanged
     lexical_weight: float = 0.0  # BM25 share (0..1) beside the cosine in entity linking and atom seeds
     passage_nodes: bool = False  # passage nodes joined to their atoms inside the PPR (HippoRAG 2)
@@ -153,6 +141,19 @@ class RetrieverConfig:
     beam_size: int = 10
     anchor_top_k: int = 10
     query_update_weight: float = 0.3
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 1: what the damping value means
+    damping_semantics: str = checks.mode(Literal["restart", "continue"], "restart")  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
+    dangling: str = checks.mode(Literal["seed", "uniform"], "seed")  # where dangling-node mass goes: seed (released code) | uniform
+    # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
+    # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
+    # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
+    ppr_solve: str = checks.mode(Literal["budget", "exact"], "budget")
+    # 2: atom seeds
+    atom_seeding: str = checks.mode(Literal["topk", "all_minmax"], "topk")  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
+    # 11: vector index
+    vector_index: str = checks.mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
+    entity_link_fallback: str = checks.mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
 
     def __post_init__(self) -> None:
         checks.check_modes(self)

@@ -74,7 +74,7 @@ class BatchRetriever:
         self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm,
                                            **sampling(cfg.llm, cfg.decompose.max_tokens, cfg.fidelity))
         self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, cfg.sieve.max_tokens, cfg.fidelity))
-        self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
+        self.propagator = build_propagator(cfg.retriever)
         self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(cfg)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch

@@ -22,14 +22,15 @@ def _graph_retriever(extra: Iterable[str] = ()) -> Callable[[Any], frozenset[str
 # (``RETRIEVERS.unread_settings``) come from these.
 _COMMON = ("name", "device")
 _SEEDING = ("top_k", "query_batch", "query_entities", "query_ner_max_tokens", "query_entity_max_df",
-            "entity_top_k", "entity_sim_threshold", "atom_seed_weight", "atom_seed_top_k", "lexical_weight")
+            "entity_top_k", "entity_sim_threshold", "atom_seed_weight", "atom_seed_top_k", "lexical_weight",
+            "atom_seeding", "vector_index", "entity_link_fallback")
 _PASSAGES = ("passage_nodes", "passage_edge_weight", "passage_seed_weight", "passage_seed_top_k",
              "passage_ranking", "bridge_weight", "fusion_dense_weight", "fusion_lexical_weight")
 _PROPAGATION = (*_COMMON, *_SEEDING, *_PASSAGES)  # scores spread over the graph
 _READS: dict[str, tuple[str, ...]] = {
-    "ppr": (*_PROPAGATION, "damping", "max_iter", "tol", "ppr_stop"),
-    "power": (*_PROPAGATION, "damping", "max_iter", "tol", "ppr_stop"),
-    "rwr": (*_PROPAGATION, "damping", "num_walks", "walk_length", "rng_seed"),
+    "ppr": (*_PROPAGATION, "damping", "damping_semantics", "dangling", "max_iter", "tol", "ppr_stop", "ppr_solve"),
+    "power": (*_PROPAGATION, "damping", "damping_semantics", "dangling", "max_iter", "tol", "ppr_stop", "ppr_solve"),
+    "rwr": (*_PROPAGATION, "damping", "damping_semantics", "dangling", "num_walks", "walk_length", "rng_seed"),
     "katz": (*_PROPAGATION, "max_iter", "katz_beta"),
     "labelprop": (*_PROPAGATION, "max_iter"),
     "bfs": (*_PROPAGATION, "bfs_decay", "bfs_max_hops"),
