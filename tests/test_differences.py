@@ -112,8 +112,8 @@ def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
     structured = _topics(released(fidelity={"prompts": "released", "extraction_replies": "structured"}, sieve=sieve))
     assert structured["structured output and retries"]["ours"].startswith("JSON schemas (guided decoding) at passage NER, extraction;")
     assert "fragment-entity alignment" in structured
-    own = _topics(released(fidelity={"prompts": "released", "sieve_prompt": "own"}, sieve={"name": "llm"}))
-    assert own["sieve prompt"]["released"].startswith("released filter prompt") and "fidelity.sieve_prompt" in own
+    own = _topics(released(fidelity={"prompts": "released"}, sieve={"name": "llm", "sieve_prompt": "own"}))
+    assert own["sieve prompt"]["released"].startswith("released filter prompt") and "sieve.sieve_prompt" in own
 
 
 def test_embedding_precision_and_concurrency_are_named_when_they_differ() -> None:

@@ -395,6 +395,8 @@ MOVED_FIELDS: dict[tuple[str, str], str] = {
         "synonym_direction", "synonym_candidates", "entity_embedding_text", "atom_merge", "entity_keys")},
     **{("fidelity", f): "retriever" for f in (
         "damping_semantics", "dangling", "ppr_solve", "atom_seeding", "vector_index", "entity_link_fallback")},
+    ("fidelity", "decompose_trigger"): "decompose", ("fidelity", "decompose_parse"): "decompose",
+    ("fidelity", "sieve_target"): "sieve", ("fidelity", "sieve_prompt"): "sieve",
 }
 
 

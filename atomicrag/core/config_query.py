@@ -19,12 +19,8 @@ class FidelityConfig:
     """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
 
     preset: str = checks.mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
-    # 6: sieve target
-    sieve_target: str = checks.mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
     # 7: merge
     merge: str = checks.mode(Literal["citation_units", "string_dedupe"], "citation_units")  # citation_units (Eq. 11) | string_dedupe (code)
-    # 8: decomposition trigger
-    decompose_trigger: str = checks.mode(Literal["score", "score_and_flag"], "score")  # score | score_and_flag (code)
     # 9: answer accuracy
     acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
     acc_similarity: str = checks.mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
@@ -46,16 +42,9 @@ class FidelityConfig:
     # path (else the ATOMICRAG_RELEASED_CODE environment variable).
     prompts: str = checks.mode(Literal["own", "released"], "own")
     released_code: str | None = None
-    # the sieve: own (this project's prompt, JSON schema, ids in candidate order, sieve.max_tokens) |
-    # released (the released filter's prompt read from the checkout, its free-text reply parsed the
-    # released way, ids in the model's order, the released budget; keep-all fallbacks counted)
-    sieve_prompt: str = checks.mode(Literal["own", "released"], "own")
     # the reader's answer: own (after the last "Answer:", cleaned to the span; a follow-up call when
     # there is none) | released (between the first and second "Answer:", else the whole reply)
     answer_extraction: str = checks.mode(Literal["own", "released"], "own")
-    # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
-    # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
-    decompose_parse: str = checks.mode(Literal["own", "released"], "own")
     # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
     # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
     judge_replies: str = checks.mode(Literal["structured", "released"], "structured")
@@ -183,8 +172,15 @@ class DecomposeConfig:
     # completion budget of the decomposition reply; None: llm.max_tokens. The paper preset sets the
     # released code's budget (its max_new_tokens, 2048, for every call)
     max_tokens: int | None = None
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 8: decomposition trigger
+    decompose_trigger: str = checks.mode(Literal["score", "score_and_flag"], "score")  # score | score_and_flag (code)
+    # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
+    # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
+    decompose_parse: str = checks.mode(Literal["own", "released"], "own")
 
     def __post_init__(self) -> None:
+        checks.check_modes(self)
         checks.choice(self, "name", registry.DECOMPOSERS.names())
         checks.positive(self, "max_sub_questions", "max_tokens")
         checks.in_range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
@@ -195,8 +191,16 @@ class SieveConfig:
     name: str = "none"  # llm (paper's AS) | none (w/o AS)
     max_context: int = 25  # atoms in the merged context
     max_tokens: int = 512  # completion budget of the sieve reply (a list of kept atom ids)
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 6: sieve target
+    sieve_target: str = checks.mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
+    # the sieve: own (this project's prompt, JSON schema, ids in candidate order, sieve.max_tokens) |
+    # released (the released filter's prompt read from the checkout, its free-text reply parsed the
+    # released way, ids in the model's order, the released budget; keep-all fallbacks counted)
+    sieve_prompt: str = checks.mode(Literal["own", "released"], "own")
 
     def __post_init__(self) -> None:
+        checks.check_modes(self)
         checks.choice(self, "name", registry.SIEVES.names())
         checks.positive(self, "max_context", "max_tokens")
 

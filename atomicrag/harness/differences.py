@@ -35,7 +35,7 @@ def prompt_source(cfg: Config) -> dict[str, Any]:
     if released is None:
         return {"source": "own", "checkout": None, "hashes": {}}
     out: dict[str, Any] = {"source": "released", "checkout": released.root, "hashes": released.hashes()}
-    if cfg.fidelity.sieve_prompt == "released":
+    if cfg.sieve.sieve_prompt == "released":
         from atomicrag.prompts.released_sieve import load as load_sieve
 
         sieve = load_sieve(released.root)
@@ -78,11 +78,11 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
         if cfg.fidelity.embed_instruction == "released":
             out.append(_item("embedding instructions", "the embedder's own query prefix (fidelity.prompts=own)",
                              "the released linking instructions"))
-    if cfg.sieve.name != "none" and (cfg.fidelity.sieve_prompt != "released" or cfg.fidelity.prompts == "own"):
+    if cfg.sieve.name != "none" and (cfg.sieve.sieve_prompt != "released" or cfg.fidelity.prompts == "own"):
         out.append(_item("sieve prompt", "this project's own wording, JSON schema, ids in candidate order "
-                         f"(fidelity.sieve_prompt={cfg.fidelity.sieve_prompt}, fidelity.prompts={cfg.fidelity.prompts})",
+                         f"(sieve.sieve_prompt={cfg.sieve.sieve_prompt}, fidelity.prompts={cfg.fidelity.prompts})",
                          "released filter prompt, free-text section, the model's order"))
-    if cfg.sieve.name != "none" and cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released":
+    if cfg.sieve.name != "none" and cfg.sieve.sieve_prompt == "released" and cfg.fidelity.prompts == "released":
         out.append(_item("sieve timeout", f"the LLM client's timeout (llm.timeout_s={cfg.llm.timeout_s}), "
                          "then keep-all, counted", "60 s per question, then keep-all"))
     out.extend(_stage_differences(cfg))
@@ -104,7 +104,7 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
         if cfg.fidelity.budgets != "released":  # released: no cap sent (fidelity.budgets)
             out.append(_item(topic, ours, theirs))
 
-    released_sieve = cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
+    released_sieve = cfg.sieve.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
     if cfg.sieve.max_tokens != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none" and not released_sieve:
         out.append(_item("budget: sieve max_tokens", cfg.sieve.max_tokens, RELEASED_SIEVE_BUDGET))
     capped = cfg.fidelity.budgets != "released"
@@ -161,8 +161,8 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.llm.structured_output:
         stages += [] if fid.extraction_replies == "released" else (
             ["passage NER", "extraction"] + (["query NER"] if cfg.retriever.query_entities == "llm" else []))
-        stages += [] if fid.decompose_parse == "released" else ["decomposition"]
-        stages += [] if fid.sieve_prompt == "released" and fid.prompts == "released" else ["sieve"]
+        stages += [] if cfg.decompose.decompose_parse == "released" else ["decomposition"]
+        stages += [] if cfg.sieve.sieve_prompt == "released" and fid.prompts == "released" else ["sieve"]
         stages += [] if fid.judge_replies == "released" else ["judge"]
     if stages:
         out.append(_item("structured output and retries",

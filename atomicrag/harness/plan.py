@@ -272,18 +272,18 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
             budget = cfg.decompose.max_tokens or cfg.llm.max_tokens
             reqs = [ChatRequest(decompose_prompt.build_messages(
                 q, max_sub_questions=cfg.decompose.max_sub_questions, threshold=cfg.decompose.complexity_threshold,
-                trigger=cfg.fidelity.decompose_trigger, released=released),
-                None if cfg.fidelity.decompose_parse == "released" else decompose_prompt.SCHEMA,
+                trigger=cfg.decompose.decompose_trigger, released=released),
+                None if cfg.decompose.decompose_parse == "released" else decompose_prompt.SCHEMA,
                 max_tokens=budget, seed=request_seed(cfg.llm.seed, cfg.fidelity)) for q in qtexts]
             plan.stages.append(_stage("decompose", reqs, budget, probe))
-        per_sub_query = cfg.fidelity.sieve_target == "sub_query"  # one sieve prompt per query
+        per_sub_query = cfg.sieve.sieve_target == "sub_query"  # one sieve prompt per query
         n_cands = cfg.retriever.top_k * (DECOMPOSED_CANDIDATE_FACTOR if decomposed and not per_sub_query else 1.0)
         if sieve_candidates is not None:
             n_cands = sieve_candidates
         kept = float(cfg.sieve.max_context)
         if graph and cfg.sieve.name == "llm":
             cands = _typical(atoms, round(n_cands))
-            if cfg.fidelity.sieve_prompt == "released" and released is not None:
+            if cfg.sieve.sieve_prompt == "released" and released is not None:
                 from atomicrag.prompts import released_sieve
                 rs = released_sieve.load(released.root)
                 build = rs.messages
