@@ -397,6 +397,7 @@ MOVED_FIELDS: dict[tuple[str, str], str] = {
         "damping_semantics", "dangling", "ppr_solve", "atom_seeding", "vector_index", "entity_link_fallback")},
     ("fidelity", "decompose_trigger"): "decompose", ("fidelity", "decompose_parse"): "decompose",
     ("fidelity", "sieve_target"): "sieve", ("fidelity", "sieve_prompt"): "sieve",
+    **{("fidelity", f): "reader" for f in ("merge", "reader_context", "answer_extraction", "context_order")},
 }
 
 

@@ -19,8 +19,6 @@ class FidelityConfig:
     """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
 
     preset: str = checks.mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
-    # 7: merge
-    merge: str = checks.mode(Literal["citation_units", "string_dedupe"], "citation_units")  # citation_units (Eq. 11) | string_dedupe (code)
     # 9: answer accuracy
     acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
     acc_similarity: str = checks.mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
@@ -36,15 +34,11 @@ class FidelityConfig:
     # BGE class: a name containing "bge") | all (every model, as when the parity run hands MiniLM to
     # that class; scripts/parity_released.py sets it)
     embed_recipe_models: str = checks.mode(Literal["bge", "all"], "bge")
-    reader_context: str = checks.mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
     # prompts: own (this project's wording) | released (read from a checkout of the released code at
     # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
     # path (else the ATOMICRAG_RELEASED_CODE environment variable).
     prompts: str = checks.mode(Literal["own", "released"], "own")
     released_code: str | None = None
-    # the reader's answer: own (after the last "Answer:", cleaned to the span; a follow-up call when
-    # there is none) | released (between the first and second "Answer:", else the whole reply)
-    answer_extraction: str = checks.mode(Literal["own", "released"], "own")
     # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
     # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
     judge_replies: str = checks.mode(Literal["structured", "released"], "structured")
@@ -64,10 +58,6 @@ class FidelityConfig:
     # an empty free-text reply: reask (a failure; re-asked warmer with another seed, then counted as
     # failed) | accepted (released: "" is the reply, and the stage's released reading counts it)
     empty_replies: str = checks.mode(Literal["reask", "accepted"], "reask")
-    # the reader's atoms under merge=string_dedupe: score (best PPR score first) | sieve (released: a
-    # question that was not decomposed keeps its sieve's order, the LLM's; a decomposed one is
-    # score-sorted either way)
-    context_order: str = checks.mode(Literal["score", "sieve"], "score")
     # embedding precision: config (embedder.precision; auto = fp16 on CUDA, bf16 on CPUs with native
     # bf16) | fp32 (released: the model in the checkpoint's dtype, torch_dtype=auto; fp32 for
     # bge-large and MiniLM, whose bf16/fp16 vectors move seeds in the third decimal and reorder PPR)
@@ -210,7 +200,7 @@ class ReaderConfig:
     name: str = "dataset"  # dataset (the dataset's own choice) | precise | abstract | none (retrieval only)
     max_tokens: int = 512
     # What the reader reads: documents = ranked documents filled to context_tokens
-    # (retrieve/reader_context.py); atoms = the paper's atom list (fidelity.merge, sieve.max_context);
+    # (retrieve/reader_context.py); atoms = the paper's atom list (merge below, sieve.max_context);
     # auto = atoms under fidelity.preset=reference_code, else documents.
     context: str = checks.mode(Literal["auto", "documents", "atoms"], "auto")
     context_tokens: int = 800  # documents: budget in regex tokens (\w+ | punctuation) of context text
@@ -237,6 +227,17 @@ class ReaderConfig:
     # servers, and transformers as repetition_penalty 1 + this). A reply that loops anyway is read
     # up to its loop (answer.loops) whatever this is
     frequency_penalty: float = 0.0
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 7: merge
+    merge: str = checks.mode(Literal["citation_units", "string_dedupe"], "citation_units")  # citation_units (Eq. 11) | string_dedupe (code)
+    reader_context: str = checks.mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
+    # the reader's answer: own (after the last "Answer:", cleaned to the span; a follow-up call when
+    # there is none) | released (between the first and second "Answer:", else the whole reply)
+    answer_extraction: str = checks.mode(Literal["own", "released"], "own")
+    # the reader's atoms under merge=string_dedupe: score (best PPR score first) | sieve (released: a
+    # question that was not decomposed keeps its sieve's order, the LLM's; a decomposed one is
+    # score-sorted either way)
+    context_order: str = checks.mode(Literal["score", "sieve"], "score")
 
     def __post_init__(self) -> None:
         checks.check_modes(self)
@@ -278,6 +279,8 @@ READER_READS: dict[str, tuple[str, ...]] = {
     **{f: _DOCUMENTS for f in ("context_tokens", "whole_doc_tokens", "neighbour_sentences", "atoms_first",
                                "max_documents", "small_reader_b", "small_reader_documents")},
     "frequency_penalty": _ANSWERING,
+    "reader_context": _ANSWERING, "answer_extraction": _ANSWERING,
+    **{f: tuple(v for v in READER_VARIANTS if v.endswith("/atoms")) for f in ("merge", "context_order")},
     "answer_followup": ("precise/documents", "precise/atoms"),
     "followup_max_tokens": ("precise/documents", "precise/atoms"),
 }

@@ -236,9 +236,8 @@ class Engine:
         """The configured reader of ``kind`` (precise | abstract) over the engine's LLM."""
         from atomicrag.answer.readers import build_reader
 
-        return build_reader(kind, self.models.llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
+        return build_reader(kind, self.models.llm, self.cfg.reader,
                             released=released_prompts.for_fidelity(self.cfg.fidelity),
-                            answer_extraction=self.cfg.fidelity.answer_extraction,
                             uncapped=self.cfg.fidelity.budgets == "released",
                             **sampling(self.cfg.llm, self.cfg.reader.max_tokens, self.cfg.fidelity))
 

@@ -195,9 +195,9 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("empty replies", "an empty free-text reply is re-asked warmer with a new seed, then "
                          "counted as failed (fidelity.empty_replies=accepted: as released)",
                          'taken as the reply ("") and read by the stage\'s parser'))
-    if cfg.fidelity.merge == "string_dedupe" and fid.context_order != "sieve":
+    if cfg.reader.merge == "string_dedupe" and cfg.reader.context_order != "sieve":
         out.append(_item("reader context order", "an undecomposed question's kept atoms by PPR score "
-                         "(fidelity.context_order=sieve: as released)", "in the order the sieve reply listed them"))
+                         "(reader.context_order=sieve: as released)", "in the order the sieve reply listed them"))
     # no switch: not measured on a published slice (the scripted parity slices take neither path)
     if cfg.sieve.name != "none":
         out.append(_item("sieve timeout", "none: the sieve waits for its reply (llm.timeout_s bounds each "

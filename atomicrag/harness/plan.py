@@ -302,7 +302,7 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
         reader_name = data.reader if cfg.reader.name == "dataset" else cfg.reader.name
         if graph and reader_name != "none":
             context = _reader_context(cfg, passages, atoms, kept)
-            style = cfg.fidelity.reader_context
+            style = cfg.reader.reader_context
             def build_reader(q: str, c: list[str]) -> list[dict[str, str]]:
                 return reader_prompt.build_messages(reader_name, q, c, style, released)
 
@@ -344,7 +344,7 @@ def _passage_row(cfg: Config, plan: RunPlan, passages: list[Any], qtexts: list[s
     context = [chunk] * cfg.retriever.passage_top_k
 
     def build(q: str, c: list[str]) -> list[dict[str, str]]:
-        return reader_prompt.build_messages(reader_name, q, c, cfg.fidelity.reader_context, released)
+        return reader_prompt.build_messages(reader_name, q, c, cfg.reader.reader_context, released)
 
     reqs = [ChatRequest(build(q, _fitted(lambda c, q=q: build(q, c), context, cfg, cfg.reader.max_tokens)), None,
                         max_tokens=cfg.reader.max_tokens) for q in qtexts]

@@ -202,11 +202,11 @@ class BatchRetriever:
     def reader_context(self, kept: list[ScoredAtom], ranked_docs: list[str], decomposed: bool = False
                        ) -> list[ContextItem]:
         """The reader's context: ranked documents by token budget (reader.context=documents), or
-        the paper's atom list (atoms; fidelity.merge, fidelity.context_order and sieve.max_context)."""
+        the paper's atom list (atoms; reader.merge, reader.context_order and sieve.max_context)."""
         rc = self.cfg.reader
         if not rc.uses_documents(self.cfg.fidelity.preset):
-            order = "sieve" if self.cfg.fidelity.context_order == "sieve" and not decomposed else "score"
-            return merge_context(kept, mode=self.cfg.fidelity.merge, max_context=self.cfg.sieve.max_context,
+            order = "sieve" if rc.context_order == "sieve" and not decomposed else "score"
+            return merge_context(kept, mode=rc.merge, max_context=self.cfg.sieve.max_context,
                                  titles=self.titles, order=order)
         if self._store is None:
             self._store = DocumentStore(self.graph.atoms, self.titles)
