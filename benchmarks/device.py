@@ -2,7 +2,7 @@
 """The measurements of ``scripts/device_check.sh``, one subcommand per GPU path (prints figures; the
 last line of each is its headline; a check that cannot measure exits non-zero, it never skips).
 
-  exact    the float64 exact PPR solve (fidelity.ppr_solve=exact) on the device against the CPU
+  exact    the float64 exact PPR solve (retriever.ppr_solve=exact) on the device against the CPU
   knn      entity KNN (``graph.synonyms.synonym_edges``: torch blocks; the image has no GPU index)
            at each of ``--entities`` (200k, 1M): pairs/s on the device vs the CPU on a slice, the
            edges equal on the slice
@@ -158,7 +158,7 @@ def bench_embed(args: argparse.Namespace) -> None:
         sys.exit(1)
 
 def check_exact(args: argparse.Namespace) -> None:
-    """The float64 exact PPR solve (``fidelity.ppr_solve=exact``) on the device against the same
+    """The float64 exact PPR solve (``retriever.ppr_solve=exact``) on the device against the same
     solve on the CPU for a slice of the queries: agreement of the scores and the top-25 sets."""
     from atomicrag.retrieve.propagate.ppr import PPR
 
@@ -287,7 +287,7 @@ def memory_vs_plan(args: argparse.Namespace) -> None:
     seeds = synthetic_seeds(adj, info, qb)
     vectors, measured["atom_vectors"] = measure(dev, lambda: torch.randn(a, shape["hidden_size"], device=dev))
     adj_d, measured["graph"] = measure(dev, lambda: adj.to(dev))
-    prop = build_propagator(dataclasses.replace(cfg.retriever, device=args.device), cfg.fidelity)
+    prop = build_propagator(dataclasses.replace(cfg.retriever, device=args.device))
     seeds_d = seeds.to(dev)
     _, measured["ppr_blocks"] = measure(dev, lambda: propagate_topk(prop, adj_d, seeds_d, e, 25, query_batch=qb))
     how = "torch.cuda.max_memory_allocated" if dev.type == "cuda" else "peak RSS growth (CPU dry run: coarse)"

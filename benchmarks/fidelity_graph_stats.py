@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from graph_stats import DATA_FILES, load_chunks, script_config
 
 from atomicrag.core.artifacts import write_json_atomic, write_text_atomic
-from atomicrag.core.config import FidelityConfig
+from atomicrag.core.config import GraphConfig, move_override
 from atomicrag.embed.memo import MemoEmbedder
 from atomicrag.engine import ConfigModels, Engine
 from atomicrag.graph.cached_build import atomize_cached
@@ -44,18 +44,20 @@ COLUMNS = list(dict.fromkeys(TABLE6_COLUMNS + TABLE3_COLUMNS + (
 
 def variant_overrides(spec: str) -> list[str]:
     """``reference_code+containment_keys=canonical`` -> the Hydra overrides that compose it
-    (``fidelity=reference_code``, ``fidelity.containment_keys=canonical``, ``fidelity.preset=custom``)."""
+    (``fidelity=reference_code``, ``graph.containment_keys=canonical``, ``fidelity.preset=custom``): each
+    switch under the section of the stage that owns it."""
     preset, *switches = spec.split("+")
     bad = [sw for sw in switches if "=" not in sw]
     if bad:
         raise SystemExit(f"variant {spec!r}: {bad[0]!r} is not FIELD=VALUE")
-    return [f"fidelity={preset}", *(f"fidelity.{sw}" for sw in switches),
+    return [f"fidelity={preset}", *(move_override(f"fidelity.{sw}", warn=False) for sw in switches),
             *(["fidelity.preset=custom"] if switches else [])]
 
 
-def variant_fidelity(groups: dict[str, str], spec: str, cache_dir: str) -> FidelityConfig:
-    """The variant's validated fidelity section, composed like every other config."""
-    return script_config(groups, variant_overrides(spec), cache_dir).fidelity
+def variant_graph(groups: dict[str, str], spec: str, cache_dir: str) -> GraphConfig:
+    """The variant's validated graph section (edge settings and released-code switches), composed
+    like every other config."""
+    return script_config(groups, variant_overrides(spec), cache_dir).graph
 
 
 class FirstVectors:
@@ -112,7 +114,7 @@ def main() -> None:
         t = time.perf_counter()
         # the variant's own embedder switches (pooling, instruction) would change every vector:
         # this table varies the graph switches, so vectors come from the first graph's embedder
-        vcfg = dataclasses.replace(base, fidelity=variant_fidelity(groups, spec, args.cache_dir))
+        vcfg = dataclasses.replace(base, graph=variant_graph(groups, spec, args.cache_dir))
         g = Engine(vcfg, FirstVectors(cached)).update(None, result.atoms, result.triples).graph
         rows[spec] = graph_stats(g)
         seconds[spec] = round(time.perf_counter() - t, 1)

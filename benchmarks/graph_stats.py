@@ -8,7 +8,7 @@ merged (``window_merge``: a sentence that two overlapping windows repeat is one 
 
     .venv/bin/python scripts/bench.py graph_stats --dataset medical_dev --atomizer sentence --embedder minilm
     # one released-code switch on its own (file name gets the tag):
-    .venv/bin/python scripts/bench.py graph_stats --dataset 2wiki_dev --rechunk --set fidelity.containment_keys=raw
+    .venv/bin/python scripts/bench.py graph_stats --dataset 2wiki_dev --rechunk --set graph.containment_keys=raw
     # a dataset's original documents, untitled, cut by the chunker (as a user's files are):
     .venv/bin/python scripts/bench.py graph_stats --dataset medical_dev --raw
 """
@@ -36,7 +36,7 @@ from atomicrag.graph.stats import TABLE6_COLUMNS, graph_stats, stats_markdown
 
 def script_config(groups: dict[str, str], overrides: list[str], cache_dir: str | None = None) -> Config:
     """The library's config for these group options (``{"dataset": "2wiki_dev"}``) and Hydra
-    overrides (``fidelity.containment_keys=raw``), composed as the library and the harness compose
+    overrides (``graph.containment_keys=raw``), composed as the library and the harness compose
     it (group files that extend others included); a bad option or key exits naming it."""
     paths = {"paths": {"cache_dir": cache_dir}} if cache_dir else {}
     try:
@@ -93,7 +93,7 @@ def main() -> None:
     ap.add_argument("--nlp-processes", type=int, default=None, help="spaCy processes override")
     ap.add_argument("--noun-chunks", action="store_true", help="add spaCy noun chunks as entities")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Hydra override on top of the groups (repeatable), e.g. fidelity.containment_keys=raw; "
+                    help="a Hydra override on top of the groups (repeatable), e.g. graph.containment_keys=raw; "
                          "its fidelity switches name the record (sentence_minilm_paper__containment_keys-raw)")
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--out", default=None, help="output folder (default results/graph_stats/<dataset>)")

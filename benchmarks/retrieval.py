@@ -328,7 +328,7 @@ def time_methods(args: argparse.Namespace) -> None:
     for name in METHODS:
         # the paper's retriever settings (conf/retriever/ppr) with this propagator
         cfg = load_config({"retriever": "ppr"}, overrides=[f"retriever.name={name}", f"retriever.device={args.device}"])
-        prop = build_propagator(cfg.retriever, cfg.fidelity)
+        prop = build_propagator(cfg.retriever)
         prop(adj, seeds.index_select(0, torch.arange(2)), **{**kw, "query_embeddings": kw["query_embeddings"][:2]})
         t0 = time.perf_counter()
         topk_atoms(prop(adj, seeds, **kw), e, args.k)

@@ -122,9 +122,11 @@ def test_hydra_override_strings_apply_after_the_source() -> None:
 def test_fidelity_preset_field_selects_a_file_or_stays_a_label() -> None:
     code = load_config({"fidelity": {"preset": "reference_code"}}).fidelity
     assert code == load_config({"fidelity": "reference_code"}).fidelity
-    assert code.merge == "string_dedupe" and code.preset == "reference_code"
-    custom = load_config({"fidelity": {"preset": "custom", "merge": "string_dedupe"}}).fidelity
-    assert custom.preset == "custom" and custom.merge == "string_dedupe" and custom.atom_seeding == "topk"
+    assert code.preset == "reference_code"
+    assert load_config({"fidelity": {"preset": "reference_code"}}).reader.merge == "string_dedupe"
+    custom = load_config({"fidelity": {"preset": "custom"}, "reader": {"merge": "string_dedupe"}})
+    assert custom.fidelity.preset == "custom" and custom.reader.merge == "string_dedupe"
+    assert custom.retriever.atom_seeding == "topk"  # a label selects no file: the sections keep their defaults
 
 
 @pytest.mark.parametrize(("source", "message"), [

@@ -72,15 +72,37 @@ def test_closed_choice_is_checked() -> None:
 
 
 def test_fidelity_presets_differ_in_every_documented_switch() -> None:
+    """``fidelity=`` sets the switches of every stage section (conf/fidelity/*.yaml: _global_)."""
+    from atomicrag.harness.differences import switches
+
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        paper = to_dataclass(compose("config", overrides=["fidelity=paper"])).fidelity
-        code = to_dataclass(compose("config", overrides=["fidelity=reference_code"])).fidelity
-    differing = {k for k in vars(paper) if getattr(paper, k) != getattr(code, k)}
+        paper = to_dataclass(compose("config", overrides=["fidelity=paper"]))
+        code = to_dataclass(compose("config", overrides=["fidelity=reference_code"]))
+    assert (paper.fidelity.preset, code.fidelity.preset) == ("paper", "reference_code")
+    differing = {name for section, name in switches()
+                 if getattr(getattr(paper, section), name) != getattr(getattr(code, section), name)}
     assert {
         "damping_semantics", "atom_seeding", "containment_keys", "relevance_weight",
         "synonym_overwrites_relevance", "sieve_target", "merge", "decompose_trigger",
         "acc_weight", "acc_similarity", "embed_pooling",
     } <= differing
+
+
+def test_a_moved_switch_keeps_its_old_spelling(tmp_path, monkeypatch) -> None:
+    """A switch that moved from ``fidelity`` to its stage's section is still read under its old
+    name: in a dict or file source, in an override, in an environment variable."""
+    from atomicrag.core.config import MOVED_FIELDS, move_override
+
+    assert MOVED_FIELDS[("fidelity", "containment_keys")] == "graph"
+    assert move_override("fidelity.containment_keys=raw") == "graph.containment_keys=raw"
+    assert move_override("+fidelity.preset=custom") == "+fidelity.preset=custom"  # not moved
+    assert load_config({"fidelity": {"containment_keys": "raw"}}).graph.containment_keys == "raw"
+    # the new name wins over the old one in one source
+    both = {"fidelity": {"containment_keys": "raw"}, "graph": {"containment_keys": "canonical"}}
+    assert load_config(both).graph.containment_keys == "canonical"
+    assert load_config(overrides=["fidelity.containment_keys=raw"]).graph.containment_keys == "raw"
+    monkeypatch.setenv("ATOMICRAG_FIDELITY__CONTAINMENT_KEYS", "raw")
+    assert load_config(None).graph.containment_keys == "raw"
 
 
 def test_load_config_from_dict_json_yaml_and_env(tmp_path, monkeypatch) -> None:
@@ -121,11 +143,11 @@ def test_every_mode_is_declared_once_as_a_literal_and_checked() -> None:
     """A mode's choices are written once (``mode(Literal[...], default)``); a value outside them
     fails naming the class, the field and the value, for every mode of every section."""
     import atomicrag.core.config as config_module
-    from atomicrag.core.config_checks import modes
+    from atomicrag.core.checks import modes
 
     sections = [c for c in vars(config_module).values() if dataclasses.is_dataclass(c) and isinstance(c, type)]
     found = {(c.__name__, f) for c in sections for f in modes(c)}
-    assert len(found) >= 30 and ("FidelityConfig", "damping_semantics") in found
+    assert len(found) >= 30 and ("RetrieverConfig", "damping_semantics") in found
     for cls in sections:
         for name in modes(cls):
             with pytest.raises(ValueError, match=f"{cls.__name__}.{name}='bogus'"):

@@ -41,7 +41,7 @@ def _needs_check(t: Any) -> bool:
 
 
 def test_every_numeric_choice_and_text_field_has_a_check() -> None:
-    from atomicrag.core.config_checks import CHECKED
+    from atomicrag.core.checks import CHECKED
 
     load_config({})  # runs every __post_init__
     missing = []
@@ -51,7 +51,7 @@ def test_every_numeric_choice_and_text_field_has_a_check() -> None:
             if _needs_check(hints[f.name]) and f.name not in CHECKED.get(cls.__name__, set()):
                 missing.append(f"{cls.__name__}.{f.name}")
     assert not missing, (f"config fields without a range/choice check (add one to __post_init__ with the "
-                         f"helpers of atomicrag/core/config_checks.py): {missing}")
+                         f"helpers of atomicrag/core/checks.py): {missing}")
 
 
 @pytest.mark.parametrize("bad", [
@@ -102,7 +102,7 @@ def test_a_key_pasted_into_api_key_env_is_refused_without_echoing_it(value: str)
 
 
 def test_unset_key_variable_warns(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from atomicrag.core.config_checks import warn_if_key_missing
+    from atomicrag.llm.backends import warn_if_key_missing
 
     monkeypatch.delenv("MY_ENDPOINT_KEY", raising=False)
     cfg = load_config({"llm": {"name": "openai", "api_key_env": "MY_ENDPOINT_KEY", "base_url": "http://x/v1"}})

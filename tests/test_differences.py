@@ -8,9 +8,9 @@ from pathlib import Path
 import yaml
 
 from atomicrag.core.compose import group_config
-from atomicrag.core.config_query import DecomposeConfig, FidelityConfig, ReaderConfig
+from atomicrag.core.config_query import FidelityConfig
 from atomicrag.harness.config import HarnessConfig
-from atomicrag.harness.differences import differences, footnote
+from atomicrag.harness.differences import differences, footnote, released_config, switches
 from atomicrag.harness.report_tables.render import to_markdown
 from atomicrag.harness.report_tables.runs import load_runs, overall
 from atomicrag.harness.report_tables.table import Column, Row, TableSpec, build
@@ -21,29 +21,40 @@ def _topics(cfg: HarnessConfig) -> dict[str, dict]:
     return {d["topic"]: d for d in differences(cfg)}
 
 
+def released(**changes: dict) -> HarnessConfig:
+    """A harness config whose every fidelity switch (in ``fidelity`` and in the stage sections) has
+    its ``fidelity=reference_code`` value, then ``changes``: ``{section: {field: value}}``."""
+    ref, cfg = released_config(), HarnessConfig()
+    for section, name in switches():
+        setattr(getattr(cfg, section), name, getattr(getattr(ref, section), name))
+    for section, values in changes.items():
+        setattr(cfg, section, dataclasses.replace(getattr(cfg, section), **values))
+    return cfg
+
+
+SWITCH_TOPICS = {f"{section}.{name}" for section, name in switches()}
+
+
 def test_a_reference_code_run_lists_only_what_is_left():
-    ref = group_config("fidelity", "reference_code")
-    cfg = HarnessConfig(fidelity=ref, reader=ReaderConfig(max_tokens=256), decompose=DecomposeConfig(name="llm"))
+    cfg = released(reader={"max_tokens": 256}, decompose={"name": "llm"})
     t = _topics(cfg)
-    assert not any(k.startswith("fidelity.") for k in t)  # every switch at its released value
+    assert not SWITCH_TOPICS & set(t)  # every switch at its released value
     assert t["prompts"]["ours"].startswith("this project's own wording")
     # the released run script passes max_new_tokens=None: no call but the sieve is capped; the
     # reference_code preset sends none either (fidelity.budgets=released), its own budgets list it
     assert "budget: reader max_tokens" not in t
-    own = _topics(dataclasses.replace(cfg, fidelity=dataclasses.replace(ref, budgets="own")))
+    own = _topics(released(reader={"max_tokens": 256}, decompose={"name": "llm"}, fidelity={"budgets": "own"}))
     assert own["budget: reader max_tokens"] == {"topic": "budget: reader max_tokens", "ours": 256,
                                                 "released": "none (no cap sent)"}
     assert "corpus chunks" in t and "questions" in t and "generator" in t
-    released = HarnessConfig(fidelity=dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released"),
-                      reader=ReaderConfig(max_tokens=2048))
-    t2 = _topics(released)
+    t2 = _topics(released(fidelity={"prompts": "released"}, reader={"max_tokens": 2048}))
     assert "prompts" not in t2 and "budget: reader max_tokens" not in t2  # budgets=released: no cap sent
 
 
 def test_paper_fidelity_names_every_switch():
     t = _topics(HarnessConfig(fidelity=FidelityConfig()))
-    assert t["fidelity.damping_semantics"]["ours"] == "restart" and t["fidelity.damping_semantics"]["released"] == "continue"
-    assert t["fidelity.ppr_solve"]["released"] == "exact"
+    assert t["retriever.damping_semantics"]["ours"] == "restart" and t["retriever.damping_semantics"]["released"] == "continue"
+    assert t["retriever.ppr_solve"]["released"] == "exact"
 
 
 def test_footnote_names_rows_and_cells_say_own_prompts(tmp_path: Path):
@@ -91,37 +102,31 @@ def test_the_released_sieve_and_the_stages_without_a_switch_are_named() -> None:
     and the entity lists are aligned by position (no 'fragment-entity alignment' item); synonym
     candidates and their overwriting of relevance edges are as released (no synonym item). With the structured replies back, the NER
     and extraction stages and the alignment are named again."""
-    from atomicrag.core.config import SieveConfig
-
-    fid = dataclasses.replace(group_config("fidelity", "reference_code"), prompts="released")
-    t = _topics(HarnessConfig(fidelity=fid, sieve=SieveConfig(name="llm", max_tokens=512)))
+    sieve = {"name": "llm", "max_tokens": 512}
+    t = _topics(released(fidelity={"prompts": "released"}, sieve=sieve))
     assert "sieve prompt" not in t and "budget: sieve max_tokens" not in t and "sieve timeout" in t
     assert "synonym over relevance" not in t and "synonym candidates" not in t
     assert "structured output and retries" not in t and "fragment-entity alignment" not in t
     assert "seed" not in t and "entity keys" not in t
     assert not [k for k in t if k.startswith("budget: ")]  # nothing capped that the released code leaves uncapped
-    structured = _topics(HarnessConfig(fidelity=dataclasses.replace(fid, extraction_replies="structured"),
-                                       sieve=SieveConfig(name="llm", max_tokens=512)))
+    structured = _topics(released(fidelity={"prompts": "released", "extraction_replies": "structured"}, sieve=sieve))
     assert structured["structured output and retries"]["ours"].startswith("JSON schemas (guided decoding) at passage NER, extraction;")
     assert "fragment-entity alignment" in structured
-    own = _topics(HarnessConfig(fidelity=dataclasses.replace(fid, sieve_prompt="own"), sieve=SieveConfig(name="llm")))
-    assert own["sieve prompt"]["released"].startswith("released filter prompt") and "fidelity.sieve_prompt" in own
+    own = _topics(released(fidelity={"prompts": "released"}, sieve={"name": "llm", "sieve_prompt": "own"}))
+    assert own["sieve prompt"]["released"].startswith("released filter prompt") and "sieve.sieve_prompt" in own
 
 
 def test_embedding_precision_and_concurrency_are_named_when_they_differ() -> None:
     """Two departures no switch covers, unnamed before: ``precision=auto`` embeds in fp16 on CUDA
     (bf16 on CPUs with native bf16) where the released class loads its model in the stored float32,
     and a concurrency other than the released 200 moves the latency columns."""
-    from atomicrag.core.config import EmbedderConfig, LLMConfig
-
-    ref = group_config("fidelity", "reference_code")
-    auto = dataclasses.replace(ref, embed_precision="config")  # precision from embedder.precision (auto)
-    t = _topics(HarnessConfig(fidelity=auto))
+    auto = {"embed_precision": "config"}  # precision from embedder.precision (auto)
+    t = _topics(released(fidelity=auto))
     assert "embedding precision" in t and t["LLM concurrency"]["released"] == 200
-    same = _topics(HarnessConfig(fidelity=auto, embedder=EmbedderConfig(precision="fp32"), llm=LLMConfig(concurrency=200)))
+    same = _topics(released(fidelity=auto, embedder={"precision": "fp32"}, llm={"concurrency": 200}))
     assert "embedding precision" not in same and "LLM concurrency" not in same
     # reference_code embeds in fp32 whatever embedder.precision says (fidelity.embed_precision)
-    assert "embedding precision" not in _topics(HarnessConfig(fidelity=ref))
+    assert "embedding precision" not in _topics(released())
 
 
 def test_reference_code_embeds_in_fp32_as_the_released_class_loads_its_model(monkeypatch) -> None:
@@ -151,7 +156,7 @@ def test_a_run_that_asked_no_llm_lists_no_llm_difference() -> None:
     silent = {d["topic"] for d in differences(cfg, uses_llm=False)}
     assert not silent & {"prompts", "seed", "structured output and retries", "generator", "LLM concurrency"}
     assert not any(t.startswith("budget: ") for t in silent)
-    assert {"entity keys", "embedder", "corpus chunks"} <= silent and "fidelity.damping_semantics" in silent
+    assert {"entity keys", "embedder", "corpus chunks"} <= silent and "retriever.damping_semantics" in silent
 
 
 def test_the_order_of_exactly_tied_ppr_scores_is_named() -> None:

@@ -199,7 +199,7 @@ def test_a_new_retriever_is_one_builder_plus_one_registration(tmp_path: Path) ->
     from atomicrag.core.registry import RETRIEVERS
     from atomicrag.retrieve.propagate.variants import WeightedBFS
 
-    def one_hop(cfg: Any, fidelity: Any, **over: Any) -> Any:
+    def one_hop(cfg: Any, **over: Any) -> Any:
         return WeightedBFS(decay=0.5, max_hops=1, device=cfg.device)
 
     with pytest.raises(ValueError, match="one_hop"):

@@ -86,7 +86,7 @@ def test_experiment_composes_and_validates(composed: dict, name: str) -> None:
         assert (cfg.dataset.split, cfg.reader.name, cfg.judge.name, cfg.fidelity.preset) == ("dev", "none", "none", "paper")
     else:  # every published row runs what produced the published numbers
         assert cfg.fidelity.preset == "reference_code"
-        assert cfg.fidelity.containment_keys == "raw" and cfg.fidelity.damping_semantics == "continue"
+        assert cfg.graph.containment_keys == "raw" and cfg.retriever.damping_semantics == "continue"
         assert cfg.judge.name == ("none" if folder == "table6" else "llm")
         assert cfg.row_label
 
@@ -97,7 +97,7 @@ def test_paper_text_twin_is_one_override() -> None:
         ref = to_dataclass(compose_experiment("table12/sweep", ["retriever.damping=0.7"]))
         twin = to_dataclass(compose_experiment("table12/sweep", ["retriever.damping=0.7", "fidelity=paper"]))
     assert (ref.fidelity.preset, twin.fidelity.preset) == ("reference_code", "paper")
-    assert twin.fidelity.damping_semantics == "restart" and twin.retriever.damping == pytest.approx(0.7)
+    assert twin.retriever.damping_semantics == "restart" and twin.retriever.damping == pytest.approx(0.7)
     assert twin.row_label == ref.row_label == "0.7"
 
 

@@ -145,7 +145,7 @@ def test_cached_calls_are_found_in_the_llm_cache(tmp_path: Path, smoke_data: Pat
     budget = cfg.decompose.max_tokens or cfg.llm.max_tokens
     req = ChatRequest(decompose_prompt.build_messages(q, max_sub_questions=cfg.decompose.max_sub_questions,
                                                       threshold=cfg.decompose.complexity_threshold,
-                                                      trigger=cfg.fidelity.decompose_trigger),
+                                                      trigger=cfg.decompose.decompose_trigger),
                       decompose_prompt.SCHEMA, max_tokens=budget, seed=cfg.llm.seed)
     conn = sqlite3.connect(db)
     from atomicrag.llm.cache import _SCHEMA_SQL  # the cache's own table

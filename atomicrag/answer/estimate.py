@@ -53,7 +53,7 @@ def reader_requests(cfg: Any, reader_name: str, questions: list[str], context: l
                     released: Any) -> list[ChatRequest]:
     """One reader request per question over ``context``, cut to the window as the reader cuts it."""
     def build(q: str, c: list[str]) -> list[dict[str, str]]:
-        return reader_prompt.build_messages(reader_name, q, c, cfg.fidelity.reader_context, released)
+        return reader_prompt.build_messages(reader_name, q, c, cfg.reader.reader_context, released)
 
     return [ChatRequest(build(q, fitted_prefix(lambda c, q=q: build(q, c), context, cfg.llm, cfg.reader.max_tokens)),
                         None, max_tokens=cfg.reader.max_tokens) for q in questions]

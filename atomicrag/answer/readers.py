@@ -66,8 +66,7 @@ class ReaderOutput:
 class LLMReader:
     def __init__(self, llm: Any, kind: str, cfg: ReaderConfig | None = None, *,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int | None = None,
-                 context_style: str = "numbered", released: ReleasedPrompts | None = None,
-                 answer_extraction: str = "own", uncapped: bool = False) -> None:
+                 released: ReleasedPrompts | None = None, uncapped: bool = False) -> None:
         if kind not in prompt.KINDS:
             raise ValueError(f"reader kind {kind!r} is not one of {', '.join(prompt.KINDS)}")
         self.llm = llm
@@ -77,18 +76,17 @@ class LLMReader:
         self.frequency_penalty = cfg.frequency_penalty  # the loop guard sent with each answer call
         self.temperature = temperature
         self.seed = seed
+        context_style = cfg.reader_context  # the context layout: numbered | wikipedia_title (released)
         if context_style not in prompt.CONTEXT_STYLES:
             raise ValueError(f"context_style {context_style!r} is not one of {', '.join(prompt.CONTEXT_STYLES)}")
-        self.context_style = context_style  # fidelity.reader_context
+        self.context_style = context_style
         self.released = released  # fidelity.prompts=released: the released rag_qa_<kind> template
         self.dropped: list[int] = []  # per question of the last requests(): context items cut
         # Only our precise prompt in our layout asks for the span after "Answer:"; the released
         # prompts and layout keep their own answer form (no follow-up).
-        if answer_extraction not in ("own", "released"):
-            raise ValueError(f"answer_extraction {answer_extraction!r} is not one of own, released")
         # released: the text between the first and second "Answer:" as it stands (no span
         # cleaning, no follow-up call); own: after the last "Answer:", cleaned to the span
-        self.answer_extraction = answer_extraction
+        self.answer_extraction = answer_extraction = cfg.answer_extraction
         self.uncapped = uncapped  # fidelity.budgets=released: no max_tokens sent
         # the follow-up settings are read only where a follow-up can happen (core.config_query.READER_READS)
         if kind != "precise" or context_style != "numbered" or released is not None or answer_extraction == "released":

@@ -24,6 +24,7 @@ selects that file, any other value stays a label. Elsewhere "preset" means a who
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import threading
@@ -32,8 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from atomicrag.core.config import Config, _drop_removed, register_configs, to_dataclass
-from atomicrag.core.config_checks import read_config_file
+from atomicrag.core.config import Config, _drop_removed, move_override, register_configs, to_dataclass
 
 OPTION_KEY = "option"  # the dict-source key that names a group option: {"retriever": {"option": "ppr"}}
 LIBRARY_ROOT = "library"  # conf/library.yaml: the library's root (Config schema + conf/groups.yaml)
@@ -253,7 +253,7 @@ def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT, hydra_co
         GlobalHydra.instance().clear()
         try:
             with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                return hydra_compose(config_name=root, overrides=list(overrides),
+                return hydra_compose(config_name=root, overrides=[move_override(o) for o in overrides],
                                      return_hydra_config=hydra_config)
         finally:
             restore_gh_from_backup(backup)
@@ -334,3 +334,31 @@ def _one_line(exc: BaseException) -> str:
                     if line.strip() and not line.strip().startswith(("reference_type=", "object_type=")))
     outer = str(exc).splitlines()[0].rstrip(".:") if str(exc) else ""
     return text if inner is exc or not outer or outer in text else f"{outer}: {text}"
+
+
+def read_config_file(source: str | Path) -> dict[str, Any]:
+    """A YAML or JSON config file as a dict; every problem names the file."""
+    import yaml
+
+    path = Path(source)
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: config file is not UTF-8 text ({exc.reason})") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ValueError(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a config file must hold a mapping of groups (e.g. 'retriever: {{top_k: 10}}'), "
+                         f"not a {type(data).__name__}")
+    return data

@@ -4,7 +4,7 @@ The same dataclasses serve the library (``Config``), the engine and, extended by
 fields (``atomicrag.harness.config.HarnessConfig``), the research entry point. Hydra validates
 types and unknown keys when a config is composed; ``__post_init__`` (run when OmegaConf turns a
 config into these objects) checks ranges and modes. A mode is declared once as a ``Literal``
-(``mode(Literal["restart", "continue"], "restart")``, ``config_checks.mode``): OmegaConf cannot
+(``mode(Literal["restart", "continue"], "restart")``, ``core.checks.mode``): OmegaConf cannot
 type a field as a ``Literal``, so the field is a ``str`` to it and ``check_modes`` holds it to
 the ``Literal``'s values.
 
@@ -17,26 +17,16 @@ w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING re-exported for configs)
 
-from atomicrag.core import registry  # allowed stage names are the registry keys
-from atomicrag.core.config_checks import (
-    _choice,
-    _device,
-    _env_name,
-    _mark,
-    _path_name,
-    _positive,
-    _range,
-    _text,
-    _text_list,
-    _unit,
-    check_modes,
-    mode,
+from atomicrag.core import (
+    checks,
+    registry,  # allowed stage names are the registry keys
 )
 from atomicrag.core.config_query import (
     DecomposeConfig,
@@ -95,7 +85,7 @@ class PathsConfig:
         return next((r for r in roots if r.is_dir()), roots[0])
 
     def __post_init__(self) -> None:
-        _text(self, "data_dir", "cache_dir", "results_dir", "llm_cache", nonempty=True)
+        checks.text(self, "data_dir", "cache_dir", "results_dir", "llm_cache", nonempty=True)
 
 
 @dataclass
@@ -111,7 +101,7 @@ class DatasetConfig:
     chunk_tokens: int = 256  # token-window chunker size (Graph-Bench uses 256)
     chunk_overlap: int = 32  # overlap between windows
     chunk_tokenizer: str = "regex"  # regex (word/punct tokens, offline) | an HF tokenizer name or path
-    reader: str = mode(Literal["precise", "abstract"], "precise")  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
+    reader: str = checks.mode(Literal["precise", "abstract"], "precise")  # the reader a dataset expects: precise (short QA) | abstract (Graph-Bench)
     # prepend "{position}:" (the passage's position in the corpus file) to each passage's text, as the
     # released runner does with every chunk it indexes (corpus as released; positions of the whole file)
     index_prefix: bool = False
@@ -120,15 +110,15 @@ class DatasetConfig:
     text_titles: bool = True
 
     def __post_init__(self) -> None:
-        check_modes(self)
-        _choice(self, "format", registry.DATASETS.names())
-        _positive(self, "chunk_tokens", "limit")
-        _mark(self, ("chunk_overlap",))
+        checks.check_modes(self)
+        checks.choice(self, "format", registry.DATASETS.names())
+        checks.positive(self, "chunk_tokens", "limit")
+        checks.mark(self, ("chunk_overlap",))
         if not 0 <= self.chunk_overlap < self.chunk_tokens:
             raise ValueError("DatasetConfig.chunk_overlap must lie in [0, chunk_tokens)")
-        _path_name(self, "name", "split")  # folders of results/ and cache/
-        _text(self, "path", "hf_corpus", "hf_questions", "corpus_file")
-        _text(self, "chunk_tokenizer", nonempty=True)
+        checks.path_name(self, "name", "split")  # folders of results/ and cache/
+        checks.text(self, "path", "hf_corpus", "hf_questions", "corpus_file")
+        checks.text(self, "chunk_tokenizer", nonempty=True)
 
 
 @dataclass
@@ -180,26 +170,26 @@ class LLMConfig:
     reader_documents: int | None = None
 
     def __post_init__(self) -> None:
-        _choice(self, "name", registry.LLMS.names())
-        _positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads", "kv_cache_gb")
-        _range(self, 0, None, "max_retries", "seed")
-        _range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
-        _range(self, 0, 65535, "port")
-        _positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
+        checks.choice(self, "name", registry.LLMS.names())
+        checks.positive(self, "concurrency", "timeout_s", "max_tokens", "n_ctx", "n_threads", "kv_cache_gb")
+        checks.in_range(self, 0, None, "max_retries", "seed")
+        checks.in_range(self, 0.0, 2.0, "temperature")  # OpenAI-compatible servers accept [0, 2]
+        checks.in_range(self, 0, 65535, "port")
+        checks.positive(self, "startup_timeout_s", "tensor_parallel_size", "max_model_len")
         if self.gpu_memory_utilization is not None:
-            _range(self, 0.01, 1.0, "gpu_memory_utilization")
-        _range(self, -1.0, None, "price_per_mtok_in", "price_per_mtok_out")  # -1: the price table
-        _text(self, "model", "host", nonempty=True)
-        _text(self, "model_path", "base_url", "server_python")
-        _text_list(self, "extra_args", "base_urls")
-        _device(self, "device")
-        _env_name(self, "api_key_env")
+            checks.in_range(self, 0.01, 1.0, "gpu_memory_utilization")
+        checks.in_range(self, -1.0, None, "price_per_mtok_in", "price_per_mtok_out")  # -1: the price table
+        checks.text(self, "model", "host", nonempty=True)
+        checks.text(self, "model_path", "base_url", "server_python")
+        checks.text_list(self, "extra_args", "base_urls")
+        checks.device(self, "device")
+        checks.env_name(self, "api_key_env")
         if self.base_url and self.base_urls:
             raise ValueError("LLMConfig: set llm.base_url or llm.base_urls, not both")
         if self.params_b is not None:
-            _range(self, 0.0, None, "params_b")
+            checks.in_range(self, 0.0, None, "params_b")
         if self.reader_documents is not None:
-            _range(self, 0, None, "reader_documents")
+            checks.in_range(self, 0, None, "reader_documents")
 
 
 @dataclass
@@ -207,7 +197,7 @@ class EmbedderConfig:
     # the offline default is all-MiniLM-L6-v2 through sentence-transformers (conf/embedder/minilm.yaml)
     name: str = "sentence_transformers"  # sentence_transformers | transformers | onnx (transformers model on ONNX Runtime, CPU) | fake
     model: str = "minilm"  # 'minilm' = the offline all-MiniLM-L6-v2 package; else an HF id or path
-    pooling: str = mode(Literal["auto", "cls", "mean"], "auto")  # auto (model's own) | cls | mean
+    pooling: str = checks.mode(Literal["auto", "cls", "mean"], "auto")  # auto (model's own) | cls | mean
     normalize: bool = True
     query_prefix: str = ""  # e.g. bge: 'Represent this sentence for searching relevant passages: '
     passage_prefix: str = ""
@@ -217,21 +207,21 @@ class EmbedderConfig:
     # times the count), so short texts (entity names) go in larger batches than sentences; 0: batch_size texts
     batch_tokens: int = 0
     fp16: bool = True  # only applied on CUDA
-    precision: str = mode(Literal["auto", "fp32", "bf16", "fp16"], "auto")  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
+    precision: str = checks.mode(Literal["auto", "fp32", "bf16", "fp16"], "auto")  # auto (CUDA: fp16 if fp16 else fp32; CPU: bf16 if AVX512-BF16/AMX, else fp32) | fp32 | bf16 | fp16
     device: str = "auto"  # auto | cpu | cuda
     dim: int = 64  # fake embedder only
     trust_remote_code: bool = False  # true: run the model folder's own code (nomic-embed, gte-Qwen2 need it); false: refuse
 
     def __post_init__(self) -> None:
-        check_modes(self)
+        checks.check_modes(self)
         if not isinstance(self.trust_remote_code, bool):
             raise ValueError(f"EmbedderConfig.trust_remote_code must be true or false, not {self.trust_remote_code!r}")
-        _choice(self, "name", registry.EMBEDDERS.names())
-        _positive(self, "max_length", "batch_size", "dim")
-        _range(self, 0, None, "batch_tokens")  # 0 = off
-        _text(self, "model", nonempty=True)
-        _text(self, "query_prefix", "passage_prefix")
-        _device(self, "device")
+        checks.choice(self, "name", registry.EMBEDDERS.names())
+        checks.positive(self, "max_length", "batch_size", "dim")
+        checks.in_range(self, 0, None, "batch_tokens")  # 0 = off
+        checks.text(self, "model", nonempty=True)
+        checks.text(self, "query_prefix", "passage_prefix")
+        checks.device(self, "device")
 
 
 @dataclass
@@ -271,17 +261,17 @@ class AtomizerConfig:
     vocab_filter_max_tokens: int = 4096
     # atoms (paper) | chunks (Table 2 "w/o KA": the same LLM entity and triple extraction, but each
     # chunk is one node linked to all its entities instead of its knowledge atoms)
-    atom_unit: str = mode(Literal["atoms", "chunks"], "atoms")
+    atom_unit: str = checks.mode(Literal["atoms", "chunks"], "atoms")
 
     def __post_init__(self) -> None:
-        check_modes(self)
-        _choice(self, "name", registry.ATOMIZERS.names())
-        _positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call",
+        checks.check_modes(self)
+        checks.choice(self, "name", registry.ATOMIZERS.names())
+        checks.positive(self, "min_atom_chars", "nlp_batch_size", "vocab_min_freq", "vocab_terms_per_call",
                   "ner_max_tokens", "extraction_max_tokens", "vocab_filter_max_tokens")
-        _range(self, 0, None, "nlp_processes")  # 0 = auto
-        _positive(self, "vocab_max_ngram")
-        _unit(self, "max_chunk_failures_frac")
-        _text(self, "spacy_model", nonempty=True)
+        checks.in_range(self, 0, None, "nlp_processes")  # 0 = auto
+        checks.positive(self, "vocab_max_ngram")
+        checks.unit(self, "max_chunk_failures_frac")
+        checks.text(self, "spacy_model", nonempty=True)
 
 
 @dataclass
@@ -291,20 +281,43 @@ class GraphConfig:
     synonym_min_alnum: int = 4  # only entities with at least this many alphanumeric characters
     synonym_batch: int = 4096  # rows per matmul block of the KNN
     device: str = "auto"
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 3: containment edge keys
+    containment_keys: str = checks.mode(Literal["canonical", "raw"], "canonical")  # canonical | raw (code bug: non-canonical keys drop edges)
+    # 4: relevance edge weight
+    relevance_weight: str = checks.mode(Literal["distinct_relations", "occurrences"], "distinct_relations")  # distinct_relations (Eq. 2) | occurrences (code)
+    # 5: synonym edge on a pair that also has a relevance edge
+    synonym_overwrites_relevance: bool = False
+    # entity nodes: all extracted entities vs only triple subjects/objects (code)
+    entity_nodes: str = checks.mode(Literal["all", "triples_only"], "all")  # all | triples_only
+    # differences of the released code outside the numbered list (part of reference_code)
+    triple_dedupe: str = checks.mode(Literal["none", "per_chunk"], "none")  # none | per_chunk (released: a triple repeated within one chunk counts once)
+    synonym_direction: str = checks.mode(Literal["mutual", "directed"], "mutual")  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
+    # which entities take part in synonym edges: both_ends (both need graph.synonym_min_alnum
+    # alphanumerics) | source_only (released: only the entity whose neighbours are searched does;
+    # any entity with a non-empty key may be its neighbour, e.g. "US" under "USA")
+    synonym_candidates: str = checks.mode(Literal["both_ends", "source_only"], "both_ends")
+    entity_embedding_text: str = checks.mode(Literal["surface", "canonical"], "surface")  # surface | canonical (released: embeds the processed entity string)
+    atom_merge: str = checks.mode(Literal["none", "identical_text"], "none")  # none | identical_text (released: one node per distinct atom text)
+    # entity node keys: unicode (Unicode letters/digits, spaces collapsed; a name with none gets no
+    # node) | ascii (released: ASCII letters/digits/spaces only, inner spaces kept; every name with
+    # no ASCII letter or digit shares one empty-key node)
+    entity_keys: str = checks.mode(Literal["unicode", "ascii"], "unicode")
 
     def __post_init__(self) -> None:
-        _unit(self, "synonym_threshold")
-        _positive(self, "synonym_max_neighbors", "synonym_batch")
-        _range(self, 0, None, "synonym_min_alnum")
-        _device(self, "device")
+        checks.check_modes(self)
+        checks.unit(self, "synonym_threshold")
+        checks.positive(self, "synonym_max_neighbors", "synonym_batch")
+        checks.in_range(self, 0, None, "synonym_min_alnum")
+        checks.device(self, "device")
 
 
 
 @dataclass
 class JudgeConfig:
     name: str = "none"  # none | llm (Graph-Bench answer accuracy: LLM statement F1 + embedding similarity)
-    llm_source: str = mode(Literal["own", "run"], "own")  # own (judge.llm: the released judge by default) | run (the run's LLM grades itself)
-    embedder_source: str = mode(Literal["own", "run"], "own")  # own (judge.embedder) | run (the run's embedder, e.g. offline smoke runs)
+    llm_source: str = checks.mode(Literal["own", "run"], "own")  # own (judge.llm: the released judge by default) | run (the run's LLM grades itself)
+    embedder_source: str = checks.mode(Literal["own", "run"], "own")  # own (judge.embedder) | run (the run's embedder, e.g. offline smoke runs)
     # the judge's own models (llm_source / embedder_source = own); conf/judge/llm.yaml sets the
     # released judge's (gpt-4o-mini, bge-large)
     llm: LLMConfig = field(default_factory=LLMConfig)
@@ -313,9 +326,9 @@ class JudgeConfig:
     max_tokens: int = 1024  # completion budget of each judge call (statements, classification)
 
     def __post_init__(self) -> None:
-        check_modes(self)
-        _choice(self, "name", registry.JUDGES.names())
-        _positive(self, "max_tokens")
+        checks.check_modes(self)
+        checks.choice(self, "name", registry.JUDGES.names())
+        checks.positive(self, "max_tokens")
 
 
 
@@ -340,7 +353,7 @@ class Config:
     reader: ReaderConfig = field(default_factory=ReaderConfig)
 
     def __post_init__(self) -> None:
-        _range(self, 0, None, "seed")
+        checks.in_range(self, 0, None, "seed")
 
 
 # Structured schemas beside ``base_config`` (a face's subclass of Config, e.g. the harness's
@@ -373,9 +386,53 @@ def to_dataclass(cfg: Any) -> Config:
 REMOVED_FIELDS = {("llm", "n_parallel")}
 
 
+# Fidelity switches that moved into the section of the stage they change: (old section, field) ->
+# new section, the field's name kept. Configs saved before (index manifests, run folders, dict and
+# file sources) and overrides in the old spelling (``fidelity.containment_keys=raw``) still work.
+MOVED_FIELDS: dict[tuple[str, str], str] = {
+    **{("fidelity", f): "graph" for f in (
+        "containment_keys", "relevance_weight", "synonym_overwrites_relevance", "entity_nodes", "triple_dedupe",
+        "synonym_direction", "synonym_candidates", "entity_embedding_text", "atom_merge", "entity_keys")},
+    **{("fidelity", f): "retriever" for f in (
+        "damping_semantics", "dangling", "ppr_solve", "atom_seeding", "vector_index", "entity_link_fallback")},
+    ("fidelity", "decompose_trigger"): "decompose", ("fidelity", "decompose_parse"): "decompose",
+    ("fidelity", "sieve_target"): "sieve", ("fidelity", "sieve_prompt"): "sieve",
+    **{("fidelity", f): "reader" for f in ("merge", "reader_context", "answer_extraction", "context_order")},
+}
+
+
 def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
-    out = dict(d)
+    out = move_fields(d)
     for section, name in REMOVED_FIELDS:
         if isinstance(out.get(section), dict) and name in out[section]:
             out[section] = {k: v for k, v in out[section].items() if k != name}
     return out
+
+
+def move_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` (a nested config dict) with every moved field under its new section; a value already
+    given under the new name wins over the old spelling."""
+    out = dict(d)
+    for (old, name), new in MOVED_FIELDS.items():
+        section = out.get(old)
+        if isinstance(section, dict) and name in section:
+            out[old] = {k: v for k, v in section.items() if k != name}
+            target = out.get(new)
+            target = dict(target) if isinstance(target, dict) else {}
+            target.setdefault(name, section[name])
+            out[new] = target
+    return out
+
+
+def move_override(override: str, *, warn: bool = True) -> str:
+    """A Hydra override in a moved field's old spelling, in its new one (``fidelity.merge=x`` ->
+    ``reader.merge=x``; ``warn``: log that it moved); any other override unchanged."""
+    key, eq, value = override.partition("=")
+    prefix = key[: len(key) - len(key.lstrip("+~"))]
+    old, dot, name = key[len(prefix):].partition(".")
+    new = MOVED_FIELDS.get((old, name)) if dot else None
+    if new is None:
+        return override
+    if warn:
+        logging.getLogger("atomicrag").warning("%s.%s is now %s.%s; read as that", old, name, new, name)
+    return f"{prefix}{new}.{name}{eq}{value}"

@@ -2,7 +2,7 @@
 
 ``FidelityConfig`` (paper text vs released code), ``RetrieverConfig``, ``DecomposeConfig``,
 ``SieveConfig`` and ``ReaderConfig``: the groups a retrieval/answering sweep varies. Same rules as
-``config.py``: validation in ``__post_init__`` with the ``config_checks`` helpers, allowed stage
+``config.py``: validation in ``__post_init__`` with the ``core.checks`` helpers, allowed stage
 names are the registry keys.
 """
 from __future__ import annotations
@@ -11,117 +11,62 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from atomicrag.core import registry
-from atomicrag.core.config_checks import _choice, _device, _positive, _range, _text, _unit, check_modes, mode
+from atomicrag.core import checks, registry
 
 
 @dataclass
 class FidelityConfig:
     """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
 
-    preset: str = mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
-    # 1: what the damping value means
-    damping_semantics: str = mode(Literal["restart", "continue"], "restart")  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
-    dangling: str = mode(Literal["seed", "uniform"], "seed")  # where dangling-node mass goes: seed (released code) | uniform
-    # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
-    # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
-    # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
-    ppr_solve: str = mode(Literal["budget", "exact"], "budget")
-    # 2: atom seeds
-    atom_seeding: str = mode(Literal["topk", "all_minmax"], "topk")  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
-    # 3: containment edge keys
-    containment_keys: str = mode(Literal["canonical", "raw"], "canonical")  # canonical | raw (code bug: non-canonical keys drop edges)
-    # 4: relevance edge weight
-    relevance_weight: str = mode(Literal["distinct_relations", "occurrences"], "distinct_relations")  # distinct_relations (Eq. 2) | occurrences (code)
-    # 5: synonym edge on a pair that also has a relevance edge
-    synonym_overwrites_relevance: bool = False
-    # entity nodes: all extracted entities vs only triple subjects/objects (code)
-    entity_nodes: str = mode(Literal["all", "triples_only"], "all")  # all | triples_only
-    # 6: sieve target
-    sieve_target: str = mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
-    # 7: merge
-    merge: str = mode(Literal["citation_units", "string_dedupe"], "citation_units")  # citation_units (Eq. 11) | string_dedupe (code)
-    # 8: decomposition trigger
-    decompose_trigger: str = mode(Literal["score", "score_and_flag"], "score")  # score | score_and_flag (code)
+    preset: str = checks.mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
     # 9: answer accuracy
     acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
-    acc_similarity: str = mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
+    acc_similarity: str = checks.mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
     # a failed judge call: excluded from means | zero (ACC 0) | released (the released rule: failed
     # classification -> FC 0 and ACC = (1-w)*SS; failed answer statements -> ACC 0; failed reference
     # statements -> skipped); counted every way
-    judge_failures: str = mode(Literal["excluded", "zero", "released"], "excluded")
+    judge_failures: str = checks.mode(Literal["excluded", "zero", "released"], "excluded")
     # 10: pooling for bge-style encoders
-    embed_pooling: str = mode(Literal["model", "mean"], "model")  # model (CLS for bge) | mean (code)
+    embed_pooling: str = checks.mode(Literal["model", "mean"], "model")  # model (CLS for bge) | mean (code)
     # 10: the released code glues its instruction strings onto queries with no separator
-    embed_instruction: str = mode(Literal["model", "released"], "model")  # model (embedder.query_prefix) | released (released instructions, no separator)
+    embed_instruction: str = checks.mode(Literal["model", "released"], "model")  # model (embedder.query_prefix) | released (released instructions, no separator)
     # 10: which models the two switches above apply to: bge (what the released dispatch sends to its
     # BGE class: a name containing "bge") | all (every model, as when the parity run hands MiniLM to
     # that class; scripts/parity_released.py sets it)
-    embed_recipe_models: str = mode(Literal["bge", "all"], "bge")
-    # 11: vector index
-    vector_index: str = mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
-    # differences of the released code outside the numbered list (part of reference_code)
-    triple_dedupe: str = mode(Literal["none", "per_chunk"], "none")  # none | per_chunk (released: a triple repeated within one chunk counts once)
-    synonym_direction: str = mode(Literal["mutual", "directed"], "mutual")  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
-    # which entities take part in synonym edges: both_ends (both need graph.synonym_min_alnum
-    # alphanumerics) | source_only (released: only the entity whose neighbours are searched does;
-    # any entity with a non-empty key may be its neighbour, e.g. "US" under "USA")
-    synonym_candidates: str = mode(Literal["both_ends", "source_only"], "both_ends")
-    entity_embedding_text: str = mode(Literal["surface", "canonical"], "surface")  # surface | canonical (released: embeds the processed entity string)
-    entity_link_fallback: str = mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
-    reader_context: str = mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
-    atom_merge: str = mode(Literal["none", "identical_text"], "none")  # none | identical_text (released: one node per distinct atom text)
+    embed_recipe_models: str = checks.mode(Literal["bge", "all"], "bge")
     # prompts: own (this project's wording) | released (read from a checkout of the released code at
     # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
     # path (else the ATOMICRAG_RELEASED_CODE environment variable).
-    prompts: str = mode(Literal["own", "released"], "own")
+    prompts: str = checks.mode(Literal["own", "released"], "own")
     released_code: str | None = None
-    # the sieve: own (this project's prompt, JSON schema, ids in candidate order, sieve.max_tokens) |
-    # released (the released filter's prompt read from the checkout, its free-text reply parsed the
-    # released way, ids in the model's order, the released budget; keep-all fallbacks counted)
-    sieve_prompt: str = mode(Literal["own", "released"], "own")
-    # the reader's answer: own (after the last "Answer:", cleaned to the span; a follow-up call when
-    # there is none) | released (between the first and second "Answer:", else the whole reply)
-    answer_extraction: str = mode(Literal["own", "released"], "own")
-    # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
-    # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
-    decompose_parse: str = mode(Literal["own", "released"], "own")
     # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
     # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
-    judge_replies: str = mode(Literal["structured", "released"], "structured")
+    judge_replies: str = checks.mode(Literal["structured", "released"], "structured")
     # NER, extraction and query NER replies: structured (JSON schemas / guided decoding; an unreadable
     # reply re-asked warmer with a new seed, a chunk that still fails counted as failed) | released
     # (free text read the released way, prompts/released_replies.py: an unreadable reply is an empty
     # result, counted as a fallback; no re-asking; fragment entity lists aligned by position)
-    extraction_replies: str = mode(Literal["structured", "released"], "structured")
+    extraction_replies: str = checks.mode(Literal["structured", "released"], "structured")
     # completion budgets: own (reader.max_tokens, decompose.max_tokens, atomizer.ner_max_tokens /
     # extraction_max_tokens, retriever.query_ner_max_tokens) | released (no cap sent, as the released
     # run script's max_new_tokens=None; the reader still keeps reader.max_tokens free in the window
     # when it trims the context)
-    budgets: str = mode(Literal["own", "released"], "own")
+    budgets: str = checks.mode(Literal["own", "released"], "own")
     # the seed of every LLM request: sent (llm.seed, judge.llm.seed; a seeded sampled call is
     # reproducible and cacheable) | none (released: no seed in any request body)
-    request_seed: str = mode(Literal["sent", "none"], "sent")
-    # entity node keys: unicode (Unicode letters/digits, spaces collapsed; a name with none gets no
-    # node) | ascii (released: ASCII letters/digits/spaces only, inner spaces kept; every name with
-    # no ASCII letter or digit shares one empty-key node)
-    entity_keys: str = mode(Literal["unicode", "ascii"], "unicode")
+    request_seed: str = checks.mode(Literal["sent", "none"], "sent")
     # an empty free-text reply: reask (a failure; re-asked warmer with another seed, then counted as
     # failed) | accepted (released: "" is the reply, and the stage's released reading counts it)
-    empty_replies: str = mode(Literal["reask", "accepted"], "reask")
-    # the reader's atoms under merge=string_dedupe: score (best PPR score first) | sieve (released: a
-    # question that was not decomposed keeps its sieve's order, the LLM's; a decomposed one is
-    # score-sorted either way)
-    context_order: str = mode(Literal["score", "sieve"], "score")
+    empty_replies: str = checks.mode(Literal["reask", "accepted"], "reask")
     # embedding precision: config (embedder.precision; auto = fp16 on CUDA, bf16 on CPUs with native
     # bf16) | fp32 (released: the model in the checkpoint's dtype, torch_dtype=auto; fp32 for
     # bge-large and MiniLM, whose bf16/fp16 vectors move seeds in the third decimal and reorder PPR)
-    embed_precision: str = mode(Literal["config", "fp32"], "config")
+    embed_precision: str = checks.mode(Literal["config", "fp32"], "config")
 
     def __post_init__(self) -> None:
-        check_modes(self)
-        _text(self, "released_code")
-        _unit(self, "acc_weight")
+        checks.check_modes(self)
+        checks.text(self, "released_code")
+        checks.unit(self, "acc_weight")
 
 
 @dataclass
@@ -131,12 +76,12 @@ class RetrieverConfig:
     passage_top_k: int = 5  # dense_passage (vanilla RAG): passages given to the reader
     reranker: str | None = None  # dense_passage: a cross-encoder id/path (e.g. BAAI/bge-reranker-large)
     rerank_candidates: int = 25  # dense_passage: passages re-scored by the reranker
-    damping: float = 0.3  # rho; its meaning is fidelity.damping_semantics
+    damping: float = 0.3  # rho; its meaning is damping_semantics (below)
     max_iter: int = 20  # propagation iterations (ppr/katz/labelprop)
     tol: float = 0.0  # stop early when the L1 change of every column is below this (0 = fixed iterations)
     # ppr: topk = stop a query once its top-k atom set is certified exact (residual bound), else at
     # the accuracy of max_iter power steps; accuracy = only the latter; fixed = exactly max_iter power steps
-    ppr_stop: str = mode(Literal["topk", "accuracy", "fixed"], "topk")
+    ppr_stop: str = checks.mode(Literal["topk", "accuracy", "fixed"], "topk")
     device: str = "auto"  # auto | cpu | cuda
     query_batch: int = 1024  # queries propagated together
     # seeding
@@ -144,20 +89,20 @@ class RetrieverConfig:
     # names found in the query by exact token match: robust to oddly cased questions)
     # spacy_idf: spacy_match without the graph names in more than query_entity_max_df of the atoms
     # spacy_cased: spacy_idf, graph names only where the question writes them with a capital or digit
-    query_entities: str = mode(Literal["spacy", "llm", "spacy_match", "spacy_idf", "spacy_cased"], "spacy")
+    query_entities: str = checks.mode(Literal["spacy", "llm", "spacy_match", "spacy_idf", "spacy_cased"], "spacy")
     query_ner_max_tokens: int = 256  # query_entities=llm: completion budget of the query NER reply
     query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
     entity_top_k: int = 20
     entity_sim_threshold: float = 0.3
     atom_seed_weight: float = 0.1  # alpha
-    atom_seed_top_k: int = 25  # atoms seeded per query when fidelity.atom_seeding=topk
+    atom_seed_top_k: int = 25  # atoms seeded per query when atom_seeding=topk
     # hybrid offline retrieval (retrieve/hybrid.py); the defaults leave the paper's PPR unchanged
     lexical_weight: float = 0.0  # BM25 share (0..1) beside the cosine in entity linking and atom seeds
     passage_nodes: bool = False  # passage nodes joined to their atoms inside the PPR (HippoRAG 2)
     passage_edge_weight: float = 1.0  # weight of each passage-atom edge
     passage_seed_weight: float = 0.0  # passage node seed = this x dense passage score (needs passage_nodes)
     passage_seed_top_k: int = 25  # passages seeded per query
-    passage_ranking: str = mode(Literal["best_atom", "atom_sum", "node", "fusion", "bridge"], "best_atom")  # best_atom (top-k atoms) | atom_sum | node | fusion | bridge (passage_nodes.py)
+    passage_ranking: str = checks.mode(Literal["best_atom", "atom_sum", "node", "fusion", "bridge"], "best_atom")  # best_atom (top-k atoms) | atom_sum | node | fusion | bridge (passage_nodes.py)
     bridge_weight: float = 1.0  # bridge: weight of the best other-passage atom naming a passage's subject
     fusion_dense_weight: float = 0.0  # fusion: weight of the dense passage score beside the graph score
     fusion_lexical_weight: float = 0.0  # fusion: weight of the passage BM25 score (max-normalised)
@@ -175,69 +120,38 @@ class RetrieverConfig:
     beam_size: int = 10
     anchor_top_k: int = 10
     query_update_weight: float = 0.3
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 1: what the damping value means
+    damping_semantics: str = checks.mode(Literal["restart", "continue"], "restart")  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
+    dangling: str = checks.mode(Literal["seed", "uniform"], "seed")  # where dangling-node mass goes: seed (released code) | uniform
+    # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
+    # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
+    # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
+    ppr_solve: str = checks.mode(Literal["budget", "exact"], "budget")
+    # 2: atom seeds
+    atom_seeding: str = checks.mode(Literal["topk", "all_minmax"], "topk")  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
+    # 11: vector index
+    vector_index: str = checks.mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
+    entity_link_fallback: str = checks.mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
 
     def __post_init__(self) -> None:
-        check_modes(self)
-        _choice(self, "name", registry.RETRIEVERS.names())
-        _positive(self, "query_ner_max_tokens")
-        _unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
-        _positive(
+        checks.check_modes(self)
+        checks.choice(self, "name", registry.RETRIEVERS.names())
+        checks.positive(self, "query_ner_max_tokens")
+        checks.unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
+        checks.positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",
             "entity_top_k", "num_walks", "walk_length", "passage_edge_weight", "passage_seed_top_k",
         )
-        _range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight", "bridge_weight")
+        checks.in_range(self, 0.0, None, "passage_seed_weight", "fusion_dense_weight", "fusion_lexical_weight", "bridge_weight")
         if self.passage_ranking == "node" and not self.passage_nodes:
             raise ValueError("RetrieverConfig.passage_ranking='node' needs passage_nodes=true")
-        _range(self, 0.0, None, "atom_seed_weight", "tol")
-        _positive(self, "atom_seed_top_k", "beam_size", "anchor_top_k", "traversal_depth")
-        _range(self, 0, None, "bfs_max_hops", "rng_seed")
-        _range(self, 0.0, 1.0, "katz_beta", "query_update_weight")
-        _device(self, "device")
-        _text(self, "reranker")
-
-
-# Which retriever variants read each RetrieverConfig field: one flat section serves 9 variants, so
-# which field matters for which variant is declared here, next to the fields, and held to what the
-# code does by tests/retrieve/test_retriever_reads.py (it records the reads of each variant). A
-# baseline's settings (harness/baselines.py) and the warning for a setting the chosen variant
-# ignores (``unread_settings``) are derived from it.
-_PROPAGATORS = ("ppr", "power", "rwr", "katz", "labelprop", "bfs")  # scores spread over the graph
-_GRAPH = (*_PROPAGATORS, "qiter", "dense")  # every retriever over the Atom-Entity Graph
-_SEEDING = ("top_k", "query_batch", "query_entities", "query_ner_max_tokens", "query_entity_max_df",
-            "entity_top_k", "entity_sim_threshold", "atom_seed_weight", "atom_seed_top_k", "lexical_weight")
-_PASSAGES = ("passage_nodes", "passage_edge_weight", "passage_seed_weight", "passage_seed_top_k",
-             "passage_ranking", "bridge_weight", "fusion_dense_weight", "fusion_lexical_weight")
-RETRIEVER_READS: dict[str, tuple[str, ...]] = {
-    **{f: _GRAPH for f in _SEEDING},
-    **{f: _PROPAGATORS for f in _PASSAGES},
-    "name": (*_GRAPH, "dense_passage"), "device": (*_GRAPH, "dense_passage"),
-    "damping": ("ppr", "power", "rwr"), "max_iter": ("ppr", "power", "katz", "labelprop"),
-    "tol": ("ppr", "power"), "ppr_stop": ("ppr", "power"),
-    "num_walks": ("rwr",), "walk_length": ("rwr",), "rng_seed": ("rwr",),
-    "katz_beta": ("katz",), "bfs_decay": ("bfs",), "bfs_max_hops": ("bfs",),
-    "traversal_depth": ("qiter",), "beam_size": ("qiter",), "anchor_top_k": ("qiter",),
-    "query_update_weight": ("qiter",),
-    "passage_top_k": ("dense_passage",), "reranker": ("dense_passage",), "rerank_candidates": ("dense_passage",),
-}
-
-
-def retriever_fields_read(name: str) -> tuple[str, ...] | None:
-    """The RetrieverConfig fields variant ``name`` reads (field order); None for a variant that
-    ``RETRIEVER_READS`` does not know (a plug-in: assume it reads every field)."""
-    if not any(name in variants for variants in RETRIEVER_READS.values()):
-        return None
-    return tuple(f.name for f in dataclasses.fields(RetrieverConfig) if name in RETRIEVER_READS[f.name])
-
-
-def unread_settings(cfg: RetrieverConfig) -> list[str]:
-    """Fields set away from their default that the chosen variant never reads (a sweep over one
-    of them would change nothing): ``["katz_beta (read by katz)"]``."""
-    read = retriever_fields_read(cfg.name)
-    if read is None:
-        return []
-    default = RetrieverConfig(name=cfg.name)
-    return [f"{f.name} (read by {', '.join(RETRIEVER_READS[f.name])})" for f in dataclasses.fields(cfg)
-            if f.name not in read and getattr(cfg, f.name) != getattr(default, f.name)]
+        checks.in_range(self, 0.0, None, "atom_seed_weight", "tol")
+        checks.positive(self, "atom_seed_top_k", "beam_size", "anchor_top_k", "traversal_depth")
+        checks.in_range(self, 0, None, "bfs_max_hops", "rng_seed")
+        checks.in_range(self, 0.0, 1.0, "katz_beta", "query_update_weight")
+        checks.device(self, "device")
+        checks.text(self, "reranker")
 
 
 @dataclass
@@ -248,11 +162,18 @@ class DecomposeConfig:
     # completion budget of the decomposition reply; None: llm.max_tokens. The paper preset sets the
     # released code's budget (its max_new_tokens, 2048, for every call)
     max_tokens: int | None = None
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 8: decomposition trigger
+    decompose_trigger: str = checks.mode(Literal["score", "score_and_flag"], "score")  # score | score_and_flag (code)
+    # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
+    # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
+    decompose_parse: str = checks.mode(Literal["own", "released"], "own")
 
     def __post_init__(self) -> None:
-        _choice(self, "name", registry.DECOMPOSERS.names())
-        _positive(self, "max_sub_questions", "max_tokens")
-        _range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
+        checks.check_modes(self)
+        checks.choice(self, "name", registry.DECOMPOSERS.names())
+        checks.positive(self, "max_sub_questions", "max_tokens")
+        checks.in_range(self, 0.0, 10.0, "complexity_threshold")  # the prompt's complexity score is 0-10
 
 
 @dataclass
@@ -260,10 +181,18 @@ class SieveConfig:
     name: str = "none"  # llm (paper's AS) | none (w/o AS)
     max_context: int = 25  # atoms in the merged context
     max_tokens: int = 512  # completion budget of the sieve reply (a list of kept atom ids)
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 6: sieve target
+    sieve_target: str = checks.mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
+    # the sieve: own (this project's prompt, JSON schema, ids in candidate order, sieve.max_tokens) |
+    # released (the released filter's prompt read from the checkout, its free-text reply parsed the
+    # released way, ids in the model's order, the released budget; keep-all fallbacks counted)
+    sieve_prompt: str = checks.mode(Literal["own", "released"], "own")
 
     def __post_init__(self) -> None:
-        _choice(self, "name", registry.SIEVES.names())
-        _positive(self, "max_context", "max_tokens")
+        checks.check_modes(self)
+        checks.choice(self, "name", registry.SIEVES.names())
+        checks.positive(self, "max_context", "max_tokens")
 
 
 @dataclass
@@ -271,9 +200,9 @@ class ReaderConfig:
     name: str = "dataset"  # dataset (the dataset's own choice) | precise | abstract | none (retrieval only)
     max_tokens: int = 512
     # What the reader reads: documents = ranked documents filled to context_tokens
-    # (retrieve/reader_context.py); atoms = the paper's atom list (fidelity.merge, sieve.max_context);
+    # (retrieve/reader_context.py); atoms = the paper's atom list (merge below, sieve.max_context);
     # auto = atoms under fidelity.preset=reference_code, else documents.
-    context: str = mode(Literal["auto", "documents", "atoms"], "auto")
+    context: str = checks.mode(Literal["auto", "documents", "atoms"], "auto")
     context_tokens: int = 800  # documents: budget in regex tokens (\w+ | punctuation) of context text
     whole_doc_tokens: int = 200  # documents: a document this short goes in whole, a longer one as snippets
     neighbour_sentences: int = 1  # documents: sentences kept on each side of a ranked atom of a long document
@@ -292,20 +221,31 @@ class ReaderConfig:
     # and stops) gets one more short call for the span. continue = the model continues its reply
     # after "Answer:" (backends that can: vLLM, transformers); ask = a new turn asks for the short
     # answer; auto = continue where the backend can, else ask; none = the reply is the answer.
-    answer_followup: str = mode(Literal["auto", "continue", "ask", "none"], "auto")
+    answer_followup: str = checks.mode(Literal["auto", "continue", "ask", "none"], "auto")
     followup_max_tokens: int = 32
     # the reader's loop guard at generation: OpenAI's frequency_penalty (0: off; OpenAI-compatible
     # servers, and transformers as repetition_penalty 1 + this). A reply that loops anyway is read
     # up to its loop (answer.loops) whatever this is
     frequency_penalty: float = 0.0
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
+    # 7: merge
+    merge: str = checks.mode(Literal["citation_units", "string_dedupe"], "citation_units")  # citation_units (Eq. 11) | string_dedupe (code)
+    reader_context: str = checks.mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
+    # the reader's answer: own (after the last "Answer:", cleaned to the span; a follow-up call when
+    # there is none) | released (between the first and second "Answer:", else the whole reply)
+    answer_extraction: str = checks.mode(Literal["own", "released"], "own")
+    # the reader's atoms under merge=string_dedupe: score (best PPR score first) | sieve (released: a
+    # question that was not decomposed keeps its sieve's order, the LLM's; a decomposed one is
+    # score-sorted either way)
+    context_order: str = checks.mode(Literal["score", "sieve"], "score")
 
     def __post_init__(self) -> None:
-        check_modes(self)
-        _choice(self, "name", registry.READERS.names())
-        _positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
-        _range(self, 0, None, "neighbour_sentences", "max_documents", "small_reader_documents")
-        _range(self, 0.0, None, "small_reader_b")
-        _range(self, 0.0, 2.0, "frequency_penalty")  # OpenAI's range, the negative half left out
+        checks.check_modes(self)
+        checks.choice(self, "name", registry.READERS.names())
+        checks.positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
+        checks.in_range(self, 0, None, "neighbour_sentences", "max_documents", "small_reader_documents")
+        checks.in_range(self, 0.0, None, "small_reader_b")
+        checks.in_range(self, 0.0, 2.0, "frequency_penalty")  # OpenAI's range, the negative half left out
 
     def document_limit(self, llm_documents: int | None, reader_params_b: float | None = None) -> int:
         """How many ranked documents the reader reads (0: as many as context_tokens holds):
@@ -339,6 +279,8 @@ READER_READS: dict[str, tuple[str, ...]] = {
     **{f: _DOCUMENTS for f in ("context_tokens", "whole_doc_tokens", "neighbour_sentences", "atoms_first",
                                "max_documents", "small_reader_b", "small_reader_documents")},
     "frequency_penalty": _ANSWERING,
+    "reader_context": _ANSWERING, "answer_extraction": _ANSWERING,
+    **{f: tuple(v for v in READER_VARIANTS if v.endswith("/atoms")) for f in ("merge", "context_order")},
     "answer_followup": ("precise/documents", "precise/atoms"),
     "followup_max_tokens": ("precise/documents", "precise/atoms"),
 }

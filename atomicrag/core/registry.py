@@ -21,15 +21,20 @@ How to add an implementation
    module names no module above ``core`` (``tests/test_architecture.py``).
 3. Add ``conf/<group>/<name>.yaml`` whose ``name:`` field is the registry key.
 
+An entry of a kind whose one config section serves several entries (the retrievers) declares the
+fields of that section it reads (``reads=``): a setting the chosen entry ignores is named at start
+(``unread_settings``) and a baseline's config keeps only what its retriever reads.
+
 An entry whose stage is cached also declares the config fields that key its cache
 (``cache_key=``; ``cache_key_when_set=`` for fields keyed only while set). A plug-in outside the
-package calls ``REGISTRY.register(name, obj, needs=..., cache_key=...)`` before the config is loaded. Builder signatures: atomizer ``(cfg, llm=, **deps)``; retriever ``(cfg, fidelity,
+package calls ``REGISTRY.register(name, obj, needs=..., cache_key=...)`` before the config is loaded. Builder signatures: atomizer ``(cfg, llm=, **deps)``; retriever ``(cfg,
 **overrides) -> Propagator`` (or, without ``graph``, a passage retriever); decompose/sieve
 ``(cfg=, fidelity=, llm=, **sampling)``; reader ``(llm, kind, cfg, **sampling)``; embedder
 ``(cfg, pooling)``; llm ``(cfg, paths)``; dataset ``(cfg, data_dir, require_corpus)``.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -66,22 +71,30 @@ class Registry:
         self._needs: dict[str, Needs] = {}
         self._loaded: dict[str, Any] = {}
         self._keys: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # (cache_key, cache_key_when_set)
+        self._reads: dict[str, frozenset[str]] = {}  # entries that declared which fields they read
 
     def add(self, name: str, path: str, needs: Needs = (), cache_key: Iterable[str] = (),
-            cache_key_when_set: Iterable[str] = ()) -> None:
+            cache_key_when_set: Iterable[str] = (), reads: Iterable[str] | None = None) -> None:
         if ":" not in path:
             raise ValueError(f"{self.kind} registry: path {path!r} must look like 'module:attribute'")
         self._paths[name] = path
-        self._set_needs(name, needs)
-        self._keys[name] = (tuple(cache_key), tuple(cache_key_when_set))
+        self._declare(name, needs, cache_key, cache_key_when_set, reads)
 
     def register(self, name: str, obj: Any, needs: Needs = (), cache_key: Iterable[str] = (),
-                 cache_key_when_set: Iterable[str] = ()) -> None:
+                 cache_key_when_set: Iterable[str] = (), reads: Iterable[str] | None = None) -> None:
         """Register an already-imported object (for user plug-ins)."""
         self._loaded[name] = obj
         self._paths.setdefault(name, f"<object>:{name}")
+        self._declare(name, needs, cache_key, cache_key_when_set, reads)
+
+    def _declare(self, name: str, needs: Needs, cache_key: Iterable[str], cache_key_when_set: Iterable[str],
+                 reads: Iterable[str] | None) -> None:
         self._set_needs(name, needs)
         self._keys[name] = (tuple(cache_key), tuple(cache_key_when_set))
+        if reads is None:
+            self._reads.pop(name, None)
+        else:
+            self._reads[name] = frozenset(reads)
 
     def _set_needs(self, name: str, needs: Needs) -> None:
         if not callable(needs):
@@ -121,6 +134,28 @@ class Registry:
         out = {f: getattr(cfg, f) for f in always}
         out.update({f: getattr(cfg, f) for f in when_set if getattr(cfg, f)})
         return out
+
+    def reads(self, name: str) -> frozenset[str] | None:
+        """The fields of its config section entry ``name`` declared it reads (``reads=`` at
+        registration); None for an entry that declared none (a plug-in: assume it reads them all)."""
+        self._check(name)
+        return self._reads.get(name)
+
+    def readers(self, field_name: str) -> tuple[str, ...]:
+        """The entries that declared reading ``field_name``, in registration order."""
+        discover()
+        return tuple(n for n in self._paths if field_name in self._reads.get(n, ()))
+
+    def unread_settings(self, cfg: Any) -> list[str]:
+        """Fields of the section ``cfg`` (a config dataclass with a ``name``) set away from their
+        default that its entry never reads (a sweep over one of them would change nothing):
+        ``["katz_beta (read by katz)"]``; none for an entry that declared no reads."""
+        read = self.reads(cfg.name)
+        if read is None:
+            return []
+        default = type(cfg)(name=cfg.name)
+        return [f"{f.name} (read by {', '.join(self.readers(f.name))})" for f in dataclasses.fields(cfg)
+                if f.name not in read and getattr(cfg, f.name) != getattr(default, f.name)]
 
     def _check(self, name: str) -> None:
         discover()

@@ -149,7 +149,7 @@ class Engine:
 
         self._retrievers.clear()
         with self._timed("graph"):
-            return update_graph(prev, atoms, triples, self.models.embedder, self.cfg.graph, self.cfg.fidelity,
+            return update_graph(prev, atoms, triples, self.models.embedder, self.cfg.graph,
                                 progress=self.progress, meta=meta)
 
     def index_chunks(self, chunks: list[Chunk], corpus: str = "") -> IndexedGraph:
@@ -236,9 +236,8 @@ class Engine:
         """The configured reader of ``kind`` (precise | abstract) over the engine's LLM."""
         from atomicrag.answer.readers import build_reader
 
-        return build_reader(kind, self.models.llm, self.cfg.reader, context_style=self.cfg.fidelity.reader_context,
+        return build_reader(kind, self.models.llm, self.cfg.reader,
                             released=released_prompts.for_fidelity(self.cfg.fidelity),
-                            answer_extraction=self.cfg.fidelity.answer_extraction,
                             uncapped=self.cfg.fidelity.budgets == "released",
                             **sampling(self.cfg.llm, self.cfg.reader.max_tokens, self.cfg.fidelity))
 

@@ -4,7 +4,7 @@ One code path builds and updates: ``update_graph(prev, atoms, triples, ...)`` as
 of ``atoms``/``triples`` reusing what ``prev`` holds (embeddings by text, directed synonym rows;
 see ``graph.incremental``), and a build is an update from empty (``prev=None``). ``build_graph``
 is that build for an atomize result. Both are pure functions of the atoms, triples, embedder and
-the config slices that matter (``GraphConfig`` and the ``GRAPH_FIDELITY_FIELDS``).
+``GraphConfig``, whose released-code switches (``GRAPH_FIDELITY_FIELDS``) it reads too.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.config import GraphConfig
 from atomicrag.core.gpu_memory import oom_names_stage
 from atomicrag.core.schemas import Atom, AtomizeResult, Triple
 from atomicrag.embed.protocol import Embedder
@@ -42,11 +42,12 @@ GRAPH_FIELDS = ("synonym_threshold", "synonym_max_neighbors", "synonym_min_alnum
 _KEYED_WHEN_SET = {"synonym_candidates": "both_ends"}
 
 
-def graph_fidelity(fidelity: FidelityConfig) -> dict[str, Any]:
-    """The fidelity switches that decide a graph, as its cache key and metadata hold them."""
-    out = {k: getattr(fidelity, k) for k in GRAPH_FIDELITY_FIELDS
-           if k not in _KEYED_WHEN_SET or getattr(fidelity, k) != _KEYED_WHEN_SET[k]}
-    if fidelity.synonym_overwrites_relevance and fidelity.synonym_direction == "directed":
+def graph_fidelity(cfg: GraphConfig) -> dict[str, Any]:
+    """The released-code switches that decide a graph, as its cache key and metadata hold them
+    (under "fidelity", where they were keyed before they moved into the graph section)."""
+    out = {k: getattr(cfg, k) for k in GRAPH_FIDELITY_FIELDS
+           if k not in _KEYED_WHEN_SET or getattr(cfg, k) != _KEYED_WHEN_SET[k]}
+    if cfg.synonym_overwrites_relevance and cfg.synonym_direction == "directed":
         # graphs cached before synonyms overwrote relevance one direction at a time are not reused
         out["overwrite"] = "by_direction"
     return out
@@ -81,7 +82,7 @@ def _synonym_rows(prev: IndexedGraph | None, keys: list[str], texts: list[str], 
 
 
 def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Triple], embedder: Embedder | None,
-                 cfg: GraphConfig, fidelity: FidelityConfig, *, progress: Progress | None = None,
+                 cfg: GraphConfig, *, progress: Progress | None = None,
                  meta: dict[str, Any] | None = None) -> IndexedGraph:
     """The graph of ``atoms``/``triples``, reusing ``prev``'s work (``prev=None``: a fresh build).
 
@@ -89,17 +90,17 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
     """
     if not atoms:
         raise ValueError("cannot build a graph: zero atoms over all documents")
-    atoms, triples = prepare_atoms_triples(atoms, triples, fidelity)  # released-code dedupe/merge switches
+    atoms, triples = prepare_atoms_triples(atoms, triples, cfg)  # released-code dedupe/merge switches
     timings: dict[str, float] = {}
     with _timed(timings, "structure"):
-        key_of = entity_key_function(fidelity.entity_keys)
-        ents = entity_nodes(atoms, triples, fidelity.entity_nodes, key_of)
+        key_of = entity_key_function(cfg.entity_keys)
+        ents = entity_nodes(atoms, triples, cfg.entity_nodes, key_of)
         num_e, num_a = len(ents.keys), len(atoms)
         if num_e == 0:
             log.warning("graph has no entity nodes (entity_nodes=%s, %d triples): atoms will be isolated",
-                        fidelity.entity_nodes, len(triples))
-        contain, dropped = containment_edges(atoms, ents, fidelity.containment_keys, key_of)
-        relevance = relevance_edges(triples, ents, fidelity.relevance_weight, key_of)
+                        cfg.entity_nodes, len(triples))
+        contain, dropped = containment_edges(atoms, ents, cfg.containment_keys, key_of)
+        relevance = relevance_edges(triples, ents, cfg.relevance_weight, key_of)
 
     g = prev.graph if prev is not None else None
     atom_emb = ent_emb = None
@@ -110,23 +111,23 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
             atom_emb, new_atoms = embed_reusing([a.text for a in atoms], [a.text for a in g.atoms] if g else [],
                                                 g.atom_embeddings if g else None, embedder, "atom", progress)
         with _timed(timings, "embed_entities"):
-            ent_emb, new_ents = embed_reusing(entity_embedding_texts(ents.keys, ents.texts, fidelity),
-                                              entity_embedding_texts(g.entity_keys, g.entity_texts, fidelity) if g else [],
+            ent_emb, new_ents = embed_reusing(entity_embedding_texts(ents.keys, ents.texts, cfg),
+                                              entity_embedding_texts(g.entity_keys, g.entity_texts, cfg) if g else [],
                                               g.entity_embeddings if g else None, embedder, "entity", progress)
         with _timed(timings, "synonym_knn"):
             rows, computed = _synonym_rows(prev if g is not None and g.entity_embeddings is not None else None,
-                                           ents.keys, ents.texts, ent_emb, cfg, fidelity.synonym_candidates)
-            synonym = (directed_rows_to_edges(rows, num_e) if fidelity.synonym_direction == "directed"
+                                           ents.keys, ents.texts, ent_emb, cfg, cfg.synonym_candidates)
+            synonym = (directed_rows_to_edges(rows, num_e) if cfg.synonym_direction == "directed"
                        else rows_to_edges(rows, num_e))
         if progress is not None:
             progress("synonyms", 1, 1)
 
     with _timed(timings, "adjacency"):
         overwritten = 0
-        if fidelity.synonym_overwrites_relevance:
+        if cfg.synonym_overwrites_relevance:
             # Released code: the synonym weight replaces the relevance weight of the same pair, one
             # direction at a time (directed synonyms); as a whole pair otherwise
-            if fidelity.synonym_direction == "directed" and rows is not None:
+            if cfg.synonym_direction == "directed" and rows is not None:
                 relevance, overwritten = overwrite_relevance_by_direction(relevance, rows, num_e)
             else:
                 relevance, overwritten = drop_pairs(relevance, synonym, num_e + num_a)
@@ -135,11 +136,11 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
 
     if dropped:
         log.info("containment: %d atom entity mentions found no entity node (containment_keys=%s)",
-                 dropped, fidelity.containment_keys)
+                 dropped, cfg.containment_keys)
     info: dict[str, Any] = {
         "containment_mentions_dropped": dropped,
         "relevance_overwritten_by_synonym": overwritten,
-        "fidelity": graph_fidelity(fidelity),
+        "fidelity": graph_fidelity(cfg),
         "graph_cfg": {k: getattr(cfg, k) for k in GRAPH_FIELDS},
         "timings": timings,
         "last_update": {"new_atom_texts": new_atoms, "new_entity_texts": new_ents, "synonym_rows_computed": computed,
@@ -153,7 +154,7 @@ def update_graph(prev: IndexedGraph | None, atoms: list[Atom], triples: list[Tri
 
 
 def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: GraphConfig,
-                fidelity: FidelityConfig, *, progress: Progress | None = None) -> AtomEntityGraph:
+                *, progress: Progress | None = None) -> AtomEntityGraph:
     """The graph of an atomize result: ``update_graph`` from empty. ``embedder=None``: structure only."""
     if not atomize_result.atoms:
         n_fail = len(atomize_result.failures)
@@ -162,5 +163,5 @@ def build_graph(atomize_result: AtomizeResult, embedder: Embedder | None, cfg: G
             + (f" ({n_fail} chunks failed; first: {atomize_result.failures[0].reason})" if n_fail else "")
         )
     meta = {"failed_chunks": len(atomize_result.failures), "atomize_llm_calls": atomize_result.llm_calls}
-    return update_graph(None, atomize_result.atoms, atomize_result.triples, embedder, cfg, fidelity,
+    return update_graph(None, atomize_result.atoms, atomize_result.triples, embedder, cfg,
                         progress=progress, meta=meta).graph

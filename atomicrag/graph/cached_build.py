@@ -5,8 +5,8 @@ Cache keys hold exactly what decides a stage's output:
 - atomize: hash of the chunks, the config fields the atomizer's registry entry declares
   (``cache_key=``), the spaCy and model versions (atomizers that key ``spacy_model``) and the
   LLM model + prompt versions (when an LLM is used);
-- graph: the atomize key, ``embedder.name``, the graph config and the four graph fidelity
-  switches. Changing only the embedder re-embeds and rebuilds edges, but never re-atomizes.
+- graph: the atomize key, ``embedder.name``, the graph config's edge fields and its released-code
+  switches (``graph_fidelity``). Changing only the embedder re-embeds and rebuilds edges, but never re-atomizes.
 
 The llm atomizer's per-chunk checkpoint lives in the (unfinished) atomize folder, so an
 interrupted run resumes where it stopped.
@@ -53,7 +53,7 @@ def graph_inputs(atomize_key: str, cfg: Config, embedder: Embedder | None) -> di
         "atomize": atomize_key,
         "embedder": embedder.name if embedder is not None else None,
         "graph": {f: getattr(cfg.graph, f) for f in GRAPH_FIELDS},
-        "fidelity": graph_fidelity(cfg.fidelity),
+        "fidelity": graph_fidelity(cfg.graph),
     }
 
 
@@ -138,7 +138,7 @@ def index_corpus(chunks: list[Chunk], cfg: Config, llm: Any, embedder: Embedder 
             )
         log.info("graph: cache hit %s", cache.dir)
         return graph
-    graph = build_graph(result, embedder, cfg.graph, cfg.fidelity)
+    graph = build_graph(result, embedder, cfg.graph)
     graph.meta.update({"dataset": dataset_name, "atomize_key": akey, "graph_key": gkey,
                        "atomize_stats": {"chunks": len(chunks), **result.stats},
                        "failures": [dataclasses.asdict(f) for f in result.failures[:100]]})

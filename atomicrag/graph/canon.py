@@ -1,7 +1,7 @@
 """Entity canonicalisation: lower-case, every non-alphanumeric character -> space, collapse.
 
 "St. Maurice's Abbey" -> "st maurice s abbey". Alphanumeric is Unicode-aware (so "Gödel"
-stays "gödel"). ``fidelity.entity_keys=ascii`` keys entities as the released code does
+stays "gödel"). ``graph.entity_keys=ascii`` keys entities as the released code does
 (``ascii_key``): only ASCII letters, digits and spaces survive, so "Gödel" becomes "g del", inner
 runs of spaces stay, and every name with no ASCII letter or digit gets the same empty key.
 """
@@ -25,7 +25,7 @@ def ascii_key(text: str) -> str:
 
 
 def entity_key_function(mode: str) -> Callable[[str], str]:
-    """``fidelity.entity_keys``: unicode -> ``canonical_key``; ascii -> ``ascii_key``."""
+    """``graph.entity_keys``: unicode -> ``canonical_key``; ascii -> ``ascii_key``."""
     if mode not in ("unicode", "ascii"):
         raise ValueError(f"entity_keys={mode!r} is not 'unicode' or 'ascii'")
     return ascii_key if mode == "ascii" else canonical_key

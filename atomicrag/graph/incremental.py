@@ -1,6 +1,6 @@
 """What makes Atom-Entity Graph updates incremental: the index's directed synonym rows.
 
-``graph.build.update_graph(prev, atoms, triples, embedder, cfg, fidelity)`` assembles the graph of
+``graph.build.update_graph(prev, atoms, triples, embedder, cfg)`` assembles the graph of
 the atoms and triples reusing what ``prev`` already has (a fresh build is ``prev=None``):
 
 - node order and the containment/relevance edges are recomputed with the functions of
@@ -143,7 +143,7 @@ def update_synonym_rows(prev: SynonymRows | None, old_to_new: torch.Tensor, keys
 
     ``fresh[j]`` marks new entities (not the image of an old one). ``prev=None`` recomputes every
     row. ``candidates``: which entities have rows and which may be neighbours
-    (``synonym_candidates``; fidelity.synonym_candidates). Returns the rows and how many rows were
+    (``synonym_candidates``; graph.synonym_candidates). Returns the rows and how many rows were
     computed against all candidates.
     """
     n = len(keys)

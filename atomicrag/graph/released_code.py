@@ -1,6 +1,6 @@
 """What the released code does to the extraction output before it builds its graph.
 
-Two ``FidelityConfig`` switches act on the atomize result rather than on an edge type, so they
+Two released-code switches of ``GraphConfig`` act on the atomize result rather than on an edge type, so they
 run once, before ``build_graph`` (a one-line hook there):
 
 - ``triple_dedupe="per_chunk"``: the released ``filter_invalid_triples`` keeps each distinct
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from atomicrag.core.config import FidelityConfig
+from atomicrag.core.config import GraphConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Triple
 from atomicrag.graph.structure import EdgeList
 
@@ -60,13 +60,13 @@ def merge_identical_atoms(atoms: list[Atom]) -> list[Atom]:
     return out
 
 
-def prepare_for_graph(result: AtomizeResult, fidelity: FidelityConfig) -> AtomizeResult:
+def prepare_for_graph(result: AtomizeResult, cfg: GraphConfig) -> AtomizeResult:
     """The atomize result as the released code would feed it to its graph (a copy when changed)."""
     triples = result.triples
     atoms = result.atoms
-    if fidelity.triple_dedupe == "per_chunk":
+    if cfg.triple_dedupe == "per_chunk":
         triples = dedupe_triples_per_chunk(triples)
-    if fidelity.atom_merge == "identical_text":
+    if cfg.atom_merge == "identical_text":
         atoms = merge_identical_atoms(atoms)
     if triples is result.triples and atoms is result.atoms:
         return result
@@ -77,16 +77,16 @@ def prepare_for_graph(result: AtomizeResult, fidelity: FidelityConfig) -> Atomiz
 
 
 def prepare_atoms_triples(atoms: list[Atom], triples: list[Triple],
-                          fidelity: FidelityConfig) -> tuple[list[Atom], list[Triple]]:
+                          cfg: GraphConfig) -> tuple[list[Atom], list[Triple]]:
     """``prepare_for_graph`` on bare atom and triple lists (the incremental build's inputs)."""
-    res = prepare_for_graph(AtomizeResult(atoms=atoms, triples=triples), fidelity)
+    res = prepare_for_graph(AtomizeResult(atoms=atoms, triples=triples), cfg)
     return res.atoms, res.triples
 
 
 def directed_rows_to_edges(rows: SynonymRows, num_entities: int) -> EdgeList:
     """``synonym_direction="directed"``: each direction found adds half its cosine (a mutual pair
     keeps its cosine, a one-way pair gets half), as the released code's two igraph entries do
-    (short entities as neighbours: ``fidelity.synonym_candidates``)."""
+    (short entities as neighbours: ``graph.synonym_candidates``)."""
     if len(rows) == 0:
         return EdgeList.empty()
     lo, hi = torch.minimum(rows.src, rows.dst), torch.maximum(rows.src, rows.dst)
@@ -118,6 +118,6 @@ def overwrite_relevance_by_direction(relevance: EdgeList, rows: SynonymRows, num
             int(hit.sum()))
 
 
-def entity_embedding_texts(keys: list[str], texts: list[str], fidelity: FidelityConfig) -> list[str]:
+def entity_embedding_texts(keys: list[str], texts: list[str], cfg: GraphConfig) -> list[str]:
     """The strings embedded for the entity nodes: surface forms, or the canonical keys."""
-    return list(keys) if fidelity.entity_embedding_text == "canonical" else list(texts)
+    return list(keys) if cfg.entity_embedding_text == "canonical" else list(texts)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from atomicrag.core import checks
 from atomicrag.core.config import Config, JudgeConfig
-from atomicrag.core.config_checks import _choice, _mark, _path_name, _text, _unit
 
 
 @dataclass
@@ -21,9 +21,9 @@ class LoggerConfig:
     mode: str = "offline"  # wandb mode: offline | online
 
     def __post_init__(self) -> None:
-        _choice(self, "name", ("none", "wandb"))
-        _choice(self, "mode", ("offline", "online", "disabled"))
-        _text(self, "project", nonempty=True)
+        checks.choice(self, "name", ("none", "wandb"))
+        checks.choice(self, "mode", ("offline", "online", "disabled"))
+        checks.text(self, "project", nonempty=True)
 
 
 @dataclass
@@ -49,10 +49,10 @@ class HarnessConfig(Config):
         super().__post_init__()
         from atomicrag.harness.rows import BASELINES  # data only; imported late, rows reads conf/
 
-        _path_name(self, "experiment_name", "run_name", "retriever_preset")  # folders of results/
-        _text(self, "row_label")  # free text: a paper-table row label
-        _unit(self, "max_failure_rate")
-        _mark(self, ("baselines",))
+        checks.path_name(self, "experiment_name", "run_name", "retriever_preset")  # folders of results/
+        checks.text(self, "row_label")  # free text: a paper-table row label
+        checks.unit(self, "max_failure_rate")
+        checks.mark(self, ("baselines",))
         bad = [b for b in self.baselines if b not in BASELINES]
         if bad:
             raise ValueError(f"HarnessConfig.baselines: unknown {bad}; known: {', '.join(BASELINES)}")

@@ -10,12 +10,13 @@ every cell of a run with the project's own prompts "own prompts".
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from typing import Any
 
-from atomicrag.core.compose import group_config
-from atomicrag.core.config import Config
+from atomicrag.core.compose import load_config
+from atomicrag.core.config import MOVED_FIELDS, Config, FidelityConfig
 
 # the released code's completion budgets: its run script passes max_new_tokens=None, so no call
 # is capped (the server's own limit applies) except the sieve's 1024
@@ -34,7 +35,7 @@ def prompt_source(cfg: Config) -> dict[str, Any]:
     if released is None:
         return {"source": "own", "checkout": None, "hashes": {}}
     out: dict[str, Any] = {"source": "released", "checkout": released.root, "hashes": released.hashes()}
-    if cfg.fidelity.sieve_prompt == "released":
+    if cfg.sieve.sieve_prompt == "released":
         from atomicrag.engine.api import load_released_sieve as load_sieve
 
         sieve = load_sieve(released.root)
@@ -77,21 +78,21 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
         if cfg.fidelity.embed_instruction == "released":
             out.append(_item("embedding instructions", "the embedder's own query prefix (fidelity.prompts=own)",
                              "the released linking instructions"))
-    if cfg.sieve.name != "none" and (cfg.fidelity.sieve_prompt != "released" or cfg.fidelity.prompts == "own"):
+    if cfg.sieve.name != "none" and (cfg.sieve.sieve_prompt != "released" or cfg.fidelity.prompts == "own"):
         out.append(_item("sieve prompt", "this project's own wording, JSON schema, ids in candidate order "
-                         f"(fidelity.sieve_prompt={cfg.fidelity.sieve_prompt}, fidelity.prompts={cfg.fidelity.prompts})",
+                         f"(sieve.sieve_prompt={cfg.sieve.sieve_prompt}, fidelity.prompts={cfg.fidelity.prompts})",
                          "released filter prompt, free-text section, the model's order"))
-    if cfg.sieve.name != "none" and cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released":
+    if cfg.sieve.name != "none" and cfg.sieve.sieve_prompt == "released" and cfg.fidelity.prompts == "released":
         out.append(_item("sieve timeout", f"the LLM client's timeout (llm.timeout_s={cfg.llm.timeout_s}), "
                          "then keep-all, counted", "60 s per question, then keep-all"))
     out.extend(_stage_differences(cfg))
-    ref = group_config("fidelity", "reference_code")
-    for f in dataclasses.fields(cfg.fidelity):
-        if f.name in ("preset", "prompts", "released_code"):
+    ref = released_config()
+    for section, name in switches():
+        if (section, name) in (("fidelity", "preset"), ("fidelity", "prompts"), ("fidelity", "released_code")):
             continue
-        mine, released = getattr(cfg.fidelity, f.name), getattr(ref, f.name)
+        mine, released = getattr(getattr(cfg, section), name), getattr(getattr(ref, section), name)
         if mine != released:
-            out.append(_item(f"fidelity.{f.name}", mine, released))
+            out.append(_item(f"{section}.{name}", mine, released))
     out.extend(_corpus_items(cfg))
     if cfg.dataset.split != "all" or cfg.dataset.limit:
         limit = f", first {cfg.dataset.limit} questions" if cfg.dataset.limit else ""
@@ -103,7 +104,7 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
         if cfg.fidelity.budgets != "released":  # released: no cap sent (fidelity.budgets)
             out.append(_item(topic, ours, theirs))
 
-    released_sieve = cfg.fidelity.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
+    released_sieve = cfg.sieve.sieve_prompt == "released" and cfg.fidelity.prompts == "released"
     if cfg.sieve.max_tokens != RELEASED_SIEVE_BUDGET and cfg.sieve.name != "none" and not released_sieve:
         out.append(_item("budget: sieve max_tokens", cfg.sieve.max_tokens, RELEASED_SIEVE_BUDGET))
     capped = cfg.fidelity.budgets != "released"
@@ -135,6 +136,19 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
     return out
 
 
+def switches() -> list[tuple[str, str]]:
+    """``(section, field)`` of every fidelity switch: the shared ones of ``fidelity``, then each
+    stage's released behaviours in its own section (``MOVED_FIELDS``)."""
+    return ([("fidelity", f.name) for f in dataclasses.fields(FidelityConfig)]
+            + [(section, name) for (_, name), section in MOVED_FIELDS.items()])
+
+
+@functools.lru_cache(maxsize=1)
+def released_config() -> Config:
+    """The library's config under ``fidelity=reference_code``: every switch at its released value."""
+    return load_config({"fidelity": "reference_code"}, env_prefix=None)
+
+
 def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     """How LLM stages and graph keys still differ from the released code where no switch covers
     them (each with what the released code does)."""
@@ -147,8 +161,8 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.llm.structured_output:
         stages += [] if fid.extraction_replies == "released" else (
             ["passage NER", "extraction"] + (["query NER"] if cfg.retriever.query_entities == "llm" else []))
-        stages += [] if fid.decompose_parse == "released" else ["decomposition"]
-        stages += [] if fid.sieve_prompt == "released" and fid.prompts == "released" else ["sieve"]
+        stages += [] if cfg.decompose.decompose_parse == "released" else ["decomposition"]
+        stages += [] if cfg.sieve.sieve_prompt == "released" and fid.prompts == "released" else ["sieve"]
         stages += [] if fid.judge_replies == "released" else ["judge"]
     if stages:
         out.append(_item("structured output and retries",
@@ -158,20 +172,20 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     if fid.judge_replies == "released" and cfg.judge.name != "none":
         out.append(_item("judge statement repair", "json, then this project's JSON repair",
                          "json, json5, json_repair"))
-    if fid.entity_keys == "unicode":
+    if cfg.graph.entity_keys == "unicode":
         out.append(_item("entity keys", "Unicode-aware (non-alphanumerics -> space, spaces collapsed); a name "
-                         "with no letter or digit gets no node (fidelity.entity_keys=ascii: as released)",
+                         "with no letter or digit gets no node (graph.entity_keys=ascii: as released)",
                          "ASCII-only ([^A-Za-z0-9 ] -> space, stripped, inner spaces kept); every name with no "
                          "ASCII letter or digit falls on one empty-key node"))
-    if fid.synonym_candidates != "source_only" or cfg.graph.synonym_min_alnum != 4:
+    if cfg.graph.synonym_candidates != "source_only" or cfg.graph.synonym_min_alnum != 4:
         out.append(_item("synonym candidates", f"both ends need at least graph.synonym_min_alnum="
-                         f"{cfg.graph.synonym_min_alnum} alphanumerics" if fid.synonym_candidates == "both_ends" else
+                         f"{cfg.graph.synonym_min_alnum} alphanumerics" if cfg.graph.synonym_candidates == "both_ends" else
                          f"the searching entity needs graph.synonym_min_alnum={cfg.graph.synonym_min_alnum} "
                          "alphanumerics, its neighbours a non-empty key",
                          "only the searching entity needs more than 3 ASCII alphanumerics, its neighbours may be short"))
-    if fid.synonym_overwrites_relevance and fid.synonym_direction != "directed":
+    if cfg.graph.synonym_overwrites_relevance and cfg.graph.synonym_direction != "directed":
         out.append(_item("synonym over relevance", "a pair's relevance edge is replaced as a whole "
-                         "(fidelity.synonym_direction=directed: one direction at a time, as released)",
+                         "(graph.synonym_direction=directed: one direction at a time, as released)",
                          "each direction is written on its own, so the reverse relevance entry is kept"))
     if fid.extraction_replies != "released":
         out.append(_item("fragment-entity alignment", "a misaligned reply is repaired from the atom texts "
@@ -181,9 +195,9 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("empty replies", "an empty free-text reply is re-asked warmer with a new seed, then "
                          "counted as failed (fidelity.empty_replies=accepted: as released)",
                          'taken as the reply ("") and read by the stage\'s parser'))
-    if cfg.fidelity.merge == "string_dedupe" and fid.context_order != "sieve":
+    if cfg.reader.merge == "string_dedupe" and cfg.reader.context_order != "sieve":
         out.append(_item("reader context order", "an undecomposed question's kept atoms by PPR score "
-                         "(fidelity.context_order=sieve: as released)", "in the order the sieve reply listed them"))
+                         "(reader.context_order=sieve: as released)", "in the order the sieve reply listed them"))
     # no switch: not measured on a published slice (the scripted parity slices take neither path)
     if cfg.sieve.name != "none":
         out.append(_item("sieve timeout", "none: the sieve waits for its reply (llm.timeout_s bounds each "

@@ -6,7 +6,6 @@ data, embedder and LLM settings) for a side-by-side table.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from typing import Any
@@ -16,6 +15,7 @@ from atomicrag.core.schemas import QueryTrace
 from atomicrag.engine.answer_checkpoint import CHECKPOINT_NAME
 from atomicrag.engine.failures import format_failures, summarize_run
 from atomicrag.harness.baselines import BASELINES, baseline_config, run_baseline, with_overrides
+from atomicrag.harness.differences import switches
 from atomicrag.harness.metrics_file import build_run_metrics
 from atomicrag.harness.provenance import Provenance
 from atomicrag.harness.rows import COMPONENTS, ablated
@@ -255,7 +255,8 @@ def summary_fields(cfg: Config) -> dict[str, Any]:
         "top_k": cfg.retriever.top_k,
         "max_context": cfg.sieve.max_context,
         "fidelity": cfg.fidelity.preset,
-        "fidelity_fields": dataclasses.asdict(cfg.fidelity),
+        # every switch by name, wherever its section (the shape records had when all were in fidelity)
+        "fidelity_fields": {name: getattr(getattr(cfg, section), name) for section, name in switches()},
     }
 
 

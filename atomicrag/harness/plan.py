@@ -123,7 +123,7 @@ def plan_run(cfg: Config, *, label: str = "", sieve_candidates: float | None = N
         if decomposed:
             reqs, budget = decompose_requests(cfg, qtexts, released)
             plan.stages.append(_stage("decompose", reqs, budget, probe))
-        per_sub_query = cfg.fidelity.sieve_target == "sub_query"  # one sieve prompt per query
+        per_sub_query = cfg.sieve.sieve_target == "sub_query"  # one sieve prompt per query
         n_cands = cfg.retriever.top_k * (DECOMPOSED_CANDIDATE_FACTOR if decomposed and not per_sub_query else 1.0)
         if sieve_candidates is not None:
             n_cands = sieve_candidates

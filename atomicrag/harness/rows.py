@@ -116,11 +116,14 @@ BASELINES: dict[str, dict[str, Any]] = {
 
 def baseline_reads(name: str) -> tuple[str, ...]:
     """The retriever fields baseline ``name``'s retriever reads (derived from the variant's declared
-    reads, ``core.config_query.RETRIEVER_READS``); the others are reset to their defaults."""
-    from atomicrag.core.config_query import retriever_fields_read
+    reads, its registration's ``reads=``), in field order; the others are reset to their defaults."""
+    import dataclasses
+
+    from atomicrag.core.config import RetrieverConfig
+    from atomicrag.core.registry import RETRIEVERS
 
     variant = BASELINES[name]["retriever.name"]
-    read = retriever_fields_read(variant)
+    read = RETRIEVERS.reads(variant)
     if read is None:
         raise ValueError(f"baseline {name!r}: retriever {variant!r} declares no fields it reads")
-    return read
+    return tuple(f.name for f in dataclasses.fields(RetrieverConfig) if f.name in read)

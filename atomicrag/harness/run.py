@@ -53,11 +53,12 @@ def main(dcfg: DictConfig) -> float:
     name_experiment(dcfg, experiment_choice(hydra_cfg.runtime.choices), hydra_cfg.overrides.task,
                     hydra_cfg.runtime.choices.get("retriever"))
     cfg = to_dataclass(dcfg)
-    from atomicrag.core.config_query import reader_variant, unread_reader_settings, unread_settings
+    from atomicrag.core.config_query import reader_variant, unread_reader_settings
+    from atomicrag.core.registry import RETRIEVERS
 
     # a sweep over such a field changes nothing; a preset's seeding under a vanilla-RAG row is one
     # (info, not a warning: the published rows have them by construction)
-    for setting in unread_settings(cfg.retriever):
+    for setting in RETRIEVERS.unread_settings(cfg.retriever):
         log.info("retriever=%s does not read retriever.%s", cfg.retriever.name, setting)
     variant = reader_variant(cfg.reader, dataset_reader=cfg.dataset.reader, fidelity_preset=cfg.fidelity.preset)
     for setting in unread_reader_settings(cfg.reader, variant):

@@ -438,12 +438,9 @@ def _index_part(section: Any, name: str) -> dict[str, Any]:
 def check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
     """Raise ``ValueError`` naming every build setting of ``cfg`` that differs from the saved
     index's (and the ``ATOMICRAG_*`` variables that set them), instead of silently mixing builds."""
-    from atomicrag.engine.api import GRAPH_FIDELITY_FIELDS
-
     # the index settings of each build section (a device or trust_remote_code is the user's to choose)
     diffs = [s for s in BUILD_SECTIONS if _index_part(getattr(saved, s), s) != _index_part(getattr(cfg, s), s)]
     diffs += [f"dataset.{f}" for f in BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
-    diffs += [f"fidelity.{f}" for f in GRAPH_FIDELITY_FIELDS if getattr(saved.fidelity, f) != getattr(cfg.fidelity, f)]
     if not byo_embedder and _index_part(saved.embedder, "embedder") != _index_part(cfg.embedder, "embedder"):
         diffs.append("embedder")
     if diffs:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from atomicrag.core.compose import load_config, to_overrides
-from atomicrag.core.config import Config
+from atomicrag.core.config import Config, move_fields
 from atomicrag.library.index_settings import ignored_settings, index_settings
 from atomicrag.library.io import check_build_settings
 
@@ -32,6 +32,7 @@ def reopen_config(saved: dict[str, Any], config: Config | dict | None, overrides
     # indexes saved before the harness's fields (experiment_name, judge, logger, ...) left Config
     # carry them in their manifest: they decide nothing about the index
     library_fields = {f.name for f in dataclasses.fields(Config)}
+    saved = move_fields(saved)  # manifests saved before a fidelity switch moved to its stage's section
     built = load_config(index_settings({k: v for k, v in saved.items() if k in library_fields}), env_prefix=None)
     if isinstance(config, Config):
         cfg = load_config(config, overrides=overrides)

@@ -4,16 +4,25 @@ Each returns the bare backend (no cache, no accounting); ``llm.factory.build_llm
 """
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from atomicrag.core.config import LLMConfig, PathsConfig
-from atomicrag.core.config_checks import warn_if_key_missing
 from atomicrag.core.gpu_memory import DEFAULT_FRACTION
 from atomicrag.llm.fake import FakeLLM
 from atomicrag.llm.openai_client import OpenAIClient
 from atomicrag.llm.protocol import LLMBackend
 from atomicrag.llm.servers import AttachedServer, LocalServer, launch_llamacpp, launch_vllm
+
+
+def warn_if_key_missing(cfg: LLMConfig) -> None:
+    """Warn when an external endpoint's key variable (``llm.api_key_env``) is not set."""
+    if cfg.name == "openai" and cfg.api_key_env and not os.environ.get(cfg.api_key_env):
+        logging.getLogger("atomicrag").warning(
+            "llm.api_key_env=%s, but that environment variable is not set: requests go out without an API key "
+            "(fine for a local server; an external API will answer 401)", cfg.api_key_env)
 
 
 def _client(cfg: LLMConfig, base_url: str, style: str, server: LocalServer | None = None,

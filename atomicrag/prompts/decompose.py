@@ -76,7 +76,7 @@ Reply with one JSON object and nothing else:
 Question: {question}"""
 
 
-# Step 2 per ``fidelity.decompose_trigger``. Under "score" the flag restates the score (the
+# Step 2 per ``decompose.decompose_trigger``. Under "score" the flag restates the score (the
 # trigger reads the score alone). Under "score_and_flag" (switch #8) the flag is an independent
 # judgement on criteria of its own, as in the released code's question-analysis prompt, so that
 # "score >= threshold AND flag" is a real conjunction of two opinions; the wording here is ours.
@@ -181,7 +181,7 @@ def _released_json(text: str) -> Any:
 
 
 def parse_reply_released(text: str, max_sub_questions: int) -> tuple[bool, float, str, list[dict[str, Any]]]:
-    """The released reading of a free-text reply (``fidelity.decompose_parse=released``).
+    """The released reading of a free-text reply (``decompose.decompose_parse=released``).
 
     Sub-questions are capped at ``max_sub_questions`` *before* anything is dropped (a non-object
     entry in the first places takes a place), and empty or repeated sub-questions are kept.

@@ -97,7 +97,7 @@ def format_context(items: Sequence[Any], style: str = "numbered") -> str:
 
     Items are ``ContextItem`` objects from ``atomicrag.retrieve.merge`` (anything with ``text``
     and optionally ``title`` and ``passage_id``) or plain strings.
-    ``style="wikipedia_title"`` (``fidelity.reader_context`` under ``reference_code``) writes each
+    ``style="wikipedia_title"`` (``reader.reader_context`` under ``reference_code``) writes each
     item as the released code does, ``"Wikipedia Title: {atom}"`` blocks separated by a blank line,
     with no number and no provenance.
     """
@@ -178,7 +178,7 @@ def parse_answer(text: str) -> ParsedAnswer:
 
 
 def parse_answer_released(text: str) -> ParsedAnswer:
-    """The released reading (``fidelity.answer_extraction=released``): the text between the first
+    """The released reading (``reader.answer_extraction=released``): the text between the first
     and the second "Answer:", stripped; with no marker the whole reply, as it came."""
     text = text or ""
     parts = text.split(ANSWER_MARKER)

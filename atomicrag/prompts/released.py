@@ -6,7 +6,7 @@ triple + fragment extraction, the question analysis (decomposition), both reader
 (``rag_qa_precise`` / ``rag_qa_abstract``) and the judge's two prompts with its few-shot block
 (``Evaluation/metrics/answer_accuracy.py``). The sieve's released prompt is built inside a class
 method, not a template file: ``released_sieve`` reads it from that method's source
-(``fidelity.sieve_prompt=released``).
+(``sieve.sieve_prompt=released``).
 
 The texts are never copied into this project: ``load`` parses the checkout (``released_parse``)
 and keeps the placeholders (``${passage}`` etc.), which are filled with ``string.Template``

@@ -1,4 +1,4 @@
-"""The released sieve (``fidelity.sieve_prompt=released``): its prompt read from a checkout, its
+"""The released sieve (``sieve.sieve_prompt=released``): its prompt read from a checkout, its
 free-text reply parsed the released way.
 
 The released fragment filter builds its prompt inside a class, not in a template file: two

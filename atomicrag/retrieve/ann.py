@@ -1,4 +1,4 @@
-"""Approximate top-k atoms by a FAISS HNSW index: ``fidelity.vector_index="faiss"`` (switch #11).
+"""Approximate top-k atoms by a FAISS HNSW index: ``retriever.vector_index="faiss"`` (switch #11).
 
 The paper says retrieval uses "an approximate nearest neighbour index"; the released code
 computes every dot product (``exact``, the torch matmul used everywhere else). Under ``faiss``

@@ -3,7 +3,7 @@
 ``LLMDecomposer`` sends one request per question, all questions in one ``chat()`` batch. The
 effective query set is the question itself plus, when the trigger fires, at most
 ``DecomposeConfig.max_sub_questions`` sub-questions. The trigger follows
-``fidelity.decompose_trigger`` (docs/fidelity.md):
+``decompose.decompose_trigger`` (docs/fidelity.md):
 
 - ``score``: complexity_score >= threshold (paper Eq. 4);
 - ``score_and_flag``: score >= threshold AND the model's needs_decomposition AND at least one
@@ -54,7 +54,7 @@ class Decomposition:
 
 def trigger_fires(score: float, needs: bool, n_sub_questions: int, *, threshold: float,
                   rule: str) -> bool:
-    """The decomposition trigger of ``fidelity.decompose_trigger`` (see module docstring)."""
+    """The decomposition trigger of ``decompose.decompose_trigger`` (see module docstring)."""
     if rule == "score":
         return score >= threshold
     if rule == "score_and_flag":
@@ -82,11 +82,11 @@ class LLMDecomposer:
                  temperature: float = 0.0, max_tokens: int = LLMConfig.max_tokens, seed: int | None = 0) -> None:
         self.llm = llm
         self.cfg = cfg
-        self.rule = fidelity.decompose_trigger
+        self.rule = cfg.decompose_trigger
         self.released = for_fidelity(fidelity)  # fidelity.prompts=released: the released template
         # released: a free-text reply read with the released fallbacks, sub-questions capped first,
         # empty and repeated ones kept; own: a JSON schema, empty/repeated ones dropped, then capped
-        self.parse_mode = fidelity.decompose_parse
+        self.parse_mode = cfg.decompose_parse
         self.temperature = temperature
         self.max_tokens: int | None = max_tokens
         if fidelity.budgets == "released":  # no cap sent, as released

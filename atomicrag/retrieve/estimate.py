@@ -34,10 +34,10 @@ def query_ner_requests(cfg: Any, questions: list[str], released: Any) -> list[Ch
 def decompose_requests(cfg: Any, questions: list[str], released: Any) -> tuple[list[ChatRequest], int]:
     """(one decomposition request per question, the completion budget of one)."""
     budget = cfg.decompose.max_tokens or cfg.llm.max_tokens
-    schema = None if cfg.fidelity.decompose_parse == "released" else decompose_prompt.SCHEMA
+    schema = None if cfg.decompose.decompose_parse == "released" else decompose_prompt.SCHEMA
     reqs = [ChatRequest(decompose_prompt.build_messages(
         q, max_sub_questions=cfg.decompose.max_sub_questions, threshold=cfg.decompose.complexity_threshold,
-        trigger=cfg.fidelity.decompose_trigger, released=released),
+        trigger=cfg.decompose.decompose_trigger, released=released),
         schema, max_tokens=budget, seed=request_seed(cfg.llm.seed, cfg.fidelity)) for q in questions]
     return reqs, budget
 
@@ -46,9 +46,9 @@ def sieve_requests(cfg: Any, questions: list[str], atoms: list[str], n_candidate
                    released: Any) -> tuple[list[ChatRequest], int]:
     """(one sieve request per question holding ``n_candidates`` typical atoms, cut to the window
     as the sieve cuts them, the completion budget of one); the released sieve's own prompt and
-    budget under ``fidelity.sieve_prompt=released``."""
+    budget under ``sieve.sieve_prompt=released``."""
     cands = typical(atoms, n_candidates)
-    if cfg.fidelity.sieve_prompt == "released" and released is not None:
+    if cfg.sieve.sieve_prompt == "released" and released is not None:
         from atomicrag.prompts import released_sieve
 
         rs = released_sieve.load(released.root)

@@ -1,13 +1,13 @@
 """Merge the kept atoms into the reader's context (paper §3.4, Eq. 11).
 
-``fidelity.merge`` (docs/fidelity.md):
+``reader.merge`` (docs/fidelity.md):
 
 - ``citation_units`` (paper): the best ``max_context`` distinct atoms are grouped by source
   passage; each group is one citation unit (passage id, title when known, its atoms in score
   order), scored by its best atom; units are ordered by that score.
 - ``string_dedupe`` (released code): atoms with exactly the same text collapse into one entry
   that keeps the highest score; entries are sorted by score and the first ``max_context`` kept.
-  ``fidelity.context_order=sieve`` keeps the sieve's order instead where a question was not
+  ``reader.context_order=sieve`` keeps the sieve's order instead where a question was not
   decomposed (the released reader reads that question's kept atoms as the sieve listed them).
 
 Both keep provenance (atom ids, passage ids) so answers can cite and recall can be measured:
@@ -125,7 +125,7 @@ def string_dedupe(atoms: Sequence[ScoredAtom], max_context: int,
 
 def merge_context(atoms: Sequence[ScoredAtom], mode: str, max_context: int,
                   titles: Mapping[str, str] | None = None, order: str = "score") -> list[ContextItem]:
-    """Build the context from kept atoms; ``mode`` is ``fidelity.merge``, ``max_context`` is
+    """Build the context from kept atoms; ``mode`` is ``reader.merge``, ``max_context`` is
     ``SieveConfig.max_context`` (a cap on atoms, for both modes); ``order`` (string_dedupe only):
     score | sieve (``string_dedupe``)."""
     if max_context <= 0:

@@ -74,7 +74,7 @@ class BatchRetriever:
         self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm,
                                            **sampling(cfg.llm, cfg.decompose.max_tokens, cfg.fidelity))
         self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, cfg.sieve.max_tokens, cfg.fidelity))
-        self.propagator = build_propagator(cfg.retriever, cfg.fidelity)
+        self.propagator = build_propagator(cfg.retriever)
         self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(cfg)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
@@ -202,11 +202,11 @@ class BatchRetriever:
     def reader_context(self, kept: list[ScoredAtom], ranked_docs: list[str], decomposed: bool = False
                        ) -> list[ContextItem]:
         """The reader's context: ranked documents by token budget (reader.context=documents), or
-        the paper's atom list (atoms; fidelity.merge, fidelity.context_order and sieve.max_context)."""
+        the paper's atom list (atoms; reader.merge, reader.context_order and sieve.max_context)."""
         rc = self.cfg.reader
         if not rc.uses_documents(self.cfg.fidelity.preset):
-            order = "sieve" if self.cfg.fidelity.context_order == "sieve" and not decomposed else "score"
-            return merge_context(kept, mode=self.cfg.fidelity.merge, max_context=self.cfg.sieve.max_context,
+            order = "sieve" if rc.context_order == "sieve" and not decomposed else "score"
+            return merge_context(kept, mode=rc.merge, max_context=self.cfg.sieve.max_context,
                                  titles=self.titles, order=order)
         if self._store is None:
             self._store = DocumentStore(self.graph.atoms, self.titles)

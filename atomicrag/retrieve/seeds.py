@@ -5,7 +5,7 @@ Per query (paper section 3.3):
   entity scores its max cosine to any query entity; those >= ``entity_sim_threshold`` are kept,
   at most ``entity_top_k``, weight = cosine;
 - atom seeds: dense similarity of the query to every atom, times ``atom_seed_weight`` (alpha).
-  ``fidelity.atom_seeding == "topk"`` seeds only the ``atom_seed_top_k`` most similar atoms (the
+  ``retriever.atom_seeding == "topk"`` seeds only the ``atom_seed_top_k`` most similar atoms (the
   paper's "bias toward entities"); ``"all_minmax"`` seeds every atom with alpha times the
   min-max-normalised similarity, as the released code does (atoms then carry most of the mass).
 All queries' seeds form one sparse personalisation matrix [Q, N] over the graph's node order.
@@ -88,7 +88,7 @@ def link_entities(
 ) -> list[list[tuple[int, float]]]:
     """For each query, graph entities whose max cosine to a query entity passes the threshold.
 
-    ``fallback="best"`` (``fidelity.entity_link_fallback`` under ``reference_code``): when no
+    ``fallback="best"`` (``retriever.entity_link_fallback`` under ``reference_code``): when no
     entity passes, the single best one is kept anyway, as the released code does."""
     if graph.entity_embeddings is None or graph.num_entities == 0:
         return [[] for _ in query_entities]
@@ -119,13 +119,13 @@ def link_entities(
 
 
 def atom_seed_weights(
-    atom_sim: torch.Tensor, cfg: RetrieverConfig, fidelity: FidelityConfig,
+    atom_sim: torch.Tensor, cfg: RetrieverConfig,
     ann: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Atom seed (row, col, value) triples from query-atom similarities [Q, A].
 
     ``ann``: (scores [Q, k], atom ids [Q, k]) of an approximate search, used instead of the exact
-    top-k when ``atom_seeding="topk"`` (``fidelity.vector_index="faiss"``).
+    top-k when ``atom_seeding="topk"`` (``retriever.vector_index="faiss"``).
 
     Returns (indices [2, M] int64 over (query, atom), values [M] float32).
     """
@@ -133,7 +133,7 @@ def atom_seed_weights(
     alpha = cfg.atom_seed_weight
     if a == 0 or alpha == 0:
         return torch.zeros(2, 0, dtype=torch.int64), torch.zeros(0)
-    if fidelity.atom_seeding == "all_minmax":
+    if cfg.atom_seeding == "all_minmax":
         lo = atom_sim.min(dim=1, keepdim=True).values  # [Q, 1]
         hi = atom_sim.max(dim=1, keepdim=True).values  # [Q, 1]
         norm = (atom_sim - lo) / (hi - lo).clamp_min(1e-12)  # [Q, A] in [0, 1]
@@ -168,6 +168,7 @@ def build_seeds(
     ``lexical`` (a ``retrieve.lexical.LexicalScorer``) with the query texts ``queries`` mixes BM25
     into entity linking and atom seeds; ``passage_seeds`` ((query, passage) indices [2, M], values
     [M]) seed passage nodes at columns ``graph.num_nodes + passage`` of a ``num_nodes``-wide matrix.
+    ``fidelity`` says how queries are embedded for entity linking (the released instruction or not).
     """
     n_q = query_embeddings.shape[0]
     e_count = graph.num_entities
@@ -183,7 +184,7 @@ def build_seeds(
         plain_encode = encode_entities
         encode_entities = lambda xs: plain_encode(glue(to_node, xs))  # noqa: E731
     entity_seeds = link_entities(query_entities, graph, encode_entities, cfg, lexical,
-                                 fallback=fidelity.entity_link_fallback)
+                                 fallback=cfg.entity_link_fallback)
     rows: list[torch.Tensor] = []
     cols: list[torch.Tensor] = []
     vals: list[torch.Tensor] = []
@@ -200,11 +201,11 @@ def build_seeds(
             w = cfg.lexical_weight
             seed_sim = (1 - w) * atom_sim + w * lexical.atom_scores(queries)  # [Q, A]
         ann = None
-        if fidelity.vector_index == "faiss" and fidelity.atom_seeding == "topk":  # switch #11 (dense part)
+        if cfg.vector_index == "faiss" and cfg.atom_seeding == "topk":  # switch #11 (dense part)
             from atomicrag.retrieve.ann import ann_topk
 
             ann = ann_topk(graph.atom_embeddings, query_embeddings, min(cfg.atom_seed_top_k, graph.num_atoms))
-        idx, v = atom_seed_weights(seed_sim, cfg, fidelity, ann)
+        idx, v = atom_seed_weights(seed_sim, cfg, ann)
         rows.append(idx[0])
         cols.append(idx[1] + e_count)  # atom nodes follow the entity nodes
         vals.append(v)

@@ -1,7 +1,7 @@
 """Atomic Sieve (paper §3.4, Eqs. 9-10): an LLM keeps the candidate atoms a question needs.
 
 Input per question: its query set (``[original] + sub-questions``) and, per query, the top-k
-candidate ``ScoredAtom`` list. ``fidelity.sieve_target`` (docs/fidelity.md) decides what
+candidate ``ScoredAtom`` list. ``sieve.sieve_target`` (docs/fidelity.md) decides what
 each prompt judges:
 
 - ``original_question`` (paper): the candidates of all queries are merged (deduplicated by atom
@@ -13,7 +13,7 @@ All prompts of all questions go to the backend in one ``chat()`` call. On a fail
 (backend error, or a reply that is not ``{"keep_indices": [...]}``) every candidate of that
 prompt is kept and the failure is recorded. Out-of-range ids are dropped and counted.
 
-``fidelity.sieve_prompt=released`` (with ``fidelity.prompts=released``) sends the released
+``sieve.sieve_prompt=released`` (with ``fidelity.prompts=released``) sends the released
 filter's prompt read from the checkout (``prompts/released_sieve.py``) as a free-text request
 with the released budget, reads the reply the released way and keeps the atoms in the model's
 order; a reply with no readable ``kept_fragment_ids`` section keeps every candidate, counted
@@ -123,17 +123,17 @@ class LLMSieve:
 
     def __init__(self, llm: Any, cfg: SieveConfig, fidelity: FidelityConfig, *,
                  temperature: float = 0.0, max_tokens: int = SieveConfig.max_tokens, seed: int | None = 0) -> None:
-        if fidelity.sieve_target not in ("original_question", "sub_query"):
-            raise ValueError(f"unknown sieve_target {fidelity.sieve_target!r}")
+        if cfg.sieve_target not in ("original_question", "sub_query"):
+            raise ValueError(f"unknown sieve_target {cfg.sieve_target!r}")
         self.llm = llm
         self.cfg = cfg
-        self.target = fidelity.sieve_target
+        self.target = cfg.sieve_target
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
         # the released filter (its prompt needs the checkout the released prompts come from)
         self.released: released_sieve.ReleasedSieve | None = None
-        if fidelity.sieve_prompt == "released" and fidelity.prompts == "released":
+        if cfg.sieve_prompt == "released" and fidelity.prompts == "released":
             root = released_prompts.require(fidelity.released_code).root
             self.released = released_sieve.load(root)
             self.max_tokens = self.released.max_tokens

@@ -1,4 +1,4 @@
-"""fidelity.answer_extraction: the reader's answer read the released way vs this project's way."""
+"""reader.answer_extraction: the reader's answer read the released way vs this project's way."""
 from __future__ import annotations
 
 from atomicrag.answer.readers import LLMReader
@@ -20,7 +20,7 @@ class Reply:
 
 def answer(text: str, extraction: str, finish_reason: str | None = None) -> tuple[str, int]:
     llm = Reply(text, finish_reason)
-    reader = LLMReader(llm, "precise", ReaderConfig(answer_followup="ask"), answer_extraction=extraction)
+    reader = LLMReader(llm, "precise", ReaderConfig(answer_followup="ask", answer_extraction=extraction))
     [out] = reader.answer(["Q?"], [["ctx"]])
     return out.answer, llm.calls
 

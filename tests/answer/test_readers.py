@@ -123,14 +123,14 @@ def test_reference_code_context_is_wikipedia_title_blocks():
     assert format_context(items, "wikipedia_title") == (
         "Wikipedia Title: Bern is the capital.\n\nWikipedia Title: a plain string")
     llm = ScriptedLLM([ChatResult(text="Answer: Bern")])
-    LLMReader(llm, "precise", context_style="wikipedia_title").answer(["q"], [items])
+    LLMReader(llm, "precise", ReaderConfig(reader_context="wikipedia_title")).answer(["q"], [items])
     user = llm.batches[0][0].messages[-1]["content"]
     assert user.startswith("Wikipedia Title: Bern is the capital.\n\nWikipedia Title: a plain string")
     assert "[1]" not in user and "(Switzerland" not in user
     demo = llm.batches[0][0].messages[1]["content"]
     assert demo.startswith("Wikipedia Title: The Rhine Falls")  # the demonstration in the same layout
     with pytest.raises(ValueError):
-        LLMReader(llm, "precise", context_style="markdown")
+        LLMReader(llm, "precise", ReaderConfig(reader_context="markdown"))
 
 
 # -- issue #21 item 5: the precise reader's reply is parsed to the span EM/F1 score ----------------
@@ -220,5 +220,5 @@ def test_a_failed_followup_fails_the_question():
 def test_no_followup_for_the_abstract_reader_or_the_released_layout():
     for kind, style in (("abstract", "numbered"), ("precise", "wikipedia_title")):
         llm = ContinuingLLM([ChatResult(text="Bern is the capital.")])
-        [out] = LLMReader(llm, kind, context_style=style).answer(["Capital?"], [["c"]])
+        [out] = LLMReader(llm, kind, ReaderConfig(reader_context=style)).answer(["Capital?"], [["c"]])
         assert len(llm.batches) == 1 and out.followup == ""

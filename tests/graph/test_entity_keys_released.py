@@ -1,8 +1,8 @@
-"""fidelity.entity_keys=ascii keys entity nodes as the released code does; unicode (ours) keeps
+"""graph.entity_keys=ascii keys entity nodes as the released code does; unicode (ours) keeps
 non-ASCII names apart and gives a name with no letter or digit no node."""
 from __future__ import annotations
 
-from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.config import GraphConfig
 from atomicrag.core.schemas import Atom, Triple
 from atomicrag.graph.build import update_graph
 from atomicrag.graph.canon import ascii_key, canonical_key
@@ -20,8 +20,7 @@ def _graph(mode: str):
              Atom(id="a1", text="Kurt Gödel worked in Vienna.", passage_id="p1", chunk_id="c1", entities=["Kurt Gödel", "Vienna"])]
     triples = [Triple(subject="東京", predicate="is near", object="北京", chunk_id="c0"),
                Triple(subject="Kurt Gödel", predicate="worked in", object="Vienna", chunk_id="c1")]
-    fid = FidelityConfig(entity_keys=mode)
-    return update_graph(None, atoms, triples, None, GraphConfig(), fid).graph
+    return update_graph(None, atoms, triples, None, GraphConfig(entity_keys=mode)).graph
 
 
 def test_released_keys_put_every_non_ascii_name_on_one_empty_node() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.config import GraphConfig
 from atomicrag.core.schemas import AtomizeResult, ChunkFailure
 from atomicrag.graph.build import build_graph
 from atomicrag.graph.canon import canonical_key
@@ -21,7 +21,7 @@ def pairs(edges) -> dict[tuple[int, int], float]:
 
 
 def build(**fid) -> object:
-    return build_graph(corpus(), TableEmbedder(VECTORS), GraphConfig(), FidelityConfig(**fid))
+    return build_graph(corpus(), TableEmbedder(VECTORS), GraphConfig(**fid))
 
 
 def dense(g) -> torch.Tensor:
@@ -92,15 +92,15 @@ def test_adjacency_is_symmetric_without_self_loops():
 def test_triples_only_entity_nodes():
     res = corpus()
     res.triples = [t for t in res.triples if t.object != "euro"]
-    g = build_graph(res, TableEmbedder(VECTORS), GraphConfig(), FidelityConfig(entity_nodes="triples_only"))
+    g = build_graph(res, TableEmbedder(VECTORS), GraphConfig(entity_nodes="triples_only"))
     assert "euro" not in g.entity_keys
-    g_all = build_graph(res, TableEmbedder(VECTORS), GraphConfig(), FidelityConfig(entity_nodes="all"))
+    g_all = build_graph(res, TableEmbedder(VECTORS), GraphConfig(entity_nodes="all"))
     assert "euro" in g_all.entity_keys
 
 
 def test_embeddings_are_normalised_and_passage_side():
     emb = TableEmbedder({"Paris": [2.0, 0.0, 0.0, 0.0]})
-    g = build_graph(corpus(), emb, GraphConfig(), FidelityConfig())
+    g = build_graph(corpus(), emb, GraphConfig())
     assert g.atom_embeddings.shape == (4, 4) and g.entity_embeddings.shape == (5, 4)
     assert torch.allclose(g.entity_embeddings.norm(dim=1), torch.ones(5))
     assert emb.calls[0] == [a.text for a in corpus().atoms] and emb.calls[1] == g.entity_texts
@@ -119,20 +119,20 @@ def test_knn_cap_union_and_blocking():
 
 
 def test_structure_only_without_embedder():
-    g = build_graph(corpus(), None, GraphConfig(), FidelityConfig())
+    g = build_graph(corpus(), None, GraphConfig())
     assert g.atom_embeddings is None and len(g.edges["synonym"]) == 0
 
 
 def test_zero_atoms_is_a_clear_error():
     res = AtomizeResult(atoms=[], failures=[ChunkFailure("c0", "extraction", "no JSON")])
     with pytest.raises(ValueError, match="zero atoms.*1 chunks failed"):
-        build_graph(res, None, GraphConfig(), FidelityConfig())
+        build_graph(res, None, GraphConfig())
 
 
 def test_embedder_dimension_mismatch_is_a_clear_error():
     bad = TableEmbedder(VECTORS, dim=8)  # declares 8, returns 4-dimensional rows from the table
     with pytest.raises(ValueError, match="declares dim=8"):
-        build_graph(corpus(), bad, GraphConfig(), FidelityConfig())
+        build_graph(corpus(), bad, GraphConfig())
 
 
 @pytest.mark.gpu

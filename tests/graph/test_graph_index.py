@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from atomicrag.core.config import AtomizerConfig, Config, FidelityConfig, GraphConfig
+from atomicrag.core.config import AtomizerConfig, Config, GraphConfig
 from atomicrag.embed.fake import FakeEmbedder
 from atomicrag.graph.build import build_graph
 from atomicrag.graph.cached_build import index_corpus
@@ -16,7 +16,7 @@ from .helpers import CHUNKS, VECTORS, CountingAtomizer, TableEmbedder, corpus
 
 
 def test_save_load_round_trip(tmp_path):
-    g = build_graph(corpus(), TableEmbedder(VECTORS), GraphConfig(), FidelityConfig())
+    g = build_graph(corpus(), TableEmbedder(VECTORS), GraphConfig())
     save_graph(g, tmp_path / "g")
     h = load_graph(tmp_path / "g")
     assert h.entity_keys == g.entity_keys and h.entity_texts == g.entity_texts
@@ -37,7 +37,7 @@ def test_changing_only_the_embedder_does_not_reatomize(tmp_path):
     assert at.calls == 1 and torch.equal(g1.atom_embeddings, g2.atom_embeddings)
     g3 = index_corpus(CHUNKS, cfg, None, FakeEmbedder(32), tmp_path, "toy", atomizer=at, progress=False)
     assert at.calls == 1 and g3.atom_embeddings.shape[1] == 32
-    cfg.fidelity.containment_keys = "raw"  # a graph switch: new graph, same atoms
+    cfg.graph.containment_keys = "raw"  # a graph switch: new graph, same atoms
     g4 = index_corpus(CHUNKS, cfg, None, FakeEmbedder(32), tmp_path, "toy", atomizer=at, progress=False)
     assert at.calls == 1 and len(g4.edges["containment"]) < len(g3.edges["containment"])
     cfg.atomizer.min_atom_chars = 5  # an atomizer field: re-atomize

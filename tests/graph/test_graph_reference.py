@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from atomicrag.core.config import FidelityConfig, GraphConfig
+from atomicrag.core.config import GraphConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Triple
 from atomicrag.graph.build import build_graph
 from atomicrag.graph.released_code import dedupe_triples_per_chunk, merge_identical_atoms, prepare_for_graph
@@ -20,7 +20,7 @@ def pairs(edges) -> dict[tuple[int, int], float]:
 
 
 def build(res: AtomizeResult | None = None, emb: TableEmbedder | None = None, **fid):
-    return build_graph(res or corpus(), emb or TableEmbedder(VECTORS), GraphConfig(), FidelityConfig(**fid))
+    return build_graph(res or corpus(), emb or TableEmbedder(VECTORS), GraphConfig(**fid))
 
 
 def test_triples_deduplicated_within_a_chunk():
@@ -98,25 +98,26 @@ def test_identical_atom_texts_are_one_node():
 
 def test_paper_fidelity_leaves_the_extraction_untouched():
     res = corpus()
-    assert prepare_for_graph(res, FidelityConfig()) is res
-    ref = prepare_for_graph(res, FidelityConfig(triple_dedupe="per_chunk", atom_merge="identical_text"))
+    assert prepare_for_graph(res, GraphConfig()) is res
+    ref = prepare_for_graph(res, GraphConfig(triple_dedupe="per_chunk", atom_merge="identical_text"))
     assert ref.stats["reference_prepare"] == {"triples_dropped": 0, "atoms_merged": 0}
 
 
 def test_reference_code_preset_changes_the_graph_paper_does_not():
-    from pathlib import Path
+    from atomicrag.core.compose import HARNESS_ROOT, load_config
+    from atomicrag.core.config import MOVED_FIELDS
 
-    from omegaconf import OmegaConf
-
-    conf = Path(__file__).resolve().parents[2] / "conf" / "fidelity"
-    ref = FidelityConfig(**OmegaConf.to_container(OmegaConf.load(conf / "reference_code.yaml")))
-    paper = FidelityConfig(**OmegaConf.to_container(OmegaConf.load(conf / "paper.yaml")))
-    assert paper == FidelityConfig()  # the paper preset is the dataclass default: behaviour unchanged
+    ref = load_config({"fidelity": "reference_code"}, env_prefix=None, root=HARNESS_ROOT)
+    paper = load_config({"fidelity": "paper"}, env_prefix=None, root=HARNESS_ROOT)
+    # the paper preset is every section's dataclass default: behaviour unchanged
+    assert paper == load_config(None, env_prefix=None, root=HARNESS_ROOT)
     for field, value in {"triple_dedupe": "per_chunk", "synonym_direction": "directed",
                          "synonym_candidates": "source_only",
                          "entity_embedding_text": "canonical", "entity_link_fallback": "best",
                          "reader_context": "wikipedia_title", "atom_merge": "identical_text",
                          "embed_instruction": "released", "judge_failures": "released"}.items():
-        assert getattr(ref, field) == value, field
+        section = MOVED_FIELDS.get(("fidelity", field), "fidelity")  # the stage section that owns it
+        assert getattr(getattr(ref, section), field) == value, field
+        assert getattr(getattr(paper, section), field) != value, field
     with pytest.raises(ValueError, match="synonym_direction"):
-        FidelityConfig(synonym_direction="both")
+        GraphConfig(synonym_direction="both")

@@ -25,7 +25,7 @@ def test_library_index_equals_build_graph(cfg: dict[str, Any]) -> None:
     g = rag.graph
     triples = [t for d in rag.documents for t in rag._states[d.id].triples]
     c = load_config(cfg)
-    ref = build_graph(AtomizeResult(atoms=list(g.atoms), triples=triples), rag.embedder, c.graph, c.fidelity)
+    ref = build_graph(AtomizeResult(atoms=list(g.atoms), triples=triples), rag.embedder, c.graph)
     assert_same_graph(g, ref)
     assert len(g.edges["synonym"]) > 10  # the corpus really exercises synonym edges and the cap
 
@@ -62,8 +62,8 @@ def test_insert_delete_sequences_equal_fresh_index(cfg: dict[str, Any], seed: in
     # LLM atoms with triples (fake LLM): relevance edges, entities first seen in triples, surface
     # forms that change when the first document mentioning an entity goes away
     {"atomizer": {"name": "llm"}},
-    {"atomizer": {"name": "llm"}, "fidelity": {"synonym_overwrites_relevance": True,
-                                               "entity_nodes": "triples_only", "relevance_weight": "occurrences"}},
+    {"atomizer": {"name": "llm"}, "graph": {"synonym_overwrites_relevance": True,
+                                            "entity_nodes": "triples_only", "relevance_weight": "occurrences"}},
     # corpus-level atomizer: updates re-atomize everything but still reuse embeddings
     {"atomizer": {"name": "vocabulary", "vocab_llm_filter": False, "vocab_min_freq": 2}},
 ])

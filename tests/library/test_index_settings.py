@@ -189,7 +189,7 @@ def test_allowed_free_text_fields_are_reviewed() -> None:
 
 
 def _is_mode(section: Any, name: str) -> bool:
-    from atomicrag.core.config_checks import modes
+    from atomicrag.core.checks import modes
 
     return name in modes(type(section))
 

@@ -9,6 +9,7 @@ characters a template engine can trip on: ``$``, braces, newlines and non-ASCII 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -128,6 +129,6 @@ def test_decomposition_replies_give_the_released_queries(rendered: tuple[dict, P
             return [ChatResult(text=r) for r in INPUTS["decompose_replies"]]
 
     cfg = DecomposeConfig(name="llm", complexity_threshold=INPUTS["threshold"], max_sub_questions=3)
-    fid = FidelityConfig(decompose_trigger="score_and_flag", decompose_parse="released")
-    outs = LLMDecomposer(Replies(), cfg, fid).decompose([INPUTS["question"]] * len(INPUTS["decompose_replies"]))
+    cfg = dataclasses.replace(cfg, decompose_trigger="score_and_flag", decompose_parse="released")
+    outs = LLMDecomposer(Replies(), cfg, FidelityConfig()).decompose([INPUTS["question"]] * len(INPUTS["decompose_replies"]))
     assert [o.queries for o in outs] == theirs["decompositions"]

@@ -134,15 +134,15 @@ def test_a_tie_at_the_kth_place_is_never_certified():
 
 
 def test_fixed_and_accuracy_modes_from_config():
-    from atomicrag.core.config import FidelityConfig, RetrieverConfig
+    from atomicrag.core.config import RetrieverConfig
     from atomicrag.retrieve.propagate import build_propagator
 
-    fixed = build_propagator(RetrieverConfig(ppr_stop="fixed", max_iter=7), FidelityConfig())
+    fixed = build_propagator(RetrieverConfig(ppr_stop="fixed", max_iter=7))
     assert fixed.solver == "power"
     adj = atom_entity_graph(50, 60)
     fixed.topk(adj, seeds_for(adj.shape[0], 50, 3), 50, K)
     assert fixed.last_steps == 7  # exactly max_iter power steps: reproduces fixed-step code
-    assert build_propagator(RetrieverConfig(ppr_stop="accuracy"), FidelityConfig()).stop == "accuracy"
-    assert build_propagator(RetrieverConfig(), FidelityConfig()).stop == "topk"
+    assert build_propagator(RetrieverConfig(ppr_stop="accuracy")).stop == "accuracy"
+    assert build_propagator(RetrieverConfig()).stop == "topk"
     with pytest.raises(ValueError, match="ppr_stop"):
         RetrieverConfig(ppr_stop="sometimes")

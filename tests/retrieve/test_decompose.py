@@ -11,9 +11,10 @@ from atomicrag.retrieve.decompose import (
     trigger_fires,
 )
 
-PAPER = FidelityConfig(decompose_trigger="score")
-CODE = FidelityConfig(decompose_trigger="score_and_flag")
-CFG = DecomposeConfig(name="llm", complexity_threshold=6.5, max_sub_questions=3)
+FID = FidelityConfig()
+PAPER = DecomposeConfig(name="llm", complexity_threshold=6.5, max_sub_questions=3, decompose_trigger="score")
+CODE = DecomposeConfig(name="llm", complexity_threshold=6.5, max_sub_questions=3, decompose_trigger="score_and_flag")
+CFG = PAPER
 
 
 class ScriptedLLM:
@@ -52,7 +53,7 @@ def test_trigger_rule(score, needs, n_subs, paper, code):
 @pytest.mark.parametrize("fidelity, decomposed", [(PAPER, True), (CODE, False)])
 def test_decomposer_applies_trigger_setting(fidelity, decomposed):
     llm = ScriptedLLM({"Q?": reply(7.0, False, 2)})
-    [d] = LLMDecomposer(llm, CFG, fidelity).decompose(["Q?"])
+    [d] = LLMDecomposer(llm, fidelity, FID).decompose(["Q?"])
     assert d.decomposed is decomposed and not d.failed
     assert d.queries == (["Q?", "sub 1?", "sub 2?"] if decomposed else ["Q?"])
 
@@ -66,7 +67,7 @@ def test_batch_cap_and_failures():
         "paper-only?": reply(8.0, True, 0),
     })
     questions = ["simple?", "complex?", "broken?", "garbled?", "paper-only?"]
-    out = LLMDecomposer(llm, CFG, PAPER).decompose(questions)
+    out = LLMDecomposer(llm, PAPER, FID).decompose(questions)
     # one chat() call with one schema'd request per question
     assert len(llm.batches) == 1 and len(llm.batches[0]) == 5
     assert all(r.schema == prompt.SCHEMA and r.module == "decompose" for r in llm.batches[0])
@@ -103,15 +104,15 @@ def test_prompt_mentions_threshold_and_cap():
 
 def test_no_decomposer_and_factory():
     assert NoDecomposer().decompose(["a", "b"])[1].queries == ["b"]
-    assert isinstance(build_decomposer(DecomposeConfig(name="none"), PAPER), NoDecomposer)
-    assert isinstance(build_decomposer(CFG, PAPER, ScriptedLLM({})), LLMDecomposer)
+    assert isinstance(build_decomposer(DecomposeConfig(name="none"), FID), NoDecomposer)
+    assert isinstance(build_decomposer(CFG, FID, ScriptedLLM({})), LLMDecomposer)
     with pytest.raises(ValueError):
-        build_decomposer(CFG, PAPER, None)
+        build_decomposer(CFG, FID, None)
 
 
 def test_with_fake_llm():
     fake = pytest.importorskip("atomicrag.llm.fake")
-    out = LLMDecomposer(fake.FakeLLM(), CFG, PAPER).decompose(["Who founded the company that bought X?"])
+    out = LLMDecomposer(fake.FakeLLM(), PAPER, FID).decompose(["Who founded the company that bought X?"])
     assert out[0].queries[0] == "Who founded the company that bought X?"
     assert len(out[0].queries) <= 1 + CFG.max_sub_questions
 
@@ -125,9 +126,9 @@ def test_released_trigger_asks_for_an_independent_flag():
     assert "multi-hop" in code["content"] and "a single fact settles it" in code["content"]
     # the decomposer sends the prompt of its fidelity; the reply's flag then decides under the code
     llm = ScriptedLLM({"Who?": reply(8.0, False, 2)})
-    out_code = LLMDecomposer(llm, CFG, CODE).decompose(["Who?"])[0]
+    out_code = LLMDecomposer(llm, CODE, FID).decompose(["Who?"])[0]
     assert "independently of the score" in llm.batches[-1][0].messages[-1]["content"]
-    out_paper = LLMDecomposer(llm, CFG, PAPER).decompose(["Who?"])[0]
+    out_paper = LLMDecomposer(llm, PAPER, FID).decompose(["Who?"])[0]
     assert "when your score is 6.5" in llm.batches[-1][0].messages[-1]["content"]
     assert (out_code.decomposed, out_paper.decomposed) == (False, True)
     with pytest.raises(ValueError):

@@ -1,6 +1,7 @@
-"""fidelity.decompose_parse: the decomposition reply read the released way vs this project's way."""
+"""decompose.decompose_parse: the decomposition reply read the released way vs this project's way."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from atomicrag.core.config import DecomposeConfig, FidelityConfig
@@ -27,8 +28,8 @@ class Reply:
 
 def decompose(mode: str, result: ChatResult):
     llm = Reply(result)
-    fid = FidelityConfig(decompose_trigger="score_and_flag", decompose_parse=mode)
-    [out] = LLMDecomposer(llm, CFG, fid).decompose(["Q?"])
+    cfg = dataclasses.replace(CFG, decompose_trigger="score_and_flag", decompose_parse=mode)
+    [out] = LLMDecomposer(llm, cfg, FidelityConfig()).decompose(["Q?"])
     return llm.requests[0], out
 
 
@@ -53,6 +54,6 @@ def test_released_unreadable_reply_stays_undecomposed_and_is_counted() -> None:
 def test_released_budgets_send_no_cap() -> None:
     for budgets, expected in (("released", None), ("own", 77)):
         llm = Reply(ChatResult(text="{}"))
-        fid = FidelityConfig(decompose_trigger="score_and_flag", budgets=budgets)
-        LLMDecomposer(llm, CFG, fid, max_tokens=77).decompose(["Q?"])
+        fid = FidelityConfig(budgets=budgets)
+        LLMDecomposer(llm, dataclasses.replace(CFG, decompose_trigger="score_and_flag"), fid, max_tokens=77).decompose(["Q?"])
         assert llm.requests[0].max_tokens == expected

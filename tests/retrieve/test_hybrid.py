@@ -7,7 +7,7 @@ import torch
 from atomicrag.atomize.nlp import Sentence
 from atomicrag.atomize.selfcontained import atom_text, chunk_subject, self_contained
 from atomicrag.core.compose import load_config
-from atomicrag.core.config import FidelityConfig, GraphConfig, RetrieverConfig
+from atomicrag.core.config import GraphConfig, RetrieverConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Question
 from atomicrag.graph.build import build_graph
 from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize
@@ -46,7 +46,7 @@ def _atoms() -> list[Atom]:
 
 @pytest.fixture(scope="module")
 def graph():
-    return build_graph(AtomizeResult(atoms=_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+    return build_graph(AtomizeResult(atoms=_atoms()), BagEmbedder(), GraphConfig())
 
 
 def test_bm25_prefers_the_rare_exact_name():
@@ -133,7 +133,7 @@ def _bridge_atoms() -> list[Atom]:
 
 
 def test_passage_subjects_and_their_mentions():
-    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig())
     layer = build_passage_layer(g, 1.0, with_nodes=False)
     subjects = {p: g.entity_texts[int(s)] if s >= 0 else None for p, s in zip(layer.passage_ids, layer.subject)}
     assert subjects == {"film": "Blood Street", "fong": "Leo Fong", "norton": "Richard Norton",
@@ -145,7 +145,7 @@ def test_passage_subjects_and_their_mentions():
 
 
 def test_bridge_ranking_lifts_the_passage_a_top_atom_names():
-    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig())
     layer = build_passage_layer(g, 1.0, with_nodes=False)
     order = {p: i for i, p in enumerate(layer.passage_ids)}
     scores = torch.zeros(1, g.num_atoms)  # [Q=1, A]: the director atom first, the cast atom second
@@ -161,7 +161,7 @@ def test_bridge_ranking_lifts_the_passage_a_top_atom_names():
 
 
 def test_sparse_bridge_topk_equals_the_dense_ranking_over_the_top_k_atoms():
-    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig(), FidelityConfig())
+    g = build_graph(AtomizeResult(atoms=_bridge_atoms()), BagEmbedder(), GraphConfig())
     layer = build_passage_layer(g, 1.0, with_nodes=False)
     gen = torch.Generator().manual_seed(0)
     scores = torch.rand(6, g.num_atoms, generator=gen)  # [Q, A], distinct values
@@ -179,7 +179,7 @@ def test_sparse_bridge_topk_equals_the_dense_ranking_over_the_top_k_atoms():
 def test_cased_query_entities_drop_lowercase_graph_names():
     atoms = _bridge_atoms() + [Atom(id="x#a0", text="Film: a film is a motion picture.", chunk_id="x",
                                     passage_id="x", entities=["Film"])]
-    g = build_graph(AtomizeResult(atoms=atoms), BagEmbedder(), GraphConfig(), FidelityConfig())
+    g = build_graph(AtomizeResult(atoms=atoms), BagEmbedder(), GraphConfig())
     q = "What nationality is the director of film Blood Street?"
     matched = _engine(g, query_entities="spacy_match", query_entity_max_df=1.0)._graph_names([q])[0]
     cased = _engine(g, query_entities="spacy_cased", query_entity_max_df=1.0)._graph_names([q])[0]

@@ -61,7 +61,7 @@ def test_passage_ranking_and_errors():
 
 
 def test_released_context_keeps_the_sieve_order_of_an_undecomposed_question():
-    """fidelity.context_order=sieve: the released reader reads one query's kept atoms in the order
+    """reader.context_order=sieve: the released reader reads one query's kept atoms in the order
     its sieve reply listed them; score order would hand the reader another prompt."""
     kept = [atom("a4", "p3", 0.2), atom("a1", "p1", 0.9), atom("a2", "p2", 0.7)]  # the LLM's order
     assert [i.atom_ids[0] for i in merge_context(kept, "string_dedupe", 25, order="sieve")] == ["a4", "a1", "a2"]

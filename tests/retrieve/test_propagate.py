@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from atomicrag.core.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.config import RetrieverConfig
 from atomicrag.retrieve.propagate import (
     PPR,
     build_propagator,
@@ -204,25 +204,23 @@ def test_tolerance_stops_early(graph):
 
 
 def test_build_propagator_semantics():
-    fid_paper = FidelityConfig(damping_semantics="restart")
-    fid_code = FidelityConfig(damping_semantics="continue", dangling="uniform")
-    cfg = RetrieverConfig(damping=0.3)
-    assert restart_probability(cfg, fid_paper) == pytest.approx(0.3)
-    assert restart_probability(cfg, fid_code) == pytest.approx(0.7)
-    p = build_propagator(cfg, fid_code)
+    paper = RetrieverConfig(damping=0.3, damping_semantics="restart")
+    code = RetrieverConfig(damping=0.3, damping_semantics="continue", dangling="uniform")
+    assert restart_probability(paper) == pytest.approx(0.3)
+    assert restart_probability(code) == pytest.approx(0.7)
+    p = build_propagator(code)
     assert isinstance(p, PPR) and p.restart == pytest.approx(0.7) and p.dangling == "uniform"
-    exact = build_propagator(RetrieverConfig(name="power"), fid_paper)
+    exact = build_propagator(RetrieverConfig(name="power", damping_semantics="restart"))
     assert exact.solver == "power" and exact.dtype == torch.float64
     with pytest.raises(ValueError):
-        build_propagator(RetrieverConfig(damping=1.0), fid_code)  # restart 0
+        build_propagator(RetrieverConfig(damping=1.0, damping_semantics="continue"))  # restart 0
     with pytest.raises(ValueError):
-        build_propagator(RetrieverConfig(name="dense_passage"), fid_paper)
+        build_propagator(RetrieverConfig(name="dense_passage"))
 
 
 def test_exact_variant_matches_igraph(graph):
     adj, g, seeds = graph
-    fid = FidelityConfig(damping_semantics="continue")
-    out = build_propagator(RetrieverConfig(name="power", damping=0.3), fid)(adj, seeds)
+    out = build_propagator(RetrieverConfig(name="power", damping=0.3, damping_semantics="continue"))(adj, seeds)
     np.testing.assert_allclose(out.numpy(), igraph_ppr(g, seeds, 0.7), atol=1e-7, rtol=0)
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from atomicrag.core.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.config import RetrieverConfig
 from atomicrag.retrieve.propagate import (
     PPR,
     DenseSimilarity,
@@ -213,7 +213,7 @@ def test_every_method_zero_seeds_and_shapes(name):
     seeds = torch.zeros(3, 6)
     seeds[0, 0] = 1.0
     seeds[2, 4] = 0.1
-    prop = build_propagator(RetrieverConfig(name=name, num_walks=20, walk_length=3), FidelityConfig())
+    prop = build_propagator(RetrieverConfig(name=name, num_walks=20, walk_length=3))
     kw = {"atom_embeddings": torch.eye(4, 3), "query_embeddings": torch.ones(3, 3), "num_entities": 2}
     out = prop(adj, seeds, **kw)
     assert out.shape == (3, 6) and torch.isfinite(out).all()
@@ -247,10 +247,10 @@ def test_dense_with_faiss_hnsw_ranks_by_the_approximate_search(monkeypatch):
     n = 1 + atoms.shape[0]
     adj = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.int64), torch.zeros(0), (n, n)).to_sparse_csr()
     kw = {"atom_embeddings": atoms, "query_embeddings": q, "num_entities": 1}
-    exact = topk_atoms(build_propagator(RetrieverConfig(name="dense"), FidelityConfig())(adj, torch.zeros(30, n), **kw), 1, 10)[1]
+    exact = topk_atoms(build_propagator(RetrieverConfig(name="dense"))(adj, torch.zeros(30, n), **kw), 1, 10)[1]
     monkeypatch.setattr(ann, "EF_SEARCH", 4)
     monkeypatch.setattr(ann, "_cache", {})
-    prop = build_propagator(RetrieverConfig(name="dense", top_k=10), FidelityConfig(vector_index="faiss"))
+    prop = build_propagator(RetrieverConfig(name="dense", top_k=10, vector_index="faiss"))
     scores = prop(adj, torch.zeros(30, n), **kw)
     approx = topk_atoms(scores, 1, 10)[1]
     overlap = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(exact, approx)) / exact.numel()

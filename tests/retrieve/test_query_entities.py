@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from atomicrag.core.config import Config, EmbedderConfig, FidelityConfig, GraphConfig, RetrieverConfig
+from atomicrag.core.config import Config, EmbedderConfig, GraphConfig, RetrieverConfig
 from atomicrag.core.schemas import Atom, AtomizeResult
 from atomicrag.embed.fake import FakeEmbedder
 from atomicrag.graph.build import build_graph
@@ -22,7 +22,7 @@ def engine(mode: str) -> BatchRetriever:
              Atom("p2#a0", "Ermengarde of Tours was the mother of Lothair II.", "p2", "p2",
                   ["Ermengarde of Tours", "Lothair II"])]
     emb = FakeEmbedder(16)
-    graph = build_graph(AtomizeResult(atoms=atoms), emb, GraphConfig(), FidelityConfig())
+    graph = build_graph(AtomizeResult(atoms=atoms), emb, GraphConfig())
     cfg = Config(embedder=EmbedderConfig(name="fake", dim=16), retriever=RetrieverConfig(query_entities=mode))
     return BatchRetriever(cfg, graph, emb)
 

@@ -1,8 +1,8 @@
-"""The declared reads of each retriever variant (``core.config_query.RETRIEVER_READS``) are what
+"""The declared reads of each retriever variant (``reads=`` in retrieve/registrations.py) are what
 the code reads: each graph variant answers queries with a config that records every field read.
 
 A field a variant reads but does not declare would be reset in a baseline's config and missed by
-``unread_settings``; a field it declares but never reads would be a setting that does nothing.
+``RETRIEVERS.unread_settings``; a field it declares but never reads would be a setting that does nothing.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from atomicrag import AtomicRAG
 from atomicrag.core.config import RetrieverConfig
-from atomicrag.core.config_query import RETRIEVER_READS, retriever_fields_read, unread_settings
+from atomicrag.core.registry import RETRIEVERS
 from tests.reads_recording import recording
 
 FIELDS = {f.name for f in dataclasses.fields(RetrieverConfig)}
@@ -33,7 +33,7 @@ SETTINGS: list[dict[str, Any]] = [
     {"passage_nodes": True, "passage_ranking": "bridge"},
     {"query_entities": "llm"},
 ]
-GRAPH_VARIANTS = sorted({v for vs in RETRIEVER_READS.values() for v in vs} - {"dense_passage"})
+GRAPH_VARIANTS = sorted(n for n in RETRIEVERS.names() if "graph" in RETRIEVERS.needs(n))
 
 
 def _reads(variant: str, settings: dict[str, Any]) -> set[str]:
@@ -53,12 +53,12 @@ def recorded() -> dict[str, set[str]]:
 
 
 def test_every_field_declares_its_readers() -> None:
-    assert set(RETRIEVER_READS) == FIELDS
+    assert {f for f in FIELDS if RETRIEVERS.readers(f)} == FIELDS
 
 
 @pytest.mark.parametrize("variant", GRAPH_VARIANTS)
 def test_a_graph_variant_reads_exactly_what_it_declares(variant: str, recorded: dict[str, set[str]]) -> None:
-    declared = set(retriever_fields_read(variant) or ())
+    declared = set(RETRIEVERS.reads(variant) or ())
     assert recorded[variant] - declared == set(), "read but not declared"
     assert declared - recorded[variant] == set(), "declared but never read"
 
@@ -70,9 +70,17 @@ def test_dense_passage_reads_what_it_declares() -> None:
     tree = ast.parse(Path(module.__file__).read_text())
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in FIELDS
             and isinstance(n.value, ast.Name) and n.value.id == "rc"}
-    assert read and read <= set(retriever_fields_read("dense_passage") or ())
+    assert read and read <= set(RETRIEVERS.reads("dense_passage") or ())
 
 
 def test_a_setting_the_variant_ignores_is_named() -> None:
-    assert unread_settings(RetrieverConfig(name="ppr", katz_beta=0.5)) == ["katz_beta (read by katz)"]
-    assert unread_settings(RetrieverConfig(name="katz", katz_beta=0.5)) == []
+    assert RETRIEVERS.unread_settings(RetrieverConfig(name="ppr", katz_beta=0.5)) == ["katz_beta (read by katz)"]
+    assert RETRIEVERS.unread_settings(RetrieverConfig(name="katz", katz_beta=0.5)) == []
+
+
+def test_a_plugin_without_declared_reads_reads_everything() -> None:
+    from atomicrag.core.registry import Registry
+
+    plugins = Registry("retriever")
+    plugins.register("mine", object())
+    assert plugins.reads("mine") is None

@@ -2,6 +2,8 @@
 code's best-entity fallback, its query-to-node instruction (switch #10) and HNSW top-k (switch #11)."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -62,19 +64,19 @@ def test_best_entity_fallback_when_none_passes():
 def test_atom_seeds_topk_vs_all_minmax():
     sim = torch.tensor([[0.9, -0.2, 0.5, 0.1]])  # [Q=1, A=4]
     cfg = RetrieverConfig(atom_seed_weight=0.1, atom_seed_top_k=2)
-    idx, val = atom_seed_weights(sim, cfg, FidelityConfig(atom_seeding="topk"))
+    idx, val = atom_seed_weights(sim, dataclasses.replace(cfg, atom_seeding="topk"))
     assert idx[1].tolist() == [0, 2] and val.tolist() == pytest.approx([0.09, 0.05])
-    idx, val = atom_seed_weights(sim, cfg, FidelityConfig(atom_seeding="all_minmax"))
+    idx, val = atom_seed_weights(sim, dataclasses.replace(cfg, atom_seeding="all_minmax"))
     # every atom, alpha * (s - min) / (max - min): the released code's seeding
     assert idx[1].tolist() == [0, 1, 2, 3]
     assert val.tolist() == pytest.approx([0.1, 0.0, 0.1 * 0.7 / 1.1, 0.1 * 0.3 / 1.1])
-    idx, val = atom_seed_weights(sim, RetrieverConfig(atom_seed_weight=0.0), FidelityConfig())
+    idx, val = atom_seed_weights(sim, RetrieverConfig(atom_seed_weight=0.0))
     assert idx.shape == (2, 0)
 
 
 def test_negative_cosines_never_subtract_mass():
     sim = torch.tensor([[-0.3, -0.5]])
-    _, val = atom_seed_weights(sim, RetrieverConfig(atom_seed_top_k=2), FidelityConfig(atom_seeding="topk"))
+    _, val = atom_seed_weights(sim, RetrieverConfig(atom_seed_top_k=2, atom_seeding="topk"))
     assert (val >= 0).all()
 
 
@@ -82,12 +84,12 @@ def test_build_seeds_matrix_layout_and_mass_split():
     enc = Table({"x": [1.0, 0.0, 0.0]})
     q = F.normalize(torch.tensor([[0.3, 1.0, 0.0]]), dim=1)  # most like atom 2, a little like atom 0
     cfg = RetrieverConfig(entity_sim_threshold=0.9, atom_seed_weight=0.1, atom_seed_top_k=1)
-    s = build_seeds(G, q, [["x"]], enc, cfg, FidelityConfig(atom_seeding="topk")).matrix.to_dense()
+    s = build_seeds(G, q, [["x"]], enc, dataclasses.replace(cfg, atom_seeding="topk"), FidelityConfig()).matrix.to_dense()
     assert s.shape == (1, 6)
     assert s[0, 0] == pytest.approx(1.0)  # entity e0, weight = cosine
     cos2 = (q[0] @ G.atom_embeddings[2]).item()
     assert s[0, 3 + 2] == pytest.approx(0.1 * cos2) and s[0, 3:5].abs().sum() == 0  # atoms follow the entities
-    ref = build_seeds(G, q, [["x"]], enc, cfg, FidelityConfig(atom_seeding="all_minmax")).matrix.to_dense()
+    ref = build_seeds(G, q, [["x"]], enc, dataclasses.replace(cfg, atom_seeding="all_minmax"), FidelityConfig()).matrix.to_dense()
     assert (ref[0, 3:] > 0).sum() == 2  # every atom but the least similar carries mass
 
 
@@ -114,7 +116,7 @@ def test_faiss_hnsw_seeds_come_from_the_index(monkeypatch):
     exact = build_seeds(g, qs, [[] for _ in range(40)], Table({}), cfg, FidelityConfig())
     monkeypatch.setattr(ann, "EF_SEARCH", 4)  # a deliberately narrow search: approximate for sure
     monkeypatch.setattr(ann, "_cache", {})
-    approx = build_seeds(g, qs, [[] for _ in range(40)], Table({}), cfg, FidelityConfig(vector_index="faiss"))
+    approx = build_seeds(g, qs, [[] for _ in range(40)], Table({}), dataclasses.replace(cfg, vector_index="faiss"), FidelityConfig())
     ex = {tuple(x) for x in exact.matrix.indices().T.tolist()}
     ap = {tuple(x) for x in approx.matrix.indices().T.tolist()}
     recall = len(ex & ap) / len(ex)

@@ -8,9 +8,10 @@ from atomicrag.llm.protocol import ChatResult
 from atomicrag.prompts.sieve import parse_keep_indices
 from atomicrag.retrieve.sieve import LLMSieve, NoSieve, build_sieve, merge_candidates, sieve_summary
 
-PAPER = FidelityConfig(sieve_target="original_question")
-CODE = FidelityConfig(sieve_target="sub_query")
-CFG = SieveConfig(name="llm")
+FID = FidelityConfig()
+PAPER = SieveConfig(name="llm", sieve_target="original_question")
+CODE = SieveConfig(name="llm", sieve_target="sub_query")
+CFG = PAPER
 
 
 def atom(aid, score, pid="p"):
@@ -45,7 +46,7 @@ def keep(*ids):
 def test_original_question_target_merges_then_judges_once():
     cands = [[atom("a1", 0.9), atom("a2", 0.2)], [atom("a2", 0.8), atom("a3", 0.1)]]
     llm = ScriptedLLM({"Q": keep(0, 2, 7)})
-    [res] = LLMSieve(llm, CFG, PAPER).sieve(["Q"], [["Q", "sub"]], [cands])
+    [res] = LLMSieve(llm, PAPER, FID).sieve(["Q"], [["Q", "sub"]], [cands])
     # one prompt, judged against the original; a2 appears once, with its best score
     assert llm.shown == {"Q": ["text of a1", "text of a2", "text of a3"]}
     [d] = res.decisions
@@ -58,7 +59,7 @@ def test_original_question_target_merges_then_judges_once():
 def test_sub_query_target_judges_each_query_before_merging():
     cands = [[atom("a1", 0.9), atom("a2", 0.2)], [atom("a2", 0.8), atom("a3", 0.1)]]
     llm = ScriptedLLM({"Q": keep(1), "sub": keep(0, 1)})
-    [res] = LLMSieve(llm, CFG, CODE).sieve(["Q"], [["Q", "sub"]], [cands])
+    [res] = LLMSieve(llm, CODE, FID).sieve(["Q"], [["Q", "sub"]], [cands])
     assert llm.shown == {"Q": ["text of a1", "text of a2"], "sub": ["text of a2", "text of a3"]}
     assert [(d.target, d.query_index, d.kept_ids) for d in res.decisions] == [
         ("Q", 0, ["a2"]), ("sub", 1, ["a2", "a3"])]
@@ -70,7 +71,7 @@ def test_sub_query_target_judges_each_query_before_merging():
 def test_failure_keeps_all_candidates_and_is_counted(bad):
     cands = [[atom("a1", 0.9), atom("a2", 0.5)]]
     llm = ScriptedLLM({"Q": bad, "R": keep(0)})
-    res = LLMSieve(llm, CFG, PAPER).sieve(["Q", "R"], [["Q"], ["R"]], [cands, [[atom("b1", 1.0)]]])
+    res = LLMSieve(llm, PAPER, FID).sieve(["Q", "R"], [["Q"], ["R"]], [cands, [[atom("b1", 1.0)]]])
     assert [a.atom_id for a in res[0].kept] == ["a1", "a2"]
     assert res[0].failed and res[0].decisions[0].error
     assert not res[1].failed
@@ -81,7 +82,7 @@ def test_failure_keeps_all_candidates_and_is_counted(bad):
 
 def test_empty_candidates_need_no_call():
     llm = ScriptedLLM({})
-    [res] = LLMSieve(llm, CFG, CODE).sieve(["Q"], [["Q", "s"]], [[[], []]])
+    [res] = LLMSieve(llm, CODE, FID).sieve(["Q"], [["Q", "s"]], [[[], []]])
     assert llm.batches == [] and res.kept == [] and len(res.decisions) == 2
 
 
@@ -98,9 +99,9 @@ def test_merge_candidates_and_no_sieve():
     assert [(a.atom_id, a.score) for a in merged] == [("a", 0.9), ("b", 0.5)]
     [res] = NoSieve().sieve(["Q"], [["Q", "s"]], [[[atom("a", 1.0)], [atom("a", 0.5)]]])
     assert [a.atom_id for a in res.kept] == ["a", "a"] and res.decisions == []
-    assert isinstance(build_sieve(SieveConfig(name="none"), PAPER), NoSieve)
+    assert isinstance(build_sieve(SieveConfig(name="none"), FID), NoSieve)
     with pytest.raises(ValueError):
-        build_sieve(CFG, PAPER, None)
+        build_sieve(CFG, FID, None)
     with pytest.raises(ValueError):
         NoSieve().sieve(["Q"], [["Q", "s"]], [[[]]])  # one candidate list per query
 
@@ -108,7 +109,7 @@ def test_merge_candidates_and_no_sieve():
 def test_with_fake_llm():
     fake = pytest.importorskip("atomicrag.llm.fake")
     cands = [[atom(f"a{i}", 1.0 - i / 10) for i in range(4)]]
-    [res] = LLMSieve(fake.FakeLLM(), CFG, PAPER).sieve(["Q?"], [["Q?"]], [cands])
+    [res] = LLMSieve(fake.FakeLLM(), PAPER, FID).sieve(["Q?"], [["Q?"]], [cands])
     d = res.decisions[0]
     assert set(d.kept_ids) | set(d.dropped_ids) == {a.atom_id for a in cands[0]}
     assert not d.failed or d.kept_ids == [a.atom_id for a in cands[0]]

@@ -1,4 +1,4 @@
-"""fidelity.sieve_prompt=released: the released filter's prompt, reply format, order and fallback.
+"""sieve.sieve_prompt=released: the released filter's prompt, reply format, order and fallback.
 
 Uses the real checkout (``tests/prompts/released_checkout.py``); skips only where none exists.
 """
@@ -36,20 +36,20 @@ def section(ids) -> str:
     return f"[[ ## kept_fragment_ids ## ]]\n{json.dumps({'keep_indices': ids})}\n\n[[ ## completed ## ]]"
 
 
-def run(fid: FidelityConfig, *replies: str):
+def run(sieve_prompt: str, *replies: str):
     llm = Replies(*replies)
     atoms = [atom("a", 0.9), atom("b", 0.8), atom("c", 0.7)]
-    [res] = LLMSieve(llm, SieveConfig(name="llm"), fid).sieve(["Q?"], [["Q?"]], [[atoms]])
+    [res] = LLMSieve(llm, SieveConfig(name="llm", sieve_target="sub_query", sieve_prompt=sieve_prompt), fidelity()
+                     ).sieve(["Q?"], [["Q?"]], [[atoms]])
     return llm, res
 
 
-def fidelity(**kw) -> FidelityConfig:
-    return FidelityConfig(sieve_target="sub_query", prompts="released",
-                          released_code=str(require_checkout()), **kw)
+def fidelity() -> FidelityConfig:
+    return FidelityConfig(prompts="released", released_code=str(require_checkout()))
 
 
 def test_released_sieve_sends_the_checkout_prompt_free_text_with_its_budget() -> None:
-    llm, res = run(fidelity(sieve_prompt="released"), section([2, 0]))
+    llm, res = run("released", section([2, 0]))
     [req] = llm.requests
     assert req.schema is None and req.max_tokens == 1024
     assert [m["role"] for m in req.messages] == ["system", "user", "assistant", "user", "assistant", "user"]
@@ -65,8 +65,7 @@ def test_own_sieve_sorts_ids_and_uses_the_schema() -> None:
     llm = Replies()
     llm.chat = lambda reqs: (llm.requests.extend(reqs), [ChatResult(parsed={"keep_indices": [2, 0]})])[1]
     atoms = [atom("a", 0.9), atom("b", 0.8), atom("c", 0.7)]
-    fid = fidelity(sieve_prompt="own")
-    [res] = LLMSieve(llm, SieveConfig(name="llm"), fid).sieve(["Q?"], [["Q?"]], [[atoms]])
+    [res] = LLMSieve(llm, SieveConfig(name="llm", sieve_target="sub_query", sieve_prompt="own"), fidelity()).sieve(["Q?"], [["Q?"]], [[atoms]])
     assert llm.requests[0].schema is not None and llm.requests[0].max_tokens == SieveConfig.max_tokens
     assert [a.atom_id for a in res.kept] == ["a", "c"]
 
@@ -78,7 +77,7 @@ def test_own_sieve_sorts_ids_and_uses_the_schema() -> None:
     ("[[ ## kept_fragment_ids ## ]]\n[1, 2]", "unreadable"),
 ])
 def test_unreadable_replies_keep_everything_and_are_counted(reply: str, why: str) -> None:
-    _, res = run(fidelity(sieve_prompt="released"), reply)
+    _, res = run("released", reply)
     assert [a.atom_id for a in res.kept] == ["a", "b", "c"]
     assert res.failed and why in res.decisions[0].error
     assert sieve_summary([res])["failed_prompts"] == 1
@@ -89,7 +88,7 @@ def test_released_reading_of_ids() -> None:
     an empty list is an empty context, not a fallback."""
     read = released_sieve.parse_reply("[[ ## kept_fragment_ids ## ]]\n{'keep_indices': ['2', 1.0, 2, 7, -1]}", 3)
     assert read.keep == [2, 1] and read.invalid == [7, -1] and read.fallback is None
-    _, res = run(fidelity(sieve_prompt="released"), section([]))
+    _, res = run("released", section([]))
     assert res.kept == [] and not res.failed
 
 

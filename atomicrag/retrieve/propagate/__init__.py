@@ -1,6 +1,6 @@
 """Graph propagation: every retriever of Table 11 on a whole batch of queries at once.
 
-    prop = build_propagator(cfg.retriever, cfg.fidelity)
+    prop = build_propagator(cfg.retriever)
     scores = prop(graph.adjacency, seeds)              # [Q, N], node order: entities then atoms
     top_scores, atom_idx = topk_atoms(scores, graph.num_entities, cfg.retriever.top_k)
 
@@ -12,7 +12,7 @@ Methods needing embeddings (``qiter``, ``dense``) also take ``atom_embeddings=[A
 ``ppr`` solves to the accuracy of ``max_iter`` power iterations (Chebyshev, certified per query);
 through ``topk``/``propagate_topk`` a query also stops once its top-k atom set is certified exact
 (``retriever.ppr_stop=topk``, default; ``certify.py``). ``ppr_stop=fixed`` (or
-``build_propagator(cfg, fid, solver="power")``) runs literally ``max_iter`` power steps; ``power``
+``build_propagator(cfg, solver="power")``) runs literally ``max_iter`` power steps; ``power``
 is Table 11's exact variant. See ``ppr.py`` for the performance notes.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from atomicrag.retrieve.propagate.topk import propagate_topk, topk_atoms
 from atomicrag.retrieve.propagate.variants import DenseSimilarity, Katz, LabelPropagation, WeightedBFS
 
 if TYPE_CHECKING:  # only torch at import time: the GPU check runs this package on a bare machine
-    from atomicrag.core.config import FidelityConfig, RetrieverConfig
+    from atomicrag.core.config import RetrieverConfig
 
 
 def _graph_methods() -> tuple[str, ...]:
@@ -45,14 +45,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def build_propagator(cfg: RetrieverConfig, fidelity: FidelityConfig, **overrides: Any) -> Propagator:
+def build_propagator(cfg: RetrieverConfig, **overrides: Any) -> Propagator:
     """The propagator named by ``cfg.name`` (its ``registry.RETRIEVERS`` builder); ``overrides``
     go to its constructor (e.g. solver=)."""
     from atomicrag.core.registry import RETRIEVERS
 
     if cfg.name not in RETRIEVERS or "graph" not in RETRIEVERS.needs(cfg.name, cfg):
         raise ValueError(f"retriever {cfg.name!r} is not a graph propagator; known: {', '.join(_graph_methods())}")
-    return RETRIEVERS.get(cfg.name)(cfg, fidelity, **overrides)
+    return RETRIEVERS.get(cfg.name)(cfg, **overrides)
 
 
 __all__ = [

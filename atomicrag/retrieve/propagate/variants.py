@@ -149,7 +149,7 @@ class DenseSimilarity:
     """Atoms ranked by embedding similarity alone (the paper's "w/o ERGR" ablation).
 
     scores[:, E:] = query_embeddings @ atom_embeddings.T; entity columns are 0. The adjacency and
-    seeds only fix the output shape. ``ann_k`` (``fidelity.vector_index="faiss"``): only the
+    seeds only fix the output shape. ``ann_k`` (``retriever.vector_index="faiss"``): only the
     ``ann_k`` atoms an HNSW search returns get their cosine; every other atom scores -2 (below
     any cosine), so the ranking is the approximate search's.
     """

@@ -1,21 +1,16 @@
-"""Field checks of the config dataclasses, and reading a config file.
+"""Field checks of the config dataclasses.
 
-Every field of a config dataclass (``atomicrag.core.config``) is checked in its ``__post_init__``
-through these helpers, before any work starts. Each helper records the fields it looked at in
+Every field of a config dataclass (``atomicrag.core.config``, ``atomicrag.core.config_query``, a
+face's own sections) is checked in its ``__post_init__`` through these helpers, before any work
+starts. Each helper records the fields it looked at in
 ``CHECKED``, so tests/test_config.py can walk every config dataclass and fail on a field nobody
-checks: a new field needs a range, a choice, or an explicit ``_text`` (free text) declaration.
+checks: a new field needs a range, a choice, or an explicit ``text`` (free text) declaration.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 from dataclasses import field, fields
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
-
-if TYPE_CHECKING:
-    from atomicrag.core.config import LLMConfig
+from typing import Any, get_args
 
 CHECKED: dict[str, set[str]] = {}
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -23,12 +18,12 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _KEY_PREFIXES = ("sk-", "sk_", "hf_", "gsk_", "xai-", "pk-", "rk-", "ghp_", "github_pat_", "AKIA", "AIza")
 
 
-def _mark(obj: Any, names: tuple[str, ...]) -> None:
+def mark(obj: Any, names: tuple[str, ...]) -> None:
     CHECKED.setdefault(type(obj).__name__, set()).update(names)
 
 
-def _choice(obj: Any, name: str, allowed: tuple[str, ...]) -> None:
-    _mark(obj, (name,))
+def choice(obj: Any, name: str, allowed: tuple[str, ...]) -> None:
+    mark(obj, (name,))
     value = getattr(obj, name)
     if value not in allowed:
         raise ValueError(
@@ -55,7 +50,7 @@ def modes(cls: Any) -> dict[str, tuple[str, ...]]:
 def check_modes(obj: Any) -> None:
     """Every mode field of ``obj`` holds one of its ``Literal``'s values."""
     for name, allowed in modes(obj).items():
-        _choice(obj, name, allowed)
+        choice(obj, name, allowed)
 
 
 def _number(obj: Any, name: str) -> Any:
@@ -65,21 +60,21 @@ def _number(obj: Any, name: str) -> Any:
     return value
 
 
-def _positive(obj: Any, *names: str) -> None:
-    _mark(obj, names)
+def positive(obj: Any, *names: str) -> None:
+    mark(obj, names)
     for name in names:
         value = _number(obj, name)
         if value is not None and value <= 0:
             raise ValueError(f"{type(obj).__name__}.{name}={value!r} must be > 0")
 
 
-def _unit(obj: Any, *names: str) -> None:
-    _range(obj, 0.0, 1.0, *names)
+def unit(obj: Any, *names: str) -> None:
+    in_range(obj, 0.0, 1.0, *names)
 
 
-def _range(obj: Any, lo: float | None, hi: float | None, *names: str) -> None:
+def in_range(obj: Any, lo: float | None, hi: float | None, *names: str) -> None:
     """``lo <= value <= hi`` (either bound may be None = open); None values pass (optional fields)."""
-    _mark(obj, names)
+    mark(obj, names)
     for name in names:
         value = _number(obj, name)
         if value is None:
@@ -90,9 +85,9 @@ def _range(obj: Any, lo: float | None, hi: float | None, *names: str) -> None:
             raise ValueError(f"{type(obj).__name__}.{name}={value!r} must {want}")
 
 
-def _text(obj: Any, *names: str, nonempty: bool = False) -> None:
+def text(obj: Any, *names: str, nonempty: bool = False) -> None:
     """Free text (model ids, paths, prefixes): declared checked; must be a string (or None)."""
-    _mark(obj, names)
+    mark(obj, names)
     for name in names:
         value = getattr(obj, name)
         if value is None:
@@ -103,25 +98,25 @@ def _text(obj: Any, *names: str, nonempty: bool = False) -> None:
             raise ValueError(f"{type(obj).__name__}.{name} must not be empty")
 
 
-def _text_list(obj: Any, *names: str) -> None:
-    _mark(obj, names)
+def text_list(obj: Any, *names: str) -> None:
+    mark(obj, names)
     for name in names:
         value = getattr(obj, name)
         if not all(isinstance(v, str) for v in value):
             raise ValueError(f"{type(obj).__name__}.{name} must be a list of strings")
 
 
-def _device(obj: Any, *names: str) -> None:
-    _mark(obj, names)
+def device(obj: Any, *names: str) -> None:
+    mark(obj, names)
     for name in names:
         value = getattr(obj, name)
         if not isinstance(value, str) or not _DEVICE.match(value):
             raise ValueError(f"{type(obj).__name__}.{name}={value!r} is not a device: auto, cpu, cuda, cuda:N or mps")
 
 
-def _path_name(obj: Any, *names: str) -> None:
+def path_name(obj: Any, *names: str) -> None:
     """A name that becomes one folder of a path: no separators, no '..' (it must stay inside results/)."""
-    _mark(obj, names)
+    mark(obj, names)
     for name in names:
         value = getattr(obj, name)
         if value is None:
@@ -140,18 +135,8 @@ def looks_like_secret(value: str) -> bool:
     return len(value) >= 24 and "_" not in value and any(c.isdigit() for c in value)
 
 
-def warn_if_key_missing(cfg: LLMConfig) -> None:
-    """Warn when an external endpoint's key variable (``llm.api_key_env``) is not set."""
-    if cfg.name == "openai" and cfg.api_key_env and not os.environ.get(cfg.api_key_env):
-        import logging
-
-        logging.getLogger("atomicrag").warning(
-            "llm.api_key_env=%s, but that environment variable is not set: requests go out without an API key "
-            "(fine for a local server; an external API will answer 401)", cfg.api_key_env)
-
-
-def _env_name(obj: Any, name: str) -> None:
-    _mark(obj, (name,))
+def env_name(obj: Any, name: str) -> None:
+    mark(obj, (name,))
     value = getattr(obj, name)
     if value is None or value == "":
         return
@@ -162,29 +147,3 @@ def _env_name(obj: Any, name: str) -> None:
                          "that variable instead of the config")
 
 
-def read_config_file(source: str | Path) -> dict[str, Any]:
-    """A YAML or JSON config file as a dict; every problem names the file."""
-    import yaml
-
-    path = Path(source)
-    if not path.is_file():
-        raise ValueError(f"config file {path} does not exist")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: config file is not UTF-8 text ({exc.reason})") from exc
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ValueError(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: a config file must hold a mapping of groups (e.g. 'retriever: {{top_k: 10}}'), "
-                         f"not a {type(data).__name__}")
-    return data
