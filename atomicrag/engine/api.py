@@ -21,8 +21,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (import-linter skips this
     from atomicrag.answer.citations import Source, cite, with_marks
     from atomicrag.answer.estimate import passage_context, reader_context, reader_requests
     from atomicrag.answer.extractive import best_sentence
-    from atomicrag.answer.readers import resolve_reader_name
-    from atomicrag.answer.readers import reader_summary
+    from atomicrag.answer.readers import reader_summary, resolve_reader_name
     from atomicrag.atomize.base import atom_id
     from atomicrag.atomize.estimate import atom_texts, index_requests
     from atomicrag.data.build import dumps as dumps_summary
