@@ -30,6 +30,7 @@ import torch
 
 from atomicrag.core.compose import load_config
 from atomicrag.data.loaders import split_files
+from atomicrag.embed import encoders
 from atomicrag.embed.factory import build_embedder
 
 
@@ -63,6 +64,18 @@ def batch_dependence(embedder, texts: list[str], rule: str) -> float:  # noqa: A
     return float((whole - parts).abs().max())
 
 
+def timed(embedder, texts: list[str], rule: str, repeats: int) -> float:  # noqa: ANN001 (any encoder)
+    """Texts per second of ``rule`` (median of ``repeats`` runs, after one untimed run: shapes seen
+    first are slower on oneDNN)."""
+    embed(embedder, texts, rule)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        embed(embedder, texts, rule)
+        times.append(time.perf_counter() - t0)
+    return len(texts) / statistics.median(times)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--encoders", nargs="+", default=["st:fp32", "st:bf16"],
@@ -71,6 +84,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=2000, help="sentences to embed")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--fixed-rows", type=int, nargs="*", default=[],
+                    help="also time fixed-shape batches at each of these row counts (encoders.FIXED_ROWS) "
+                         "against padded batches, to choose it")
     args = ap.parse_args()
     args.corpus = args.corpus or split_files("2wikimultihopqa", "smoke")[1]
     texts = sentences(args.corpus, args.limit)
@@ -84,20 +100,20 @@ def main() -> None:
                                         "precision": precision, "batch_size": args.batch_size}})
         emb = build_embedder(cfg.embedder)
         embed(emb, texts[:64], "fixed-shape")  # warm-up: first-call allocations outside the timings
-        speed = {}
-        for rule in RULES:
-            times = []
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                embed(emb, texts, rule)
-                times.append(time.perf_counter() - t0)
-            speed[rule] = len(texts) / statistics.median(times)
+        speed = {rule: timed(emb, texts, rule, args.repeats) for rule in RULES}
         dep = {rule: batch_dependence(emb, texts, rule) for rule in RULES}
         print(f"{spec:10s} " + "   ".join(f"{r} {speed[r]:8.1f} texts/s (x{speed[r] / speed['padded']:.2f})"
                                           for r in RULES)
               + "   batch dependence: " + ", ".join(f"{r} {dep[r]:.2e}" for r in RULES))
         if dep["fixed-shape"] != 0.0 and precision != "fp32":
             failed.append(spec)
+        chosen = encoders.FIXED_ROWS
+        for rows in args.fixed_rows:  # the row count: filler rows (few per call) vs calls (few rows each)
+            encoders.FIXED_ROWS = rows
+            fixed = timed(emb, texts, "fixed-shape", args.repeats)
+            print(f"{spec:10s} fixed-shape at {rows:3d} rows{' (FIXED_ROWS)' if rows == chosen else ''}: "
+                  f"{fixed:8.1f} texts/s (x{fixed / speed['padded']:.2f} padded)")
+        encoders.FIXED_ROWS = chosen
     if failed:
         raise SystemExit(f"fixed-shape batches are not batch-invariant for {failed}")
 
