@@ -275,7 +275,10 @@ def padded(tokenizer: Any, ids: dict[str, list[list[int]]], idx: list[int], tens
     return tokenizer.pad({k: [v[i] for i in idx] for k, v in ids.items()}, return_tensors=tensors)
 
 
-FIXED_ROWS = 16  # the most texts in one reduced-precision batch: its fixed shape's row count (or fewer)
+# the most texts in one reduced-precision batch: its fixed shape's row count. Fewer rows pad less
+# filler, more rows make fewer calls; 16 was the fastest of 8/16/32/64 on 4,000 2Wiki sentences
+# (results/benchmarks/embed_batching_rows_2wiki_dev_20261205.txt)
+FIXED_ROWS = 16
 
 
 def length_batches(lengths: list[int], batch_size: int, *, equal: bool = False,
