@@ -23,7 +23,6 @@ import shlex
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -67,17 +66,12 @@ def main() -> int:
     ap.add_argument("--note", default="", help="said in the record (e.g. which server code ran)")
     args = ap.parse_args()
 
-    from atomicrag.data.loaders import split_files
-    from atomicrag.library import http_server
-    from atomicrag.library.api import AtomicRAG
+    from smoke_server import served_smoke_index, smoke_corpus
 
-    qfile, cfile = split_files("2wikimultihopqa", "smoke")
-    docs = [json.loads(ln) for ln in Path(cfile).read_text().splitlines() if ln.strip()]
-    question = json.loads(Path(qfile).read_text().splitlines()[0])["question"]
-    cfg = {"embedder": {"option": "fake", "dim": 64}, "llm": {"option": "fake", "cache": False},
-           "atomizer": {"name": "sentence"}, "reader": {"name": "none"}}
-    work = Path(tempfile.mkdtemp(prefix="atomicrag-bench-burst-"))
-    os.environ["ATOMICRAG_STATE_DIR"] = str(work / "state")
+    from atomicrag.library import http_server
+
+    cfile, docs, questions = smoke_corpus()
+    question = questions[0]
     record: dict[str, Any] = {
         "command": shlex.join([sys.executable, *sys.argv]), "commit": git_state(ROOT)["commit"] or "unknown",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -86,56 +80,49 @@ def main() -> int:
         "corpus": str(cfile), "documents": len(docs), "client_timeout_s": args.client_timeout,
         "bursts": {}, "idle": None, "note": args.note,
     }
-    with AtomicRAG(cfg) as rag:
-        rag.index([{"doc_id": d["id"], "title": d.get("title", ""), "text": d["text"]} for d in docs])
-        httpd = http_server.make_server(rag, None, port=0)
+    with served_smoke_index(docs, "atomicrag-bench-burst-") as (_, httpd):
         idle_s = getattr(httpd, "idle_timeout_s", 15.0)  # a server without one (before issue 49): wait as long
         record["server"] = {"max_connections": getattr(httpd, "max_connections", None),
                             "idle_timeout_s": getattr(httpd, "idle_timeout_s", None),
                             "request_timeout_s": getattr(httpd, "request_timeout_s", None),
                             "backlog": httpd.request_queue_size, "module": http_server.__file__}
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
         port = httpd.server_address[1]
-        try:
-            for n in args.clients:
-                t0 = time.perf_counter()
-                out = subprocess.run([sys.executable, "-c", CLIENT, str(port), str(n), str(args.client_timeout),
-                                      question], capture_output=True, text=True, check=True,
-                                     timeout=args.client_timeout * 3 + 60).stdout
-                counts = json.loads(out)
-                record["bursts"][str(n)] = {"outcomes": counts, "wall_s": round(time.perf_counter() - t0, 2)}
-                print(f"{n} clients: {counts} in {record['bursts'][str(n)]['wall_s']} s", flush=True)
-                time.sleep(1.0)  # the refusals' short read-away ends before the next burst
-            if args.idle:
-                base = threading.active_count()
-                socks = []
-                for _ in range(args.idle):
-                    try:
-                        socks.append(socket.create_connection(("127.0.0.1", port), timeout=30))
-                    except OSError as exc:  # a server that cannot take them: counted, not fatal
-                        record.setdefault("idle_connect_errors", []).append(type(exc).__name__)
-                time.sleep(1.0)
-                held = threading.active_count() - base
-                time.sleep(idle_s + 3)
-                after = threading.active_count() - base
-                closed = 0
-                for s in socks:
-                    s.settimeout(0.05)  # a closed one answers EOF at once
-                    try:
-                        while s.recv(65536):
-                            pass
-                        closed += 1
-                    except OSError:
+        for n in args.clients:
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", CLIENT, str(port), str(n), str(args.client_timeout),
+                                  question], capture_output=True, text=True, check=True,
+                                 timeout=args.client_timeout * 3 + 60).stdout
+            counts = json.loads(out)
+            record["bursts"][str(n)] = {"outcomes": counts, "wall_s": round(time.perf_counter() - t0, 2)}
+            print(f"{n} clients: {counts} in {record['bursts'][str(n)]['wall_s']} s", flush=True)
+            time.sleep(1.0)  # the refusals' short read-away ends before the next burst
+        if args.idle:
+            base = threading.active_count()
+            socks = []
+            for _ in range(args.idle):
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+                except OSError as exc:  # a server that cannot take them: counted, not fatal
+                    record.setdefault("idle_connect_errors", []).append(type(exc).__name__)
+            time.sleep(1.0)
+            held = threading.active_count() - base
+            time.sleep(idle_s + 3)
+            after = threading.active_count() - base
+            closed = 0
+            for s in socks:
+                s.settimeout(0.05)  # a closed one answers EOF at once
+                try:
+                    while s.recv(65536):
                         pass
-                    s.close()
-                record["idle"] = {"connections": args.idle, "threads_after_1s": held,
-                                  f"threads_after_{idle_s + 3:g}s": after,
-                                  "closed_by_server": closed}
-                print(f"{args.idle} idle connections: {held} threads after 1 s, {after} after "
-                      f"{idle_s + 3:g} s; {closed} closed by the server", flush=True)
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
+                    closed += 1
+                except OSError:
+                    pass
+                s.close()
+            record["idle"] = {"connections": args.idle, "threads_after_1s": held,
+                              f"threads_after_{idle_s + 3:g}s": after,
+                              "closed_by_server": closed}
+            print(f"{args.idle} idle connections: {held} threads after 1 s, {after} after "
+                  f"{idle_s + 3:g} s; {closed} closed by the server", flush=True)
     record["machine"]["load_avg_1_5_15_at_end"] = list(os.getloadavg())
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)

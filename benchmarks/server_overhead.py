@@ -18,8 +18,6 @@ import platform
 import shlex
 import statistics
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -37,52 +35,39 @@ def main() -> int:
     args = ap.parse_args()
 
     import httpx
+    from smoke_server import served_smoke_index, smoke_corpus
 
-    from atomicrag.data.loaders import split_files
     from atomicrag.library import http_server
-    from atomicrag.library.api import AtomicRAG
 
-    qfile, cfile = split_files("2wikimultihopqa", "smoke")
-    docs = [json.loads(ln) for ln in Path(cfile).read_text().splitlines() if ln.strip()]
-    questions = [json.loads(ln)["question"] for ln in Path(qfile).read_text().splitlines() if ln.strip()]
-    cfg = {"embedder": {"option": "fake", "dim": 64}, "llm": {"option": "fake", "cache": False},
-           "atomizer": {"name": "sentence"}, "reader": {"name": "none"}}
-    os.environ["ATOMICRAG_STATE_DIR"] = tempfile.mkdtemp(prefix="atomicrag-bench-overhead-")
+    cfile, docs, questions = smoke_corpus()
     load_start = list(os.getloadavg())
     direct_ms: list[float] = []
     http_ms: list[float] = []
-    with AtomicRAG(cfg) as rag:
-        rag.index([{"doc_id": d["id"], "title": d.get("title", ""), "text": d["text"]} for d in docs])
-        httpd = http_server.make_server(rag, None, port=0)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        try:
-            with httpx.Client() as client:
-                def direct(q: str) -> float:
-                    t0 = time.perf_counter()
-                    rag.search(q)
-                    return (time.perf_counter() - t0) * 1000
+    with served_smoke_index(docs, "atomicrag-bench-overhead-") as (rag, httpd):
+        with httpx.Client() as client:
+            def direct(q: str) -> float:
+                t0 = time.perf_counter()
+                rag.search(q)
+                return (time.perf_counter() - t0) * 1000
 
-                def over_http(q: str) -> float:
-                    t0 = time.perf_counter()
-                    resp = client.post(f"{httpd.url}/search", json={"question": q})
-                    took = (time.perf_counter() - t0) * 1000
-                    if resp.status_code != 200:
-                        raise RuntimeError(f"/search answered {resp.status_code}: {resp.text[:300]}")
-                    return took
+            def over_http(q: str) -> float:
+                t0 = time.perf_counter()
+                resp = client.post(f"{httpd.url}/search", json={"question": q})
+                took = (time.perf_counter() - t0) * 1000
+                if resp.status_code != 200:
+                    raise RuntimeError(f"/search answered {resp.status_code}: {resp.text[:300]}")
+                return took
 
-                for i in range(args.n + 10):  # the first 10 of each warm up and are not kept
-                    q = questions[i % len(questions)]
-                    # each question both ways, in alternating order: a cache or drift favours neither
-                    if i % 2:
-                        h, d = over_http(q), direct(q)
-                    else:
-                        d, h = direct(q), over_http(q)
-                    if i >= 10:
-                        direct_ms.append(d)
-                        http_ms.append(h)
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
+            for i in range(args.n + 10):  # the first 10 of each warm up and are not kept
+                q = questions[i % len(questions)]
+                # each question both ways, in alternating order: a cache or drift favours neither
+                if i % 2:
+                    h, d = over_http(q), direct(q)
+                else:
+                    d, h = direct(q), over_http(q)
+                if i >= 10:
+                    direct_ms.append(d)
+                    http_ms.append(h)
     d50, h50 = statistics.median(direct_ms), statistics.median(http_ms)
     record = {
         "command": shlex.join([sys.executable, *sys.argv]), "commit": git_state(ROOT)["commit"] or "unknown", "note": args.note,

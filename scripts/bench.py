@@ -21,7 +21,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 # modules the benchmarks import, not benchmarks themselves
-HELPERS = {"qa_stats", "synthetic_graphs"}
+HELPERS = {"qa_stats", "synthetic_graphs", "smoke_server"}
 
 
 def benchmarks() -> dict[str, Path]:
