@@ -165,3 +165,13 @@ def test_the_order_of_exactly_tied_ppr_scores_is_named() -> None:
     ref = group_config("fidelity", "reference_code")
     t = _topics(HarnessConfig(fidelity=dataclasses.replace(ref, prompts="released")))
     assert "torch.topk" in t["PPR score ties"]["ours"] and "argsort" in t["PPR score ties"]["released"]
+
+
+def test_the_released_reader_and_query_ner_timeouts_are_named() -> None:
+    """The released code bounds each reader task and each query-NER task by 60 s (an empty answer,
+    no entities after it), as it does each sieve task; ours has no such limit, so a row with an LLM
+    reader or LLM query NER names both, and a row without them names neither."""
+    t = _topics(released(retriever={"query_entities": "llm"}))
+    assert '""' in t["reader timeout"]["released"] and "no entities" in t["query NER timeout"]["released"]
+    plain = _topics(released(reader={"name": "none"}, retriever={"query_entities": "spacy"}))
+    assert "reader timeout" not in plain and "query NER timeout" not in plain

@@ -52,7 +52,7 @@ def _item(topic: str, ours: Any, released: Any) -> dict[str, Any]:
 # topics about what an LLM is asked or how its replies are read: they say nothing of a run that made
 # no LLM call (retrieval-only rows), and a table's footnote must not list them against its rows
 LLM_TOPICS = frozenset({
-    "prompts", "sieve prompt", "sieve timeout", "seed", "structured output and retries", "judge statement repair",
+    "prompts", "sieve prompt", "sieve timeout", "reader timeout", "query NER timeout", "seed", "structured output and retries", "judge statement repair",
     "fragment-entity alignment", "generator", "LLM concurrency", "judge LLM",
 })
 
@@ -205,6 +205,14 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("sieve window", "candidates that overflow the model's window are trimmed "
                          "before the request is sent", "all candidates are sent; an overflowing request fails "
                          "and every candidate is kept"))
+    # no switch, as the sieve's: the released code gives its reader and its query NER the same 60 s
+    # per task (asyncio.wait_for); no parity slice reached it (every answer and seed set was equal)
+    if cfg.reader.name != "none":
+        out.append(_item("reader timeout", "none: the reader waits for its reply (llm.timeout_s bounds each "
+                         "request, a failed request is counted)", "60 s per question, after which the answer is \"\""))
+    if cfg.retriever.query_entities == "llm":
+        out.append(_item("query NER timeout", "none: query NER waits for its reply (llm.timeout_s bounds each "
+                         "request)", "60 s per question, after which the question has no entities"))
     # no switch: found by a scripted parity run whose two fragments had the same tokens for an
     # uncased embedder and the same entities (exactly equal PPR scores); real corpora rarely tie
     out.append(_item("PPR score ties", "atoms with exactly equal scores come in torch.topk's order",
