@@ -90,7 +90,7 @@ class PathsConfig:
 
 @dataclass
 class DatasetConfig:
-    name: str = "2wikimultihopqa"  # folder under data_dir, and the key of results/cache folders
+    name: str = "2wikimultihopqa"  # folder under data_dir, and the key of its results/ and cache/ folders
     format: str = "normalized"  # normalized | graphrag_bench | hipporag | hf
     split: str = "smoke"  # smoke | dev | heldout | all (normalized layout); free text for hf
     path: str | None = None  # explicit folder/file; overrides data_dir/name
