@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # ruff: noqa: F401 - the block below is the table; its imports run for type checkers only
@@ -98,11 +99,9 @@ if TYPE_CHECKING:  # the table: real imports for type checkers, parsed by _read_
 def _read_table() -> dict[str, tuple[str, str]]:
     """name -> (module, attribute there), from the ``TYPE_CHECKING`` block of this module's source:
     the one list of names, so the table and what type checkers see cannot drift apart."""
-    source = __loader__.get_source(__name__)  # a zip or a wheel's files work; a .pyc-only install does not
-    if source is None:
-        raise ImportError(f"{__name__}: its source is needed to read its table of names, and none is installed")
+    # the package runs from files (its presets in conf/ are read the same way), so its source is there
     table: dict[str, tuple[str, str]] = {}
-    for node in ast.parse(source).body:
+    for node in ast.parse(Path(__file__).read_text(encoding="utf-8")).body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             for st in node.body:
                 if isinstance(st, ast.ImportFrom) and st.module:
