@@ -90,7 +90,7 @@ class PathsConfig:
 
 @dataclass
 class DatasetConfig:
-    name: str = "2wikimultihopqa"  # folder under data_dir, and the key of results/cache folders
+    name: str = "2wikimultihopqa"  # folder under data_dir, and the key of its results/ and cache/ folders
     format: str = "normalized"  # normalized | graphrag_bench | hipporag | hf
     split: str = "smoke"  # smoke | dev | heldout | all (normalized layout); free text for hf
     path: str | None = None  # explicit folder/file; overrides data_dir/name
@@ -282,15 +282,15 @@ class GraphConfig:
     synonym_batch: int = 4096  # rows per matmul block of the KNN
     device: str = "auto"
     # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
-    # 3: containment edge keys
+    # containment edge keys
     containment_keys: str = checks.mode(Literal["canonical", "raw"], "canonical")  # canonical | raw (code bug: non-canonical keys drop edges)
-    # 4: relevance edge weight
+    # relevance edge weight
     relevance_weight: str = checks.mode(Literal["distinct_relations", "occurrences"], "distinct_relations")  # distinct_relations (Eq. 2) | occurrences (code)
-    # 5: synonym edge on a pair that also has a relevance edge
+    # synonym edge on a pair that also has a relevance edge
     synonym_overwrites_relevance: bool = False
     # entity nodes: all extracted entities vs only triple subjects/objects (code)
     entity_nodes: str = checks.mode(Literal["all", "triples_only"], "all")  # all | triples_only
-    # differences of the released code outside the numbered list (part of reference_code)
+    # the released code's unlisted differences (docs/fidelity.md; part of reference_code)
     triple_dedupe: str = checks.mode(Literal["none", "per_chunk"], "none")  # none | per_chunk (released: a triple repeated within one chunk counts once)
     synonym_direction: str = checks.mode(Literal["mutual", "directed"], "mutual")  # mutual | directed (released: a one-way KNN edge weighs half a mutual one)
     # which entities take part in synonym edges: both_ends (both need graph.synonym_min_alnum

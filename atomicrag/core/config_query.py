@@ -16,21 +16,21 @@ from atomicrag.core import checks, registry
 
 @dataclass
 class FidelityConfig:
-    """Paper text vs the authors' released code (PAPER_NOTES.md section 4), one field per switch."""
+    """Paper text vs the authors' released code (docs/fidelity.md), one field per switch."""
 
     preset: str = checks.mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
-    # 9: answer accuracy
+    # answer accuracy
     acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
     acc_similarity: str = checks.mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
     # a failed judge call: excluded from means | zero (ACC 0) | released (the released rule: failed
     # classification -> FC 0 and ACC = (1-w)*SS; failed answer statements -> ACC 0; failed reference
     # statements -> skipped); counted every way
     judge_failures: str = checks.mode(Literal["excluded", "zero", "released"], "excluded")
-    # 10: pooling for bge-style encoders
+    # pooling for bge-style encoders
     embed_pooling: str = checks.mode(Literal["model", "mean"], "model")  # model (CLS for bge) | mean (code)
-    # 10: the released code glues its instruction strings onto queries with no separator
+    # the released code glues its instruction strings onto queries with no separator
     embed_instruction: str = checks.mode(Literal["model", "released"], "model")  # model (embedder.query_prefix) | released (released instructions, no separator)
-    # 10: which models the two switches above apply to: bge (what the released dispatch sends to its
+    # which models the two switches above apply to: bge (what the released dispatch sends to its
     # BGE class: a name containing "bge") | all (every model, as when the parity run hands MiniLM to
     # that class; scripts/parity_released.py sets it)
     embed_recipe_models: str = checks.mode(Literal["bge", "all"], "bge")
@@ -121,16 +121,16 @@ class RetrieverConfig:
     anchor_top_k: int = 10
     query_update_weight: float = 0.3
     # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
-    # 1: what the damping value means
+    # what the damping value means
     damping_semantics: str = checks.mode(Literal["restart", "continue"], "restart")  # restart (paper Eq. 7: rho is restart prob) | continue (igraph damping)
     dangling: str = checks.mode(Literal["seed", "uniform"], "seed")  # where dangling-node mass goes: seed (released code) | uniform
     # how far PPR is solved: budget (the accuracy of retriever.max_iter power steps: L1 error
     # c^(max_iter+1), 0.11 at igraph damping 0.9) | exact (released: PRPACK's exact solve; here a
     # residual bound of 1e-10 in float64, retriever.max_iter only a safety cap raised to 1000)
     ppr_solve: str = checks.mode(Literal["budget", "exact"], "budget")
-    # 2: atom seeds
+    # atom seeds
     atom_seeding: str = checks.mode(Literal["topk", "all_minmax"], "topk")  # topk (paper: bias toward entities) | all_minmax (code: every atom, min-max)
-    # 11: vector index
+    # vector index
     vector_index: str = checks.mode(Literal["exact", "faiss"], "exact")  # exact (torch matmul) | faiss (HNSW approximate top-k of atom seeds / dense atoms)
     entity_link_fallback: str = checks.mode(Literal["none", "best"], "none")  # none | best (released: the best entity when none passes the threshold)
 
@@ -163,7 +163,7 @@ class DecomposeConfig:
     # released code's budget (its max_new_tokens, 2048, for every call)
     max_tokens: int | None = None
     # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
-    # 8: decomposition trigger
+    # decomposition trigger
     decompose_trigger: str = checks.mode(Literal["score", "score_and_flag"], "score")  # score | score_and_flag (code)
     # decomposition reply: own (JSON schema; empty/repeated sub-questions dropped, then capped) |
     # released (free text with the released JSON fallbacks; capped first, empty/repeated kept)
@@ -182,7 +182,7 @@ class SieveConfig:
     max_context: int = 25  # atoms in the merged context
     max_tokens: int = 512  # completion budget of the sieve reply (a list of kept atom ids)
     # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
-    # 6: sieve target
+    # sieve target
     sieve_target: str = checks.mode(Literal["original_question", "sub_query"], "original_question")  # original_question | sub_query
     # the sieve: own (this project's prompt, JSON schema, ids in candidate order, sieve.max_tokens) |
     # released (the released filter's prompt read from the checkout, its free-text reply parsed the
@@ -228,7 +228,7 @@ class ReaderConfig:
     # up to its loop (answer.loops) whatever this is
     frequency_penalty: float = 0.0
     # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones)
-    # 7: merge
+    # merge
     merge: str = checks.mode(Literal["citation_units", "string_dedupe"], "citation_units")  # citation_units (Eq. 11) | string_dedupe (code)
     reader_context: str = checks.mode(Literal["numbered", "wikipedia_title"], "numbered")  # numbered ("[n] (title / id) text") | wikipedia_title (released)
     # the reader's answer: own (after the last "Answer:", cleaned to the span; a follow-up call when

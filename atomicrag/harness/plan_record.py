@@ -31,23 +31,33 @@ EMBEDDER_SIZES: dict[str, tuple[float, int, int]] = {  # params (M), hidden, max
     "gte-qwen2-1.5b-instruct": (1540.0, 1536, 32768),
     "e5-large-v2": (335.0, 1024, 512),
 }
+# The committed runs the measured sizes below come from (tests/test_plan_assumptions.py derives
+# each figure from its record again, so a record and its constant cannot drift apart):
+# REPLY_RECORD, qwen2.5-coder-0.5b on the 2Wiki smoke set (5 questions), for the reply lengths;
+# SIZES_RECORD, SmolLM2-135M on the same set (20 questions, top_k=25, decompose and sieve on), for
+# the sieve's candidates and kept atoms and the graph's shape.
+REPLY_RECORD = ("results/table2_smoke_qwen05b/2wikimultihopqa/smoke/"
+                "ppr_minilm_sentence_minilm_qwen2_5-coder-0_5b-instruct_aqd-llm_as-llm_paper_ae9469c8")
+SIZES_RECORD = ("results/table2_smoke/2wikimultihopqa/smoke/"
+                "ppr_minilm_sentence_minilm_smollm2-135m-instruct_aqd-llm_as-llm_paper_88317ddf")
 # Expected reply tokens per call (capped by each stage's budget): a reply is rarely its budget.
-# decompose/sieve/reader: qwen2.5-coder-0.5b's mean replies in
-# results/table2_smoke_qwen05b/2wikimultihopqa/smoke/ppr_sentence_..._aqd-llm_as-llm_paper_aedbc682/
-# (547/5, 624/5, 140/5 tokens); the others: a JSON list of a passage's entities (ner, query_ner),
-# its atoms restated (extraction: 1.5 x the passage), 3 short statement lists (judge).
-EXPECTED_REPLY = {"ner": 60, "query_ner": 20, "decompose": 110, "sieve": 125, "reader": 30, "judge": 150}
+# decompose/sieve/reader: REPLY_RECORD's completion tokens per question (cost.modules decompose,
+# sieve, answer over n_questions; the reader's follow-ups are part of what a question costs);
+# the others are assumed: a JSON list of a passage's entities (ner, query_ner), its atoms restated
+# (extraction: 1.5 x the passage), 3 short statement lists (judge).
+EXPECTED_REPLY = {"ner": 60, "query_ner": 20, "decompose": 178, "sieve": 113, "reader": 38, "judge": 150}
 EXTRACTION_REPLY_FACTOR = 1.5
 ABSTRACT_READER_REPLY = 250
-# Mean sub-questions merged into a sieve prompt under decomposition, as a multiple of top_k:
-# sub-question retrievals overlap the question's own. Measured: 573 candidates for 20 questions at
-# top_k=25 (1.15) in results/table2_smoke/.../ppr_sentence_..._aqd-llm_as-llm_paper_65694b76.
-DECOMPOSED_CANDIDATE_FACTOR = 1.15
-# Atoms a sieve keeps per question, for the reader's context after it (same record: 40 kept / 20).
-SIEVE_KEPT_PER_QUESTION = 2.0
-# Entities per atom and graph edges per node, for the graph's memory (same record's graph_stats).
-ENTITIES_PER_ATOM = 2.8
-EDGES_PER_NODE = 1.4
+# Mean candidates merged into a sieve prompt under decomposition, as a multiple of top_k: the
+# sub-questions' retrievals overlap the question's own. SIZES_RECORD's stages.sieve.candidates per
+# question over retriever.top_k.
+DECOMPOSED_CANDIDATE_FACTOR = 1.39
+# Atoms a sieve keeps per question, for the reader's context after it: SIZES_RECORD's
+# stages.sieve.kept per question.
+SIEVE_KEPT_PER_QUESTION = 9.25
+# Entities per atom and graph edges per node, for the graph's memory: SIZES_RECORD's graph_stats.
+ENTITIES_PER_ATOM = 2.9
+EDGES_PER_NODE = 1.3
 # Characters per token of English text under the SmolLM2, Qwen and OpenAI BPE tokenizers. The
 # prompt-fitting estimate (llm/budget.py) uses 3 on purpose, an over-count that keeps prompts inside
 # the window; a plan wants the expected count.

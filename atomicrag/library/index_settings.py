@@ -12,10 +12,15 @@ devices, ``embedder.trust_remote_code`` (running a model folder's code), ``retri
 model location) and ``fidelity.released_code`` (a folder that is read). A manifest that sets any of
 those is not refused (every index saved before this rule carries its saver's whole config); the
 keys are ignored and ``ignored_settings`` names the ones whose value would have differed.
+
+Of the index settings, those that decided how the index was built (chunking, atomizer, graph, and
+the embedder unless the user brings their own) cannot change when it is loaded:
+``check_build_settings`` refuses a config that differs in any, rather than mixing two builds.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 from atomicrag.core.config import (
@@ -95,3 +100,28 @@ def ignored_settings(saved: dict[str, Any], cfg: Config) -> list[str]:
 
 def _plain(value: Any) -> Any:
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+
+
+# what decides how a saved index was built: these cannot change when it is loaded
+BUILD_SECTIONS = ("atomizer", "graph")
+BUILD_DATASET_FIELDS = ("chunk_tokens", "chunk_overlap", "chunk_tokenizer")
+
+
+def _index_part(section: Any, name: str) -> dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(section).items() if k in INDEX_SETTINGS[name]}
+
+
+def check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
+    """Raise ``ValueError`` naming every build setting of ``cfg`` that differs from the saved
+    index's (and the ``ATOMICRAG_*`` variables that set them), instead of silently mixing builds."""
+    # the index settings of each build section (a device or trust_remote_code is the user's to choose)
+    diffs = [s for s in BUILD_SECTIONS if _index_part(getattr(saved, s), s) != _index_part(getattr(cfg, s), s)]
+    diffs += [f"dataset.{f}" for f in BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
+    if not byo_embedder and _index_part(saved.embedder, "embedder") != _index_part(cfg.embedder, "embedder"):
+        diffs.append("embedder")
+    if diffs:
+        env = sorted(k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k
+                     and any(k[10:].lower().startswith(d.split(".")[0]) for d in diffs))
+        hint = f" (set by the environment: {', '.join(env)})" if env else ""
+        raise ValueError(f"these settings decide how the saved index was built and cannot change on load: "
+                         f"{', '.join(diffs)}{hint}; build a new index with index(documents) instead")

@@ -43,7 +43,7 @@ from atomicrag.core.artifacts import read_jsonl, write_json_atomic, write_jsonl_
 from atomicrag.core.config import Config
 from atomicrag.engine.api import IndexedGraph, SynonymRows
 from atomicrag.library.checksums import folder_digests, verify_digests
-from atomicrag.library.index_settings import INDEX_SETTINGS, index_settings
+from atomicrag.library.index_settings import index_settings
 from atomicrag.library.swap import (
     exchange,
     finish_interrupted_save,
@@ -425,27 +425,3 @@ def export_data(docs: dict[str, Document], graph: Any, path: str | Path | None =
         Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return data
 
-
-# what decides how a saved index was built: these cannot change when it is loaded
-BUILD_SECTIONS = ("atomizer", "graph")
-BUILD_DATASET_FIELDS = ("chunk_tokens", "chunk_overlap", "chunk_tokenizer")
-
-
-def _index_part(section: Any, name: str) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(section).items() if k in INDEX_SETTINGS[name]}
-
-
-def check_build_settings(saved: Config, cfg: Config, *, byo_embedder: bool) -> None:
-    """Raise ``ValueError`` naming every build setting of ``cfg`` that differs from the saved
-    index's (and the ``ATOMICRAG_*`` variables that set them), instead of silently mixing builds."""
-    # the index settings of each build section (a device or trust_remote_code is the user's to choose)
-    diffs = [s for s in BUILD_SECTIONS if _index_part(getattr(saved, s), s) != _index_part(getattr(cfg, s), s)]
-    diffs += [f"dataset.{f}" for f in BUILD_DATASET_FIELDS if getattr(saved.dataset, f) != getattr(cfg.dataset, f)]
-    if not byo_embedder and _index_part(saved.embedder, "embedder") != _index_part(cfg.embedder, "embedder"):
-        diffs.append("embedder")
-    if diffs:
-        env = sorted(k for k in os.environ if k.startswith("ATOMICRAG_") and "__" in k
-                     and any(k[10:].lower().startswith(d.split(".")[0]) for d in diffs))
-        hint = f" (set by the environment: {', '.join(env)})" if env else ""
-        raise ValueError(f"these settings decide how the saved index was built and cannot change on load: "
-                         f"{', '.join(diffs)}{hint}; build a new index with index(documents) instead")

@@ -5,7 +5,7 @@ from its manifest; programs, endpoints, keys, caches, paths and devices come fro
 user's configuration, and a manifest that sets them gets a warning naming the keys it ignores.
 The settings that decided how the index was built come from the index alone; what a user passes
 to ``AtomicRAG.load`` (a dict, a ``Config`` or override strings) may change query-time settings
-only, and a conflicting build setting is an error (``library.io.check_build_settings``)."""
+only, and a conflicting build setting is an error (``library.index_settings.check_build_settings``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,8 +15,7 @@ from typing import Any
 
 from atomicrag.core.compose import load_config, to_overrides
 from atomicrag.core.config import Config, move_fields
-from atomicrag.library.index_settings import ignored_settings, index_settings
-from atomicrag.library.io import check_build_settings
+from atomicrag.library.index_settings import check_build_settings, ignored_settings, index_settings
 
 log = logging.getLogger("atomicrag")
 
