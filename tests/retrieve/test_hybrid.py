@@ -110,7 +110,7 @@ def test_run_returns_its_stage_records(graph):
     eng = _engine(graph)
     res = eng.run(qs)
     assert [t.question_id for t in res.traces] == ["q0", "q1"]
-    assert len(res.contexts) == len(res.decompositions) == len(res.sieve) == 2
+    assert len(res.ranked_documents) == len(res.decomposed) == len(res.decompositions) == len(res.sieve) == 2
     assert [d.queries for d in res.decompositions] == [[q.question] for q in qs]  # decompose=none
     # sieve=none keeps every candidate of the trace
     assert [[a.atom_id for a in s.kept] for s in res.sieve] == [
