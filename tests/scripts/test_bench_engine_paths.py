@@ -32,9 +32,9 @@ def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, 
     from atomicrag.data.loaders import load_dataset
     from atomicrag.data.token_windows import chunk_passages
     from atomicrag.engine import ConfigModels
+    from atomicrag.engine.wiring import batch_retriever, context_builder
     from atomicrag.graph.cached_build import index_corpus
     from atomicrag.retrieve.dense_passage import retrieve_passages
-    from atomicrag.engine.wiring import batch_retriever, context_builder
     from atomicrag.retrieve.reader_context import fit_budget
 
     args = args_for(tmp_path, smoke_data, ["atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5",
