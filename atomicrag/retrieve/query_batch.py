@@ -28,7 +28,7 @@ from atomicrag.core.config import (
     RetrieverConfig,
     SieveConfig,
 )
-from atomicrag.core.registry import RETRIEVERS
+from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import default_sampling, stage_sampling
@@ -116,8 +116,7 @@ class BatchRetriever:
         self.sieve = build_sieve(sieve, fid, llm, **stage_sampling(base, sieve.max_tokens))
         self.propagator = build_propagator(retriever)
         self.released = for_fidelity(fid)  # query NER with the released passage NER template
-        # dense and qiter score atoms by their vectors: they take atom and query embeddings
-        self.uses_atom_embeddings = "atom_embeddings" in RETRIEVERS.needs(retriever.name, retriever)
+        self.uses_atom_embeddings = uses_atom_embeddings(retriever)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
         self._ner_fallbacks: list[str | None] = []  # per query: why a released-read reply gave no entities
         self._nlp: Any = None
