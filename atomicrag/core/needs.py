@@ -1,7 +1,7 @@
 """What a configuration needs (LLM, embedder, graph), computed once from the registries' declarations."""
 from __future__ import annotations
 
-from atomicrag.core.config import Config
+from atomicrag.core.config import Config, RetrieverConfig
 from atomicrag.core.registry import ATOMIZERS, DECOMPOSERS, JUDGES, READERS, RETRIEVERS, SIEVES
 
 INDEX_STAGES = ("atomizer",)
@@ -38,6 +38,6 @@ def needs_llm(cfg: Config, stages: tuple[str, ...] | None = None) -> bool:
     return needs(cfg, "llm", stages)
 
 
-def uses_atom_embeddings(cfg: Config) -> bool:
+def uses_atom_embeddings(retriever: RetrieverConfig) -> bool:
     """The retriever scores atoms by their vectors (it takes atom and query embeddings)."""
-    return "atom_embeddings" in stage_needs(cfg)["retriever"]
+    return "atom_embeddings" in RETRIEVERS.needs(retriever.name, retriever)

@@ -9,7 +9,9 @@ Indexing is atomize → ``graph.build.update_graph``: a build is an update from 
 library's ``insert``/``delete`` are updates of a previous graph (``Engine.update``), and the
 stage cache (``graph.cached_build``: atomize and graph folders keyed by their inputs) is an option
 of the engine, not a second path. Querying runs ``retrieve.query_batch.BatchRetriever`` per corpus (graph
-retrievers) or the passage retriever of the registry, then the reader.
+retrievers; ``engine.wiring`` builds it from its sections) and assembles the reader's context from
+the atoms and documents it ranked (``engine.context_builder``), or runs the passage retriever of
+the registry; then the reader.
 """
 from __future__ import annotations
 
@@ -103,7 +105,8 @@ class Engine:
         self.cache_dir = cache_dir  # None: no stage cache (the library keeps its index itself)
         self.dataset_name = dataset_name
         self.progress = progress  # callable(stage, done, total) or None
-        self._retrievers: dict[str, tuple[Any, Any]] = {}  # corpus -> (graph, BatchRetriever)
+        # corpus -> (graph, BatchRetriever, ReaderContextBuilder), built again for a new graph
+        self._retrievers: dict[str, tuple[Any, Any, Any]] = {}
 
     def _timed(self, module: str) -> Any:
         return self.accountant.time(module)
@@ -198,16 +201,18 @@ class Engine:
         return index
 
     # ------------------------------------------------------------------ querying
-    def query_engine(self, index: CorpusIndex, corpus: str) -> Any:
-        """The ``BatchRetriever`` over ``corpus``'s graph (kept while the graph object stays the same)."""
+    def query_stages(self, index: CorpusIndex, corpus: str) -> tuple[Any, Any]:
+        """The ``BatchRetriever`` over ``corpus``'s graph and the ``ReaderContextBuilder`` of its
+        documents (kept while the graph object stays the same)."""
         graph = index.graphs[corpus].graph
         held = self._retrievers.get(corpus)
         if held is None or held[0] is not graph:
-            from atomicrag.retrieve.query_batch import BatchRetriever
+            from atomicrag.engine import wiring
 
-            qe = BatchRetriever(self.cfg, graph, self.models.embedder, self.llm_for(QUERY_STAGES), self.accountant)
-            self._retrievers[corpus] = held = (graph, qe)
-        return held[1]
+            retriever = wiring.batch_retriever(self.cfg, graph, self.models.embedder, self.llm_for(QUERY_STAGES),
+                                               self.accountant)
+            self._retrievers[corpus] = held = (graph, retriever, wiring.context_builder(self.cfg, graph))
+        return held[1], held[2]
 
     def retrieve(self, index: CorpusIndex, questions: list[Question]) -> Batch:
         """Traces and contexts of every question, each answered against its own corpus."""
@@ -218,8 +223,10 @@ class Engine:
             group = [questions[i] for i in pos]
             t0 = time.perf_counter()
             if self.uses_graph:
-                res = self.query_engine(index, corpus).run(group)
-                traces, contexts, decomps, sieved = res.traces, res.contexts, res.decompositions, res.sieve
+                retriever, context_builder = self.query_stages(index, corpus)
+                res = retriever.run(group)
+                contexts = context_builder.fill(res)  # the reader's context, also into each trace
+                traces, decomps, sieved = res.traces, res.decompositions, res.sieve
             else:  # a passage retriever (dense_passage): ranks the corpus's chunks
                 with self._timed("retrieve"):
                     traces, contexts = RETRIEVERS.get(self.cfg.retriever.name)(

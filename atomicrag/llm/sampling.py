@@ -10,6 +10,7 @@ config field (``tests/test_config_defaults.py``).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from atomicrag.core.config import LLMConfig
@@ -21,6 +22,18 @@ def sampling(cfg: LLMConfig, max_tokens: int | None = None, fidelity: Any = None
     sends none)."""
     return {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens if max_tokens is None else max_tokens,
             "seed": request_seed(cfg.seed, fidelity)}
+
+
+def stage_sampling(base: Mapping[str, Any], max_tokens: int | None) -> dict[str, Any]:
+    """``base`` (a ``sampling(cfg.llm, fidelity=...)``) with a stage's own budget field
+    ``max_tokens`` (None: ``base``'s): what ``sampling(cfg.llm, max_tokens, fidelity)`` gives, for
+    a stage that is handed the LLM's sampling instead of the whole LLM section."""
+    return {**base, "max_tokens": base["max_tokens"] if max_tokens is None else max_tokens}
+
+
+def default_sampling(fidelity: Any = None) -> dict[str, Any]:
+    """The sampling of the LLM section's defaults (a stage built without an LLM section)."""
+    return sampling(LLMConfig(), fidelity=fidelity)
 
 
 def request_seed(seed: int | None, fidelity: Any = None) -> int | None:

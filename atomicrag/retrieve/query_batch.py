@@ -1,34 +1,44 @@
 """The query side of AtomicRAG for a whole batch of questions at once.
 
-question(s) → decomposition → seeds → propagation → top-k → sieve → merge (→ reader, in
-``atomicrag.answer``). Every question and sub-question of the batch is propagated together:
-one personalisation matrix, one batched propagation. ``BatchRetriever.run`` returns a
-``RetrievalResult``: one ``QueryTrace`` per question with every intermediate (sub-questions,
-seeds, top-k atoms with scores, sieve decisions, context), the contexts the reader consumes, and
-the decomposition and sieve records the engine sums into run-level counts and tokens.
+question(s) → decomposition → seeds → propagation → top-k → sieve (→ the reader's context and
+the reader, which the engine builds: ``engine.context_builder``). Every question and sub-question
+of the batch is propagated together: one personalisation matrix, one batched propagation.
+``BatchRetriever.run`` returns a ``RetrievalResult``: one ``QueryTrace`` per question with every
+intermediate (sub-questions, seeds, top-k atoms with scores, sieve decisions), each question's
+sieve-kept atoms and ranked documents, and the decomposition and sieve records the engine sums
+into run-level counts and tokens.
+
+A retriever is built from its own sections (retriever, decompose, sieve) and the shared
+released-code settings (``fidelity``); the reader's budget and the LLM's size are not its
+business (``engine.wiring`` builds one from a whole config).
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from atomicrag.core.config import Config
+from atomicrag.core.config import (
+    AtomizerConfig,
+    DecomposeConfig,
+    FidelityConfig,
+    RetrieverConfig,
+    SieveConfig,
+)
 from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
-from atomicrag.embed.factory import embedding_fidelity
 from atomicrag.graph.structure import AtomEntityGraph
-from atomicrag.llm.sampling import sampling
+from atomicrag.llm.sampling import default_sampling, stage_sampling
 from atomicrag.prompts.released import for_fidelity
 from atomicrag.prompts.released_replies import read_ner
 from atomicrag.retrieve.context import unique_in_order
 from atomicrag.retrieve.decompose import Decomposition, build_decomposer
 from atomicrag.retrieve.hybrid import HybridRetriever, uses_hybrid
-from atomicrag.retrieve.merge import ContextItem, merge_context, passage_ranking
+from atomicrag.retrieve.merge import passage_ranking
 from atomicrag.retrieve.propagate import build_propagator, propagate_topk
-from atomicrag.retrieve.reader_context import DocumentStore, build_document_context
 from atomicrag.retrieve.seeds import (
     SeedSet,
     build_seeds,
@@ -49,15 +59,40 @@ def _written_as_name(span: str) -> bool:
 class RetrievalResult:
     """What one batch of questions produced, per question, in the order asked."""
 
-    traces: list[QueryTrace]
-    contexts: list[list[ContextItem]]  # what the reader reads
+    traces: list[QueryTrace]  # context and reader_documents are the engine's to fill
     decompositions: list[Decomposition]  # metrics and tokens of the decompose stage
-    sieve: list[SieveResult]  # metrics and tokens of the sieve stage
+    sieve: list[SieveResult]  # metrics and tokens of the sieve stage; .kept: the atoms the reader may read
+    ranked_documents: list[list[str]]  # passage ids by retrieval rank, what a documents reader fills its budget from
+    decomposed: list[bool]  # the question was split into sub-questions (its atoms then read by score)
 
 
 class BatchRetriever:
+    """Retrieval of a batch of questions over one graph: decomposition, seeds, propagation, sieve.
+
+    ``retriever``, ``decompose`` and ``sieve`` are the stages' config sections; ``fidelity`` is
+    the shared released-code settings (prompts, reply reading, budgets, request seed);
+    ``sampling`` is the LLM's ``{"temperature", "max_tokens", "seed"}``
+    (``llm.sampling.sampling(cfg.llm, fidelity=...)``; None: the LLM section's defaults), each
+    LLM stage sending its own budget field in place of ``max_tokens``. ``spacy_model`` names the
+    spaCy model of spaCy query entities (the atomizer's, so queries and passages name entities
+    alike); ``link_instruction`` is glued before entity names embedded for linking (the released
+    query-to-node instruction; None: none).
+    """
+
     def __init__(
-        self, cfg: Config, graph: AtomEntityGraph, embedder: Any, llm: Any = None, accountant: Any = None
+        self,
+        retriever: RetrieverConfig,
+        decompose: DecomposeConfig,
+        sieve: SieveConfig,
+        graph: AtomEntityGraph,
+        embedder: Any,
+        *,
+        fidelity: FidelityConfig | None = None,
+        sampling: Mapping[str, Any] | None = None,
+        llm: Any = None,
+        accountant: Any = None,
+        spacy_model: str = AtomizerConfig.spacy_model,
+        link_instruction: str | None = None,
     ) -> None:
         if graph.atom_embeddings is None:
             raise ValueError("the graph has no atom embeddings; build it with an embedder")
@@ -66,29 +101,32 @@ class BatchRetriever:
                 f"embedder {embedder.name!r} has dim {embedder.dim} but the graph's atom embeddings have "
                 f"dim {graph.atom_embeddings.shape[1]} (built with {graph.embedder_name!r})"
             )
-        self.cfg = cfg
+        fid = fidelity if fidelity is not None else FidelityConfig()
+        base = dict(sampling) if sampling is not None else default_sampling(fid)
+        self.retriever = retriever
+        self.fidelity = fid
+        self.sampling = base
+        self.spacy_model = spacy_model
+        self.link_instruction = link_instruction
         self.graph = graph
         self.embedder = embedder
         self.llm = llm
         self.accountant = accountant
-        self.decomposer = build_decomposer(cfg.decompose, cfg.fidelity, llm,
-                                           **sampling(cfg.llm, cfg.decompose.max_tokens, cfg.fidelity))
-        self.sieve = build_sieve(cfg.sieve, cfg.fidelity, llm, **sampling(cfg.llm, cfg.sieve.max_tokens, cfg.fidelity))
-        self.propagator = build_propagator(cfg.retriever)
-        self.released = for_fidelity(cfg.fidelity)  # query NER with the released passage NER template
-        self.uses_atom_embeddings = uses_atom_embeddings(cfg)
+        self.decomposer = build_decomposer(decompose, fid, llm, **stage_sampling(base, decompose.max_tokens))
+        self.sieve = build_sieve(sieve, fid, llm, **stage_sampling(base, sieve.max_tokens))
+        self.propagator = build_propagator(retriever)
+        self.released = for_fidelity(fid)  # query NER with the released passage NER template
+        self.uses_atom_embeddings = uses_atom_embeddings(retriever)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
         self._ner_fallbacks: list[str | None] = []  # per query: why a released-read reply gave no entities
-        self.titles: dict[str, str] = dict(graph.meta.get("passage_titles", {}))
         self._nlp: Any = None
-        self._store: DocumentStore | None = None  # documents for the reader's context, built on first use
         self._matcher: Any = None
         # BM25 seeding, passage nodes, fused passage ranking (retrieve/hybrid.py), when configured
         # Only for propagating retrievers: dense and qiter score atoms by their vectors and read no
         # seeds or propagation scores, so the levers of a preset they are merged over do not apply
         # (as entity_sim_threshold and damping do not).
-        self.hybrid = (HybridRetriever(cfg.retriever, graph)
-                       if uses_hybrid(cfg.retriever) and not self.uses_atom_embeddings else None)
+        self.hybrid = (HybridRetriever(retriever, graph)
+                       if uses_hybrid(retriever) and not self.uses_atom_embeddings else None)
 
     # -- stages ---------------------------------------------------------------------------
     def _timed(self, module: str) -> Any:
@@ -99,14 +137,14 @@ class BatchRetriever:
         return self.accountant.time(module)
 
     def query_entities(self, queries: list[str]) -> list[list[str]]:
-        if self.cfg.retriever.query_entities == "llm":
+        if self.retriever.query_entities == "llm":
             return self._llm_entities(queries)
         if self._nlp is None:
             from atomicrag.atomize.nlp import load_spacy
 
-            self._nlp = load_spacy(self.cfg.atomizer.spacy_model, False)
+            self._nlp = load_spacy(self.spacy_model, False)
         found = spacy_query_entities(self._nlp, queries)
-        if self.cfg.retriever.query_entities in ("spacy_match", "spacy_idf", "spacy_cased"):
+        if self.retriever.query_entities in ("spacy_match", "spacy_idf", "spacy_cased"):
             found = [merge_names(f, m) for f, m in zip(found, self._graph_names(queries))]
         return found
 
@@ -120,14 +158,14 @@ class BatchRetriever:
             from atomicrag.atomize.matcher import TermMatcher
 
             names = self.graph.entity_texts
-            if self.cfg.retriever.query_entities in ("spacy_idf", "spacy_cased"):  # hubs ("American") link nothing useful
-                names = rare_entity_names(self.graph, self.cfg.retriever.query_entity_max_df)
+            if self.retriever.query_entities in ("spacy_idf", "spacy_cased"):  # hubs ("American") link nothing useful
+                names = rare_entity_names(self.graph, self.retriever.query_entity_max_df)
             self._matcher = TermMatcher(names)
         m = self._matcher
         # spacy_cased: only where the question writes the name as a name (a capital or a digit).
         # The match is case-folded, so "the director of film X" found the graph's junk entity 'the"'
         # and the generic "Film", which then seeded with the full weight of the real name.
-        cased = self.cfg.retriever.query_entities == "spacy_cased"
+        cased = self.retriever.query_entities == "spacy_cased"
         return [[m.terms[t] for s, e, t in m.find(q) if not cased or _written_as_name(q[s:e])] for q in queries]
 
     def _llm_entities(self, queries: list[str]) -> list[list[str]]:
@@ -137,9 +175,9 @@ class BatchRetriever:
 
         if self.llm is None:
             raise ValueError("retriever.query_entities=llm needs an LLM (llm=... not fake-less)")
-        fid = self.cfg.fidelity
+        fid = self.fidelity
         released_reading = fid.extraction_replies == "released"  # free text, read the released way
-        params = sampling(self.cfg.llm, self.cfg.retriever.query_ner_max_tokens, fid)
+        params = stage_sampling(self.sampling, self.retriever.query_ner_max_tokens)
         if fid.budgets == "released":
             params["max_tokens"] = None  # no cap sent, as released
         reqs = [
@@ -169,8 +207,8 @@ class BatchRetriever:
         ents = self.query_entities(queries)
         extra = self.hybrid.seed_inputs(queries, q_emb) if self.hybrid is not None else {}
         return build_seeds(
-            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever,
-            embedding_fidelity(self.cfg.embedder, self.cfg.fidelity),
+            self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.retriever,
+            self.link_instruction,
             **extra,
         )
 
@@ -180,13 +218,13 @@ class BatchRetriever:
         g = self.graph
         if self.hybrid is not None and self.hybrid.needs_scores:  # passage nodes / passage ranking
             return self.hybrid.propagate(self.propagator, seeds.matrix, queries or [], q_emb,
-                                         self.cfg.retriever.top_k, self.cfg.retriever.query_batch)
+                                         self.retriever.top_k, self.retriever.query_batch)
         # only retrievers that score atoms by their vectors get the embeddings: without them
         # propagate_topk takes PPR's fused top-k path (the one benchmarks/retrieval.py times)
         emb = {"atom_embeddings": g.atom_embeddings, "query_embeddings": q_emb} if self.uses_atom_embeddings else {}
         vals, idx = propagate_topk(
-            self.propagator, g.adjacency, seeds.matrix, g.num_entities, self.cfg.retriever.top_k,
-            query_batch=self.cfg.retriever.query_batch, **emb,
+            self.propagator, g.adjacency, seeds.matrix, g.num_entities, self.retriever.top_k,
+            query_batch=self.retriever.query_batch, **emb,
         )
         if self.hybrid is not None:  # passage_ranking=bridge ranks from the top-k atoms
             self.hybrid.rank_topk(vals, idx)
@@ -198,31 +236,6 @@ class BatchRetriever:
             a = self.graph.atoms[i]
             out.append(ScoredAtom(a.id, a.text, float(s), a.passage_id, a.chunk_id, list(a.entities)))
         return out
-
-    def reader_context(self, kept: list[ScoredAtom], ranked_docs: list[str], decomposed: bool = False
-                       ) -> list[ContextItem]:
-        """The reader's context: ranked documents by token budget (reader.context=documents), or
-        the paper's atom list (atoms; reader.merge, reader.context_order and sieve.max_context)."""
-        rc = self.cfg.reader
-        if not rc.uses_documents(self.cfg.fidelity.preset):
-            order = "sieve" if rc.context_order == "sieve" and not decomposed else "score"
-            return merge_context(kept, mode=rc.merge, max_context=self.cfg.sieve.max_context,
-                                 titles=self.titles, order=order)
-        if self._store is None:
-            self._store = DocumentStore(self.graph.atoms, self.titles)
-        if self.cfg.sieve.name != "none":  # a document whose atoms the sieve dropped is not read
-            keep = {a.passage_id for a in kept}
-            ranked_docs = [d for d in ranked_docs if d in keep]
-        return build_document_context(ranked_docs, kept, self._store, rc.context_tokens, rc.whole_doc_tokens,
-                                      rc.neighbour_sentences, rc.atoms_first,
-                                      self.documents_read())
-
-    def documents_read(self) -> int | None:
-        """The reader's document limit in force (0: the budget's), None when it reads atoms."""
-        rc = self.cfg.reader
-        if not rc.uses_documents(self.cfg.fidelity.preset):
-            return None
-        return rc.document_limit(self.cfg.llm.reader_documents, self.cfg.llm.params_b)
 
     # -- the batch ------------------------------------------------------------------------
     def run(self, questions: list[Question]) -> RetrievalResult:
@@ -242,15 +255,13 @@ class BatchRetriever:
             candidates[i].append(per_query[j])
         with self._timed("sieve"):
             sieved = self.sieve.sieve(texts, query_sets, candidates)
-        traces, contexts = [], []
+        traces, ranked_documents = [], []
         offsets = [0]
         for qs in query_sets:
             offsets.append(offsets[-1] + len(qs))
         for i, q in enumerate(questions):
             all_cands = [a for per in candidates[i] for a in per]
             fused = self.hybrid.ranked_passages(range(offsets[i], offsets[i + 1])) if self.hybrid else None
-            ctx = self.reader_context(sieved[i].kept, fused or passage_ranking(all_cands),
-                                      decomposed=len(query_sets[i]) > 1)
             traces.append(
                 QueryTrace(
                     question_id=q.id,
@@ -264,13 +275,11 @@ class BatchRetriever:
                     ],
                     candidates=[[a.to_dict() for a in per] for per in candidates[i]],
                     sieve=sieved[i].trace(),
-                    context=[c.to_dict() for c in ctx],
                     retrieved_passages=fused or unique_in_order(passage_ranking(all_cands)),
                     cut={"decompose": decomps[i].cut_at} if decomps[i].cut_at is not None else {},
-                    reader_documents=self.documents_read(),
                 )
             )
-            contexts.append(ctx)
+            ranked_documents.append(fused or passage_ranking(all_cands))
             for j in range(offsets[i], offsets[i + 1]):
                 if j < len(self._ner_tokens):
                     traces[-1].add_tokens("retrieve_ner", *self._ner_tokens[j])
@@ -278,4 +287,4 @@ class BatchRetriever:
                     traces[-1].errors.append(f"retrieve_ner: released reading found no entities: "
                                              f"{self._ner_fallbacks[j]}")
         self._ner_tokens, self._ner_fallbacks = [], []
-        return RetrievalResult(traces, contexts, decomps, sieved)
+        return RetrievalResult(traces, decomps, sieved, ranked_documents, [len(qs) > 1 for qs in query_sets])

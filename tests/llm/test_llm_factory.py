@@ -92,6 +92,7 @@ def test_sampling_uses_config_defaults_with_stage_budgets() -> None:
 def test_each_stage_sends_its_configured_budget() -> None:
     """Budgets are config fields that reach the requests (here: the query NER call)."""
     from atomicrag.core.compose import load_config
+    from atomicrag.llm.sampling import sampling
     from atomicrag.retrieve.query_batch import BatchRetriever
 
     sent: list[tuple[str, int]] = []
@@ -109,8 +110,10 @@ def test_each_stage_sends_its_configured_budget() -> None:
                        "query_ner_max_tokens": 41}, "sieve": {"name": "llm", "max_tokens": 43},
                        "decompose": {"name": "llm", "max_tokens": 47}})
     assert (cfg.sieve.max_tokens, cfg.retriever.query_ner_max_tokens, cfg.decompose.max_tokens) == (43, 41, 47)
-    retr = BatchRetriever.__new__(BatchRetriever)
-    retr.cfg, retr.llm, retr.released, retr._ner_tokens = cfg, Recorder(), None, []
+    retr = BatchRetriever.__new__(BatchRetriever)  # no graph: only the query NER call is made
+    retr.retriever, retr.fidelity, retr.llm, retr.released, retr._ner_tokens = (
+        cfg.retriever, cfg.fidelity, Recorder(), None, [])
+    retr.sampling = sampling(cfg.llm, fidelity=cfg.fidelity)
     retr._llm_entities(["Who was born in Warsaw?"])
     assert sent == [("retrieve_ner", 41)]
 

@@ -9,10 +9,10 @@ from atomicrag.atomize.selfcontained import atom_text, chunk_subject, self_conta
 from atomicrag.core.compose import load_config
 from atomicrag.core.config import GraphConfig, RetrieverConfig
 from atomicrag.core.schemas import Atom, AtomizeResult, Question
+from atomicrag.engine.wiring import batch_retriever
 from atomicrag.graph.build import build_graph
 from atomicrag.retrieve.lexical import BM25Matrix, LexicalScorer, tokenize
 from atomicrag.retrieve.passage_nodes import bridge_topk, build_passage_layer, per_passage, rank_passages
-from atomicrag.retrieve.query_batch import BatchRetriever
 
 pytest.importorskip("bm25s")
 
@@ -85,7 +85,7 @@ def _engine(graph, **fields):
                                      "atom_seed_weight": 0.1, "top_k": 5,
                                      "query_entities": "spacy_match", **fields},
                        "embedder": {"name": "fake"}})
-    return BatchRetriever(cfg, graph, BagEmbedder())
+    return batch_retriever(cfg, graph, BagEmbedder())
 
 
 @pytest.mark.parametrize("fields", [
@@ -110,7 +110,7 @@ def test_run_returns_its_stage_records(graph):
     eng = _engine(graph)
     res = eng.run(qs)
     assert [t.question_id for t in res.traces] == ["q0", "q1"]
-    assert len(res.contexts) == len(res.decompositions) == len(res.sieve) == 2
+    assert len(res.ranked_documents) == len(res.decomposed) == len(res.decompositions) == len(res.sieve) == 2
     assert [d.queries for d in res.decompositions] == [[q.question] for q in qs]  # decompose=none
     # sieve=none keeps every candidate of the trace
     assert [[a.atom_id for a in s.kept] for s in res.sieve] == [

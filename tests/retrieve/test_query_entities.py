@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from atomicrag.core.config import Config, EmbedderConfig, GraphConfig, RetrieverConfig
+from atomicrag.core.config import DecomposeConfig, GraphConfig, RetrieverConfig, SieveConfig
 from atomicrag.core.schemas import Atom, AtomizeResult
 from atomicrag.embed.fake import FakeEmbedder
 from atomicrag.graph.build import build_graph
@@ -23,8 +23,7 @@ def engine(mode: str) -> BatchRetriever:
                   ["Ermengarde of Tours", "Lothair II"])]
     emb = FakeEmbedder(16)
     graph = build_graph(AtomizeResult(atoms=atoms), emb, GraphConfig())
-    cfg = Config(embedder=EmbedderConfig(name="fake", dim=16), retriever=RetrieverConfig(query_entities=mode))
-    return BatchRetriever(cfg, graph, emb)
+    return BatchRetriever(RetrieverConfig(query_entities=mode), DecomposeConfig(), SieveConfig(), graph, emb)
 
 
 def test_graph_names_complete_what_ner_misses():

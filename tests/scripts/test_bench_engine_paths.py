@@ -1,6 +1,7 @@
 """The QA benchmark's systems run through ``Engine`` with config overrides; their contexts are the
-ones the hand-wired pipeline (chunk → index → ``BatchRetriever`` / ``retrieve_passages`` →
-budget) gave for the same configuration, so committed QA records keep their meaning."""
+ones the hand-wired pipeline (chunk → index → ``BatchRetriever`` and the reader's context builder /
+``retrieve_passages`` → budget) gave for the same configuration, so committed QA records keep their
+meaning."""
 from __future__ import annotations
 
 import argparse
@@ -31,9 +32,9 @@ def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, 
     from atomicrag.data.loaders import load_dataset
     from atomicrag.data.token_windows import chunk_passages
     from atomicrag.engine import ConfigModels
+    from atomicrag.engine.wiring import batch_retriever, context_builder
     from atomicrag.graph.cached_build import index_corpus
     from atomicrag.retrieve.dense_passage import retrieve_passages
-    from atomicrag.retrieve.query_batch import BatchRetriever
     from atomicrag.retrieve.reader_context import fit_budget
 
     args = args_for(tmp_path, smoke_data, ["atomicrag", "vanilla", "gold", "atomicrag_atoms", "atomicrag_top5",
@@ -61,8 +62,9 @@ def test_bench_qa_engine_contexts_equal_the_hand_wired_pipeline(tmp_path: Path, 
         scfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, **reader_change))
         if system == "atomicrag_budget":  # the LLM option's document limit off
             scfg = dataclasses.replace(scfg, llm=dataclasses.replace(scfg.llm, reader_documents=0))
-        res = BatchRetriever(scfg, graph, emb).run(questions)
-        want = [fit_budget(c, 600) for c in res.contexts] if budget else res.contexts
+        res = batch_retriever(scfg, graph, emb).run(questions)
+        contexts = context_builder(scfg, graph).fill(res)
+        want = [fit_budget(c, 600) for c in contexts] if budget else contexts
         assert texts(ctx[system]) == texts(want), system
         assert ranked[system] == [t.retrieved_passages for t in res.traces], system
     assert texts(ctx["atomicrag_top5"]) != texts(ctx["atomicrag_atoms"])  # the systems differ
