@@ -130,7 +130,7 @@ def compose(args: argparse.Namespace, extra: list[str]) -> Any:
     # it that class's recipe too (mean pooling, the released instructions glued on)
     overrides = [f"dataset={args.dataset}", f"llm={args.llm}", "llm.cache=false", "judge=none",
                  f"embedder={args.embedder}", f"fidelity.released_code={args.released_code}",
-                 "fidelity.embed_recipe_models=all",
+                 "embedder.embed_recipe_models=all",
                  # the driver loads the released class in float32; precision=auto would pick bf16 on
                  # CPUs with native bf16 and move every similarity in the third decimal
                  "embedder.precision=fp32", *args.set, *extra]

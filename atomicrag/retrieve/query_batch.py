@@ -18,7 +18,7 @@ import torch
 from atomicrag.core.config import Config
 from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
-from atomicrag.embed.factory import embedding_fidelity
+from atomicrag.embed.factory import query_to_node
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
 from atomicrag.prompts.released import for_fidelity
@@ -170,7 +170,7 @@ class BatchRetriever:
         extra = self.hybrid.seed_inputs(queries, q_emb) if self.hybrid is not None else {}
         return build_seeds(
             self.graph, q_emb, ents, lambda xs: self.embedder.encode(xs), self.cfg.retriever,
-            embedding_fidelity(self.cfg.embedder, self.cfg.fidelity),
+            query_to_node(self.cfg.embedder, self.cfg.fidelity),
             **extra,
         )
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from atomicrag.core.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.config import RetrieverConfig
 from atomicrag.graph.structure import AtomEntityGraph
 
 
@@ -156,7 +156,7 @@ def build_seeds(
     query_entities: list[list[str]],
     encode_entities: Callable[[list[str]], torch.Tensor],
     cfg: RetrieverConfig,
-    fidelity: FidelityConfig,
+    node_instruction: str | None = None,
     *,
     lexical: Any = None,
     queries: Sequence[str] = (),
@@ -168,21 +168,16 @@ def build_seeds(
     ``lexical`` (a ``retrieve.lexical.LexicalScorer``) with the query texts ``queries`` mixes BM25
     into entity linking and atom seeds; ``passage_seeds`` ((query, passage) indices [2, M], values
     [M]) seed passage nodes at columns ``graph.num_nodes + passage`` of a ``num_nodes``-wide matrix.
-    ``fidelity`` says how queries are embedded for entity linking (the released instruction or not).
+    ``node_instruction``: the released query-to-node instruction glued onto the query entities
+    before entity linking (``embed.factory.query_to_node``), or None.
     """
     n_q = query_embeddings.shape[0]
     e_count = graph.num_entities
-    to_node = None
-    if fidelity.embed_instruction == "released":  # switch #10: the released query-to-node instruction
-        from atomicrag.embed.released_instructions import QUERY_TO_NODE
-        from atomicrag.prompts.released import instruction
-
-        to_node = instruction(fidelity, QUERY_TO_NODE)  # None under own prompts: no extra instruction
-    if to_node is not None:
+    if node_instruction is not None:  # switch #10: the released query-to-node instruction
         from atomicrag.embed.released_instructions import glue
 
         plain_encode = encode_entities
-        encode_entities = lambda xs: plain_encode(glue(to_node, xs))  # noqa: E731
+        encode_entities = lambda xs: plain_encode(glue(node_instruction, xs))  # noqa: E731
     entity_seeds = link_entities(query_entities, graph, encode_entities, cfg, lexical,
                                  fallback=cfg.entity_link_fallback)
     rows: list[torch.Tensor] = []

@@ -8,7 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from atomicrag.core.config import FidelityConfig, RetrieverConfig
+from atomicrag.core.config import EmbedderConfig, FidelityConfig, RetrieverConfig
+from atomicrag.embed.factory import query_to_node
 from atomicrag.core.schemas import Atom
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.retrieve.seeds import atom_seed_weights, build_seeds, link_entities
@@ -84,12 +85,12 @@ def test_build_seeds_matrix_layout_and_mass_split():
     enc = Table({"x": [1.0, 0.0, 0.0]})
     q = F.normalize(torch.tensor([[0.3, 1.0, 0.0]]), dim=1)  # most like atom 2, a little like atom 0
     cfg = RetrieverConfig(entity_sim_threshold=0.9, atom_seed_weight=0.1, atom_seed_top_k=1)
-    s = build_seeds(G, q, [["x"]], enc, dataclasses.replace(cfg, atom_seeding="topk"), FidelityConfig()).matrix.to_dense()
+    s = build_seeds(G, q, [["x"]], enc, dataclasses.replace(cfg, atom_seeding="topk")).matrix.to_dense()
     assert s.shape == (1, 6)
     assert s[0, 0] == pytest.approx(1.0)  # entity e0, weight = cosine
     cos2 = (q[0] @ G.atom_embeddings[2]).item()
     assert s[0, 3 + 2] == pytest.approx(0.1 * cos2) and s[0, 3:5].abs().sum() == 0  # atoms follow the entities
-    ref = build_seeds(G, q, [["x"]], enc, dataclasses.replace(cfg, atom_seeding="all_minmax"), FidelityConfig()).matrix.to_dense()
+    ref = build_seeds(G, q, [["x"]], enc, dataclasses.replace(cfg, atom_seeding="all_minmax")).matrix.to_dense()
     assert (ref[0, 3:] > 0).sum() == 2  # every atom but the least similar carries mass
 
 
@@ -98,8 +99,10 @@ def test_released_query_to_node_instruction_is_glued_on(released_checkout):
     enc = Table({"x": [1.0, 0.0, 0.0], to_node + "x": [0.0, 1.0, 0.0]})
     q = F.normalize(torch.tensor([[1.0, 0.0, 0.0]]), dim=1)
     cfg = RetrieverConfig(entity_sim_threshold=0.9, atom_seed_weight=0.0)
-    plain = build_seeds(G, q, [["x"]], enc, cfg, FidelityConfig())
-    released = build_seeds(G, q, [["x"]], enc, cfg, FidelityConfig(embed_instruction="released", prompts="released"))
+    plain = build_seeds(G, q, [["x"]], enc, cfg)
+    released_embedder = EmbedderConfig(embed_instruction="released", embed_recipe_models="all")
+    to_node_text = query_to_node(released_embedder, FidelityConfig(prompts="released"))
+    released = build_seeds(G, q, [["x"]], enc, cfg, to_node_text)
     assert enc.seen == ["x", to_node + "x"]  # no separator between instruction and text
     assert [e for e, _ in plain.entity_seeds[0]] == [0] and [e for e, _ in released.entity_seeds[0]] == [1]
 
@@ -113,10 +116,10 @@ def test_faiss_hnsw_seeds_come_from_the_index(monkeypatch):
     g = graph([[1.0] + [0.0] * 15], atoms.tolist())
     qs = F.normalize(torch.randn(40, 16, generator=gen), dim=1)
     cfg = RetrieverConfig(atom_seed_top_k=25)
-    exact = build_seeds(g, qs, [[] for _ in range(40)], Table({}), cfg, FidelityConfig())
+    exact = build_seeds(g, qs, [[] for _ in range(40)], Table({}), cfg)
     monkeypatch.setattr(ann, "EF_SEARCH", 4)  # a deliberately narrow search: approximate for sure
     monkeypatch.setattr(ann, "_cache", {})
-    approx = build_seeds(g, qs, [[] for _ in range(40)], Table({}), dataclasses.replace(cfg, vector_index="faiss"), FidelityConfig())
+    approx = build_seeds(g, qs, [[] for _ in range(40)], Table({}), dataclasses.replace(cfg, vector_index="faiss"))
     ex = {tuple(x) for x in exact.matrix.indices().T.tolist()}
     ap = {tuple(x) for x in approx.matrix.indices().T.tolist()}
     recall = len(ex & ap) / len(ex)
