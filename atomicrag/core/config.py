@@ -465,10 +465,16 @@ def move_fields(d: dict[str, Any], *, sections: Collection[str] | None = None, w
             moved.append(f"{old}.{name} -> {new}.{name}")
     log = logging.getLogger("atomicrag")
     if warn and moved:
-        log.warning("a config in the old spelling: read %s", ", ".join(moved))
+        log.warning("a config in the old spelling: read %s", _some(moved))
     if warn and dropped:
-        log.warning("ignored %s: this config has no such section", ", ".join(dropped))
+        log.warning("ignored %s: this config has no such section", _some(dropped))
     return out
+
+
+def _some(names: list[str], shown: int = 8) -> str:
+    """``names`` joined for a warning, the first ``shown`` of them (a saved config may hold dozens)."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def move_override(override: str, *, warn: bool = True) -> str:
