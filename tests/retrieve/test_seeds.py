@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from atomicrag.core.config import EmbedderConfig, FidelityConfig, RetrieverConfig
-from atomicrag.embed.factory import query_to_node
 from atomicrag.core.schemas import Atom
+from atomicrag.embed.factory import query_to_node
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.retrieve.seeds import atom_seed_weights, build_seeds, link_entities
 
