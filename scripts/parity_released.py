@@ -130,7 +130,7 @@ def compose(args: argparse.Namespace, extra: list[str]) -> Any:
     # it that class's recipe too (mean pooling, the released instructions glued on)
     overrides = [f"dataset={args.dataset}", f"llm={args.llm}", "llm.cache=false", "judge=none",
                  f"embedder={args.embedder}", f"fidelity.released_code={args.released_code}",
-                 "fidelity.embed_recipe_models=all",
+                 "embedder.embed_recipe_models=all",
                  # the driver loads the released class in float32; precision=auto would pick bf16 on
                  # CPUs with native bf16 and move every similarity in the third decimal
                  "embedder.precision=fp32", *args.set, *extra]
@@ -251,16 +251,22 @@ def our_judge(cfg: Any, base_url: str, items: list[dict[str, Any]]) -> list[dict
     import dataclasses
 
     from atomicrag.core.compose import group_config
+    from atomicrag.core.config import MOVED_FIELDS
+    from atomicrag.embed.factory import RECIPE_FIELDS
     from atomicrag.evaluate.judge_config import judge_from_config
 
     j = group_config("judge", "llm")  # the released judge as conf/judge/llm.yaml declares it
+    # its released behaviours as the run's config has them (fidelity=reference_code: conf/fidelity/judge/)
+    released = {name: getattr(cfg.judge, name) for (_, name), section in MOVED_FIELDS.items() if section == "judge"}
     # its models as the released generation_eval.py builds them, with the run's: the run's LLM at
     # the judge's seed (42), and the run's embedder (MiniLM here) with the query instruction
-    # LangChain's bge class puts on both texts (the judge's own embedder config holds it)
+    # LangChain's bge class puts on both texts (the judge's own embedder config holds it), without
+    # the released retrieval's embedding recipe (LangChain's class has its own)
     judge_cfg = dataclasses.replace(cfg, judge=dataclasses.replace(
-        j, llm_source="own", embedder_source="own",
+        j, llm_source="own", embedder_source="own", **released,
         llm=dataclasses.replace(cfg.llm, base_url=base_url, seed=j.llm.seed, cache=False),
-        embedder=dataclasses.replace(cfg.embedder, query_prefix=j.embedder.query_prefix, passage_prefix="")))
+        embedder=dataclasses.replace(cfg.embedder, query_prefix=j.embedder.query_prefix, passage_prefix="",
+                                     **{f: getattr(j.embedder, f) for f in RECIPE_FIELDS})))
     judge = judge_from_config(judge_cfg, None, None)
     try:
         verdicts = judge.judge([x["question"] for x in items], [x["answer"] for x in items],

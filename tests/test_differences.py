@@ -121,27 +121,27 @@ def test_embedding_precision_and_concurrency_are_named_when_they_differ() -> Non
     (bf16 on CPUs with native bf16) where the released class loads its model in the stored float32,
     and a concurrency other than the released 200 moves the latency columns."""
     auto = {"embed_precision": "config"}  # precision from embedder.precision (auto)
-    t = _topics(released(fidelity=auto))
+    t = _topics(released(embedder=auto))
     assert "embedding precision" in t and t["LLM concurrency"]["released"] == 200
-    same = _topics(released(fidelity=auto, embedder={"precision": "fp32"}, llm={"concurrency": 200}))
+    same = _topics(released(embedder={**auto, "precision": "fp32"}, llm={"concurrency": 200}))
     assert "embedding precision" not in same and "LLM concurrency" not in same
-    # reference_code embeds in fp32 whatever embedder.precision says (fidelity.embed_precision)
+    # reference_code embeds in fp32 whatever embedder.precision says (embedder.embed_precision)
     assert "embedding precision" not in _topics(released())
 
 
 def test_reference_code_embeds_in_fp32_as_the_released_class_loads_its_model(monkeypatch) -> None:
-    """fidelity.embed_precision=fp32 (reference_code): precision=auto would embed in bf16 on CPUs
+    """embedder.embed_precision=fp32 (reference_code): precision=auto would embed in bf16 on CPUs
     with native bf16 (fp16 on CUDA) and move seeds in the third decimal; the released class loads
     the checkpoint's float32."""
-    from atomicrag.core.config import EmbedderConfig
     from atomicrag.embed import factory
 
     built: list[dict] = []
     monkeypatch.setattr(factory, "_build", lambda key, pooling: built.append(dict(key)))
-    ref = group_config("fidelity", "reference_code")
-    factory.build_embedder(EmbedderConfig(name="transformers", model="minilm", precision="auto"), ref)
-    factory.build_embedder(EmbedderConfig(name="transformers", model="minilm", precision="auto"),
-                           dataclasses.replace(ref, embed_precision="config"))
+    ref = released_config()
+    code = dataclasses.replace(ref.embedder, name="transformers", model="minilm", precision="auto")
+    assert code.embed_precision == "fp32"
+    factory.build_embedder(code, ref.fidelity)
+    factory.build_embedder(dataclasses.replace(code, embed_precision="config"), ref.fidelity)
     assert [b["precision"] for b in built] == ["fp32", "auto"]
 
 

@@ -59,9 +59,11 @@ def test_a_small_reader_reads_fewer_documents() -> None:
 
 
 def test_the_released_query_to_node_instruction_is_wired_for_a_bge_embedder(released_checkout) -> None:
-    released = FidelityConfig(embed_instruction="released", prompts="released")
-    bge = EmbedderConfig(model="BAAI/bge-large-en-v1.5")
+    released = FidelityConfig(prompts="released")
+    bge = EmbedderConfig(model="BAAI/bge-large-en-v1.5", embed_instruction="released")
     assert link_instruction(Config(embedder=bge, fidelity=released)) == released_checkout["query_to_node"]
-    assert link_instruction(Config(embedder=bge, fidelity=FidelityConfig(prompts="released"))) is None
-    assert link_instruction(Config(embedder=bge, fidelity=dataclasses.replace(released, prompts="own"))) is None
-    assert link_instruction(Config(embedder=EmbedderConfig(model="minilm"), fidelity=released)) is None
+    plain_bge = dataclasses.replace(bge, embed_instruction="model")
+    assert link_instruction(Config(embedder=plain_bge, fidelity=released)) is None
+    assert link_instruction(Config(embedder=bge, fidelity=FidelityConfig(prompts="own"))) is None
+    assert link_instruction(Config(embedder=EmbedderConfig(model="minilm", embed_instruction="released"),
+                                   fidelity=released)) is None

@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from atomicrag.core.config import Config, _drop_removed, move_override, register_configs, to_dataclass
+from atomicrag.core.config import Config, _drop_removed, move_overrides, register_configs, to_dataclass
 
 OPTION_KEY = "option"  # the dict-source key that names a group option: {"retriever": {"option": "ppr"}}
 LIBRARY_ROOT = "library"  # conf/library.yaml: the library's root (Config schema + conf/groups.yaml)
@@ -253,10 +253,17 @@ def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT, hydra_co
         GlobalHydra.instance().clear()
         try:
             with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                return hydra_compose(config_name=root, overrides=[move_override(o) for o in overrides],
+                return hydra_compose(config_name=root, overrides=move_overrides(overrides, sections=root_sections(root)),
                                      return_hydra_config=hydra_config)
         finally:
             restore_gh_from_backup(backup)
+
+
+def root_sections(root: str) -> frozenset[str] | None:
+    """The top-level names of ``root``'s schema where they are narrower than any (the library's
+    ``Config``: no judge), else None. An old spelling that moved to a section the root lacks is
+    dropped there (``core.config.move_fields``)."""
+    return frozenset(f.name for f in dataclasses.fields(Config)) if root == LIBRARY_ROOT else None
 
 
 def group_config(group: str, name: str) -> Any:
@@ -308,9 +315,9 @@ def load_config(source: Config | dict | str | Path | None = None, *, env_prefix:
             if root == LIBRARY_ROOT:  # a subclass (the harness's) keeps only the library's fields
                 data = {f.name: data[f.name] for f in dataclasses.fields(Config)}
         elif isinstance(source, dict):
-            data = _drop_removed(source)
+            data = _drop_removed(source, sections=root_sections(root))
         elif isinstance(source, (str, Path)):
-            data = _drop_removed(read_config_file(source))
+            data = _drop_removed(read_config_file(source), sections=root_sections(root))
         elif source is None:
             data = {}
         else:

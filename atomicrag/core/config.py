@@ -18,6 +18,7 @@ w/o AS = ``sieve.name=none``, w/o KA = ``atomizer.atom_unit=chunks`` (``atomizer
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -211,6 +212,21 @@ class EmbedderConfig:
     device: str = "auto"  # auto | cpu | cuda
     dim: int = 64  # fake embedder only
     trust_remote_code: bool = False  # true: run the model folder's own code (nomic-embed, gte-Qwen2 need it); false: refuse
+    # released-code behaviours of this stage (conf/fidelity/reference_code.yaml sets the released ones;
+    # pooling and precision above are the model's own settings, which these override)
+    # 10: pooling for bge-style encoders: model (pooling above; CLS for bge) | mean (released code)
+    embed_pooling: str = checks.mode(Literal["model", "mean"], "model")
+    # 10: the released code glues its instruction strings onto queries with no separator:
+    # model (query_prefix) | released (the released instructions, no separator, none on passages)
+    embed_instruction: str = checks.mode(Literal["model", "released"], "model")
+    # 10: which models the two switches above apply to: bge (what the released dispatch sends to its
+    # BGE class: a name containing "bge") | all (every model, as when the parity run hands MiniLM to
+    # that class; scripts/parity_released.py sets it)
+    embed_recipe_models: str = checks.mode(Literal["bge", "all"], "bge")
+    # precision: config (precision above; auto = fp16 on CUDA, bf16 on CPUs with native bf16) | fp32
+    # (released: the model in the checkpoint's dtype, torch_dtype=auto; fp32 for bge-large and
+    # MiniLM, whose bf16/fp16 vectors move seeds in the third decimal and reorder PPR)
+    embed_precision: str = checks.mode(Literal["config", "fp32"], "config")
 
     def __post_init__(self) -> None:
         checks.check_modes(self)
@@ -324,11 +340,24 @@ class JudgeConfig:
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     embed_as_query: bool = True  # encode answer and reference with the query prefix (LangChain aembed_query)
     max_tokens: int = 1024  # completion budget of each judge call (statements, classification)
+    # released-code behaviours of the judge (conf/fidelity/judge/reference_code.yaml sets the released
+    # ones; the harness's root composes it beside fidelity=: the library's root has no judge)
+    # 9: answer accuracy: w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
+    acc_weight: float = 0.7
+    acc_similarity: str = checks.mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
+    # a failed judge call: excluded from means | zero (ACC 0) | released (the released rule: failed
+    # classification -> FC 0 and ACC = (1-w)*SS; failed answer statements -> ACC 0; failed reference
+    # statements -> skipped); counted every way
+    judge_failures: str = checks.mode(Literal["excluded", "zero", "released"], "excluded")
+    # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
+    # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
+    judge_replies: str = checks.mode(Literal["structured", "released"], "structured")
 
     def __post_init__(self) -> None:
         checks.check_modes(self)
         checks.choice(self, "name", registry.JUDGES.names())
         checks.positive(self, "max_tokens")
+        checks.unit(self, "acc_weight")
 
 
 
@@ -398,30 +427,54 @@ MOVED_FIELDS: dict[tuple[str, str], str] = {
     ("fidelity", "decompose_trigger"): "decompose", ("fidelity", "decompose_parse"): "decompose",
     ("fidelity", "sieve_target"): "sieve", ("fidelity", "sieve_prompt"): "sieve",
     **{("fidelity", f): "reader" for f in ("merge", "reader_context", "answer_extraction", "context_order")},
+    **{("fidelity", f): "embedder" for f in ("embed_pooling", "embed_instruction", "embed_recipe_models",
+                                             "embed_precision")},
+    # the judge's section is the harness's (HarnessConfig.judge): the library's root has none, so
+    # there these old spellings are dropped with a warning (``sections`` below)
+    **{("fidelity", f): "judge" for f in ("acc_weight", "acc_similarity", "judge_failures", "judge_replies")},
 }
 
 
-def _drop_removed(d: dict[str, Any]) -> dict[str, Any]:
-    out = move_fields(d)
+def _drop_removed(d: dict[str, Any], *, sections: Collection[str] | None = None) -> dict[str, Any]:
+    out = move_fields(d, sections=sections)
     for section, name in REMOVED_FIELDS:
         if isinstance(out.get(section), dict) and name in out[section]:
             out[section] = {k: v for k, v in out[section].items() if k != name}
     return out
 
 
-def move_fields(d: dict[str, Any]) -> dict[str, Any]:
-    """``d`` (a nested config dict) with every moved field under its new section; a value already
-    given under the new name wins over the old spelling."""
+def move_fields(d: dict[str, Any], *, sections: Collection[str] | None = None, warn: bool = True) -> dict[str, Any]:
+    """``d`` (a nested config dict: a dict source, a saved manifest or run folder's config) with
+    every moved field under its new section; a value already given under the new name wins over
+    the old spelling. ``sections``: the sections of the config being loaded (None: any); a field
+    whose new section is not among them (the judge's, under the library's root) is dropped, since
+    nothing there reads it. ``warn``: log which old spellings were read."""
     out = dict(d)
+    moved, dropped = [], []
     for (old, name), new in MOVED_FIELDS.items():
         section = out.get(old)
         if isinstance(section, dict) and name in section:
             out[old] = {k: v for k, v in section.items() if k != name}
+            if sections is not None and new not in sections:
+                dropped.append(f"{old}.{name} (now {new}.{name})")
+                continue
             target = out.get(new)
             target = dict(target) if isinstance(target, dict) else {}
             target.setdefault(name, section[name])
             out[new] = target
+            moved.append(f"{old}.{name} -> {new}.{name}")
+    log = logging.getLogger("atomicrag")
+    if warn and moved:
+        log.warning("a config in the old spelling: read %s", _some(moved))
+    if warn and dropped:
+        log.warning("ignored %s: this config has no such section", _some(dropped))
     return out
+
+
+def _some(names: list[str], shown: int = 8) -> str:
+    """``names`` joined for a warning, the first ``shown`` of them (a saved config may hold dozens)."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def move_override(override: str, *, warn: bool = True) -> str:
@@ -436,3 +489,22 @@ def move_override(override: str, *, warn: bool = True) -> str:
     if warn:
         logging.getLogger("atomicrag").warning("%s.%s is now %s.%s; read as that", old, name, new, name)
     return f"{prefix}{new}.{name}{eq}{value}"
+
+
+def move_overrides(overrides: Iterable[str], *, sections: Collection[str] | None = None) -> list[str]:
+    """``overrides`` with each old spelling in its new one (``move_override``, with a warning);
+    ``sections``: the sections of the config being composed (None: any), an old spelling whose new
+    section is not among them (the judge's, under the library's root) is dropped with a warning."""
+    out = []
+    for override in overrides:
+        moved = move_override(override, warn=False)
+        if moved != override:
+            key = override.partition("=")[0].lstrip("+~")
+            new_key = moved.partition("=")[0].lstrip("+~")
+            if sections is not None and new_key.partition(".")[0] not in sections:
+                logging.getLogger("atomicrag").warning("ignored %s (now %s): this config has no such section",
+                                                       key, new_key)
+                continue
+            logging.getLogger("atomicrag").warning("%s is now %s; read as that", key, new_key)
+        out.append(moved)
+    return out

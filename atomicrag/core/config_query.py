@@ -1,6 +1,6 @@
-"""Configuration sections read at query time, and the fidelity switches (re-exported by ``config``).
+"""Configuration sections read at query time, and the shared prompt source (re-exported by ``config``).
 
-``FidelityConfig`` (paper text vs released code), ``RetrieverConfig``, ``DecomposeConfig``,
+``FidelityConfig`` (where the LLM stages' prompts come from and how replies are read), ``RetrieverConfig``, ``DecomposeConfig``,
 ``SieveConfig`` and ``ReaderConfig``: the groups a retrieval/answering sweep varies. Same rules as
 ``config.py``: validation in ``__post_init__`` with the ``core.checks`` helpers, allowed stage
 names are the registry keys.
@@ -16,32 +16,18 @@ from atomicrag.core import checks, registry
 
 @dataclass
 class FidelityConfig:
-    """Paper text vs the authors' released code (docs/fidelity.md), one field per switch."""
+    """Where every LLM stage's prompts come from and how their replies are read: the small set of
+    paper-vs-released-code settings (docs/fidelity.md) that all stages share. A released
+    behaviour of one stage lives in that stage's own section (``graph.entity_keys``,
+    ``embedder.embed_pooling``, ``judge.acc_weight``, ...; ``core.config.MOVED_FIELDS``), so this
+    object is what a stage takes only to find its prompts, reply reading, request seeds and budgets."""
 
     preset: str = checks.mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom
-    # answer accuracy
-    acc_weight: float = 0.7  # w in ACC = w*FC + (1-w)*SS (code/Graph-Bench: 0.75)
-    acc_similarity: str = checks.mode(Literal["cosine", "rescaled"], "cosine")  # cosine | rescaled ((cos+1)/2, code/Graph-Bench)
-    # a failed judge call: excluded from means | zero (ACC 0) | released (the released rule: failed
-    # classification -> FC 0 and ACC = (1-w)*SS; failed answer statements -> ACC 0; failed reference
-    # statements -> skipped); counted every way
-    judge_failures: str = checks.mode(Literal["excluded", "zero", "released"], "excluded")
-    # pooling for bge-style encoders
-    embed_pooling: str = checks.mode(Literal["model", "mean"], "model")  # model (CLS for bge) | mean (code)
-    # the released code glues its instruction strings onto queries with no separator
-    embed_instruction: str = checks.mode(Literal["model", "released"], "model")  # model (embedder.query_prefix) | released (released instructions, no separator)
-    # which models the two switches above apply to: bge (what the released dispatch sends to its
-    # BGE class: a name containing "bge") | all (every model, as when the parity run hands MiniLM to
-    # that class; scripts/parity_released.py sets it)
-    embed_recipe_models: str = checks.mode(Literal["bge", "all"], "bge")
     # prompts: own (this project's wording) | released (read from a checkout of the released code at
     # run time, never copied here: atomicrag/prompts/released.py). released_code: that checkout's
     # path (else the ATOMICRAG_RELEASED_CODE environment variable).
     prompts: str = checks.mode(Literal["own", "released"], "own")
     released_code: str | None = None
-    # judge replies: structured (JSON schemas, judge.max_tokens) | released (free text, no cap, the
-    # released parsers, classification asked 3 times, "\n" -> " " before embedding, float64 cosine)
-    judge_replies: str = checks.mode(Literal["structured", "released"], "structured")
     # NER, extraction and query NER replies: structured (JSON schemas / guided decoding; an unreadable
     # reply re-asked warmer with a new seed, a chunk that still fails counted as failed) | released
     # (free text read the released way, prompts/released_replies.py: an unreadable reply is an empty
@@ -58,15 +44,10 @@ class FidelityConfig:
     # an empty free-text reply: reask (a failure; re-asked warmer with another seed, then counted as
     # failed) | accepted (released: "" is the reply, and the stage's released reading counts it)
     empty_replies: str = checks.mode(Literal["reask", "accepted"], "reask")
-    # embedding precision: config (embedder.precision; auto = fp16 on CUDA, bf16 on CPUs with native
-    # bf16) | fp32 (released: the model in the checkpoint's dtype, torch_dtype=auto; fp32 for
-    # bge-large and MiniLM, whose bf16/fp16 vectors move seeds in the third decimal and reorder PPR)
-    embed_precision: str = checks.mode(Literal["config", "fp32"], "config")
 
     def __post_init__(self) -> None:
         checks.check_modes(self)
         checks.text(self, "released_code")
-        checks.unit(self, "acc_weight")
 
 
 @dataclass

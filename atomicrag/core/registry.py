@@ -29,7 +29,8 @@ An entry whose stage is cached also declares the config fields that key its cach
 (``cache_key=``; ``cache_key_when_set=`` for fields keyed only while set). A plug-in outside the
 package calls ``REGISTRY.register(name, obj, needs=..., cache_key=...)`` before the config is loaded. Builder signatures: atomizer ``(cfg, llm=, **deps)``; retriever ``(cfg,
 **overrides) -> Propagator`` (or, without ``graph``, a passage retriever); decompose/sieve
-``(cfg=, fidelity=, llm=, **sampling)``; reader ``(llm, kind, cfg, **sampling)``; embedder
+``(cfg=, fidelity=, llm=, **sampling)``; reader ``(llm, kind, cfg, **sampling)``; judge ``(llm,
+embedder, cfg, fidelity, **kwargs)``; embedder
 ``(cfg, pooling)``; llm ``(cfg, paths)``; dataset ``(cfg, data_dir, require_corpus)``.
 """
 from __future__ import annotations

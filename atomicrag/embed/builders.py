@@ -1,7 +1,7 @@
 """Embedder builders, one per ``embedder.name`` (registry keys of ``registry.EMBEDDERS``).
 
 Signature ``(cfg: dict of EmbedderConfig fields, pooling: str) -> Embedder``; ``pooling`` is the
-effective pooling (``factory.effective_pooling``: the fidelity switch wins). Heavy libraries
+effective pooling (``factory.effective_pooling``: ``embedder.embed_pooling=mean`` wins). Heavy libraries
 load only inside the builder that needs them.
 """
 from __future__ import annotations

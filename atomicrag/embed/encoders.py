@@ -219,7 +219,7 @@ class TransformersEmbedder(_Encoder):
     """A plain ``AutoModel`` with explicit CLS or mean pooling.
 
     This is how fidelity switch #10 is reproduced: the released AtomicRAG code mean-pools
-    bge-large-en-v1.5, whose model card (and ``fidelity.embed_pooling=model``) says CLS.
+    bge-large-en-v1.5, whose model card (and ``embedder.embed_pooling=model``) says CLS.
     ``pooling="auto"`` reads the sentence-transformers ``1_Pooling/config.json``; a model
     without one needs ``pooling`` set (cls or mean).
     """

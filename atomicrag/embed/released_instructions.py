@@ -5,7 +5,7 @@ checkout the user names (``fidelity.released_code``; ``prompts.released.instruct
 copied here. The released code prepends them to the text with no separator
 (``f"{instruction}{text}"``): questions get the query-to-passage instruction when matched against
 atoms, query entities the query-to-node one when matched against graph entities; atoms and
-entities are embedded with no instruction. ``fidelity.embed_instruction="released"`` uses them in
+entities are embedded with no instruction. ``embedder.embed_instruction="released"`` uses them in
 place of ``embedder.query_prefix``.
 """
 from __future__ import annotations

@@ -11,23 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from atomicrag.core.config import Config
-from atomicrag.embed.factory import embedding_fidelity
-from atomicrag.embed.released_instructions import QUERY_TO_NODE
+from atomicrag.embed.factory import query_to_node
 from atomicrag.engine.context_builder import ReaderContextBuilder
 from atomicrag.graph.structure import AtomEntityGraph
 from atomicrag.llm.sampling import sampling
-from atomicrag.prompts.released import instruction
 from atomicrag.retrieve.query_batch import BatchRetriever
 
 
 def link_instruction(cfg: Config) -> str | None:
-    """The text glued before query entity names embedded for linking (switch #10): the released
-    query-to-node instruction under ``fidelity.embed_instruction=released`` for an embedder the
-    released code covers, and the released prompts; None otherwise (the names alone)."""
-    fid = embedding_fidelity(cfg.embedder, cfg.fidelity)
-    if fid is None or fid.embed_instruction != "released":
-        return None
-    return instruction(fid, QUERY_TO_NODE)  # None under own prompts: no extra instruction
+    """The text glued before query entity names embedded for linking: the released query-to-node
+    instruction under ``embedder.embed_instruction=released`` for an embedder the released code
+    covers, and the released prompts; None otherwise (the names alone)."""
+    return query_to_node(cfg.embedder, cfg.fidelity)
 
 
 def batch_retriever(cfg: Config, graph: AtomEntityGraph, embedder: Any, llm: Any = None,

@@ -1,14 +1,14 @@
 """Graph-Bench Answer Accuracy: ACC = w·FC + (1−w)·SS (paper Eq. 12-14; docs/fidelity.md, Metrics).
 
 FC is the F1 of an LLM's TP/FP/FN classification of statements; SS is the similarity of the
-answer's and the reference's embeddings. ``fidelity.acc_weight`` is w (paper 0.7, released
-code and Graph-Bench 0.75) and ``fidelity.acc_similarity`` is ``cosine`` (paper: raw cosine)
+answer's and the reference's embeddings. ``judge.acc_weight`` is w (paper 0.7, released
+code and Graph-Bench 0.75) and ``judge.acc_similarity`` is ``cosine`` (paper: raw cosine)
 or ``rescaled`` ((cos+1)/2, released code and Graph-Bench).
 
 Skip rules, in the released code's order: both statement lists empty → skipped; answer has no
 statement → ACC 0; reference has no statement (or is blank) → skipped. Skipped samples return
 ``acc=None`` with a status, and failed LLM calls are ``status="failed"``: under
-``fidelity.judge_failures="excluded"`` (paper) their ``acc`` is None and they are left out of
+``judge.judge_failures="excluded"`` (paper) their ``acc`` is None and they are left out of
 means; under ``"zero"`` they score 0; under ``"released"`` they follow the released code: a failed
 classification keeps its similarity (FC 0, ACC = (1−w)·SS), failed answer statements score 0 (the
 released split returns no statements) and failed reference statements skip the sample. Every way
@@ -82,22 +82,25 @@ class AccuracyVerdict:
 
 
 class AnswerAccuracyJudge:
-    def __init__(self, llm: Any, embedder: Any, fidelity: FidelityConfig, *,
-                 max_tokens: int = JudgeConfig.max_tokens, seed: int | None = 0) -> None:
-        similarity_score(0.0, fidelity.acc_similarity)  # fail early on a bad mode
+    def __init__(self, llm: Any, embedder: Any, cfg: JudgeConfig, fidelity: FidelityConfig | None = None, *,
+                 seed: int | None = 0) -> None:
+        """``cfg``: the judge's own settings (its released behaviours, its budget); ``fidelity``:
+        where its prompts come from (``fidelity.prompts``; None: this project's)."""
+        similarity_score(0.0, cfg.acc_similarity)  # fail early on a bad mode
         self.llm = llm
         self.embedder = embedder
-        self.weight = float(fidelity.acc_weight)
-        self.failures = fidelity.judge_failures
-        self.failed_acc = 0.0 if fidelity.judge_failures == "zero" else None  # counted either way
-        self.released = for_fidelity(fidelity)  # fidelity.prompts=released: the released judge prompts
-        self.similarity = fidelity.acc_similarity
-        self.max_tokens = max_tokens
+        self.weight = float(cfg.acc_weight)
+        self.failures = cfg.judge_failures
+        self.failed_acc = 0.0 if cfg.judge_failures == "zero" else None  # counted either way
+        # fidelity.prompts=released: the released judge prompts
+        self.released = for_fidelity(fidelity) if fidelity is not None else None
+        self.similarity = cfg.acc_similarity
+        self.max_tokens = cfg.max_tokens
         self.seed = seed
         # released: free text with no cap, read as released (judge_released), the classification
         # asked up to 3 times, "\n" -> " " before embedding (LangChain's embed_query), the cosine
         # of fp32 embeddings in float64 (numpy); structured: JSON schemas and judge.max_tokens
-        self.replies = fidelity.judge_replies
+        self.replies = cfg.judge_replies
 
     def _request(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> ChatRequest:
         # Temperature 0: a judge must give the same verdict on a re-run (and hit the cache).
@@ -238,17 +241,17 @@ def _add_tokens(acc: list[int], reply: Any) -> None:
     acc[1] += int(reply.completion_tokens or 0)
 
 
-def build_judge(name: str, llm: Any, embedder: Any, fidelity: FidelityConfig,
+def build_judge(llm: Any, embedder: Any, cfg: JudgeConfig, fidelity: FidelityConfig | None = None,
                 **kwargs: Any) -> AnswerAccuracyJudge | None:
-    """The ``registry.JUDGES`` entry ``judge.name``: ``llm`` → the Graph-Bench judge, ``none`` → None
+    """The ``registry.JUDGES`` entry ``cfg.name``: ``llm`` → the Graph-Bench judge, ``none`` → None
     (no ACC computed). What the entry declares it needs must be given (the embedder only while the
-    semantic similarity counts: ``fidelity.acc_weight < 1``)."""
+    semantic similarity counts: ``judge.acc_weight < 1``)."""
     from atomicrag.core.registry import JUDGES
 
-    needs = JUDGES.needs(name)  # an unknown name raises here, naming the known ones
-    if ("llm" in needs and llm is None) or ("embedder" in needs and embedder is None and fidelity.acc_weight < 1):
-        raise ValueError(f"judge.name={name} needs an LLM backend and an embedder")
-    return JUDGES.get(name)(llm, embedder, fidelity, **kwargs)
+    needs = JUDGES.needs(cfg.name)  # an unknown name raises here, naming the known ones
+    if ("llm" in needs and llm is None) or ("embedder" in needs and embedder is None and cfg.acc_weight < 1):
+        raise ValueError(f"judge.name={cfg.name} needs an LLM backend and an embedder")
+    return JUDGES.get(cfg.name)(llm, embedder, cfg, fidelity, **kwargs)
 
 
 def judge_summary(verdicts: Sequence[AccuracyVerdict]) -> dict[str, Any]:

@@ -7,8 +7,11 @@ similarity, embedded through LangChain's ``aembed_query`` (bge's query instructi
 grading themselves) or its own embedder (Table 8's embedders grading themselves) happens only
 when the config says so: ``judge.llm_source=run`` / ``judge.embedder_source=run``.
 
-The judge's embedder is built with no fidelity switch: the released code mean-pools bge for
-*retrieval* (switch #10), but its judge goes through LangChain, which uses CLS pooling.
+The judge's embedder is ``judge.embedder``, whose released-code switches stay at the model's own
+recipe: the released code mean-pools bge for *retrieval* (``embedder.embed_pooling``, switch #10),
+but its judge goes through LangChain, which uses CLS pooling. The judge's own released behaviours
+(``judge.acc_weight``, ``acc_similarity``, ``judge_failures``, ``judge_replies``) live in its
+section, which only the harness's config has (``HarnessConfig.judge``).
 """
 from __future__ import annotations
 
@@ -51,7 +54,7 @@ def judge_embedder(cfg: Config, run_embedder: Any) -> Any:
     else:
         from atomicrag.embed.factory import build_embedder
 
-        base = build_embedder(cfg.judge.embedder, None)  # no fidelity: see the module docstring
+        base = build_embedder(cfg.judge.embedder, None)  # its own recipe: see the module docstring
     return _QueryEncoder(base) if cfg.judge.embed_as_query else base
 
 
@@ -80,14 +83,14 @@ def judge_from_config(cfg: Config, run_llm: Any, run_embedder: Any, accountant: 
     needs = JUDGES.needs(cfg.judge.name, cfg.judge)
     llm, owns = judge_llm(cfg, run_llm, accountant) if "llm" in needs else (None, False)
     try:
-        emb = judge_embedder(cfg, run_embedder) if "embedder" in needs and cfg.fidelity.acc_weight < 1 else None
+        emb = judge_embedder(cfg, run_embedder) if "embedder" in needs and cfg.judge.acc_weight < 1 else None
         from atomicrag.llm.sampling import request_seed
 
         own_seed = cfg.judge.llm.seed if cfg.judge.llm_source == "own" else cfg.llm.seed
         # the released evaluation sends its seed (42) whatever its pipeline does (fidelity.request_seed
         # covers the pipeline's LLM class); a judge read as released sends the judge's own
-        seed = own_seed if cfg.fidelity.judge_replies == "released" else request_seed(own_seed, cfg.fidelity)
-        impl = build_judge(cfg.judge.name, llm, emb, cfg.fidelity, seed=seed, max_tokens=cfg.judge.max_tokens)
+        seed = own_seed if cfg.judge.judge_replies == "released" else request_seed(own_seed, cfg.fidelity)
+        impl = build_judge(llm, emb, cfg.judge, cfg.fidelity, seed=seed)
     except BaseException:
         if owns:
             llm.close()
@@ -97,7 +100,7 @@ def judge_from_config(cfg: Config, run_llm: Any, run_embedder: Any, accountant: 
     settings = {
         "llm": cfg.judge.llm.model if cfg.judge.llm_source == "own" else f"run:{cfg.llm.model}",
         "embedder": getattr(emb, "name", None),
-        "acc_weight": cfg.fidelity.acc_weight, "acc_similarity": cfg.fidelity.acc_similarity,
-        "failures": cfg.fidelity.judge_failures,
+        "acc_weight": cfg.judge.acc_weight, "acc_similarity": cfg.judge.acc_similarity,
+        "failures": cfg.judge.judge_failures,
     }
     return OwnedJudge(impl, llm, owns, settings)

@@ -1,4 +1,4 @@
-"""The released reading of the judge's free-text replies (``fidelity.judge_replies=released``).
+"""The released reading of the judge's free-text replies (``judge.judge_replies=released``).
 
 The released judge asks for JSON without a schema and reads the statement split leniently (the
 reply, then its first ``{...}`` block; a list, an object's usual list key, or all its values) and

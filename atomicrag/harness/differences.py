@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from atomicrag.core.compose import load_config
+from atomicrag.core.compose import HARNESS_ROOT, load_config
 from atomicrag.core.config import MOVED_FIELDS, Config, FidelityConfig
 
 # the released code's completion budgets: its run script passes max_new_tokens=None, so no call
@@ -75,7 +75,7 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if cfg.fidelity.prompts == "own":
         out.append(_item("prompts", "this project's own wording (fidelity.prompts=own)", "released templates"))
-        if cfg.fidelity.embed_instruction == "released":
+        if cfg.embedder.embed_instruction == "released":
             out.append(_item("embedding instructions", "the embedder's own query prefix (fidelity.prompts=own)",
                              "the released linking instructions"))
     if cfg.sieve.name != "none" and (cfg.sieve.sieve_prompt != "released" or cfg.fidelity.prompts == "own"):
@@ -119,7 +119,7 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.embedder.model != RELEASED_MODELS["embedder"]:
         covered = "released BGE class" if released_code_covers(cfg.embedder) else "its model card's recipe"
         out.append(_item("embedder", f"{cfg.embedder.model} ({covered})", RELEASED_MODELS["embedder"]))
-    if cfg.embedder.precision != "fp32" and cfg.fidelity.embed_precision != "fp32":  # released: stored dtype
+    if cfg.embedder.precision != "fp32" and cfg.embedder.embed_precision != "fp32":  # released: stored dtype
         out.append(_item("embedding precision", f"embedder.precision={cfg.embedder.precision} (auto: fp16 on "
                          "CUDA, bf16 on CPUs with native bf16; similarities move in the third decimal)",
                          "the model's stored dtype (float32 for bge-large-en-v1.5)"))
@@ -145,8 +145,9 @@ def switches() -> list[tuple[str, str]]:
 
 @functools.lru_cache(maxsize=1)
 def released_config() -> Config:
-    """The library's config under ``fidelity=reference_code``: every switch at its released value."""
-    return load_config({"fidelity": "reference_code"}, env_prefix=None)
+    """The harness's config under ``fidelity=reference_code`` and no whole-system preset: every
+    switch at its released value (the judge's too: only the harness's root has a judge section)."""
+    return load_config({"fidelity": "reference_code"}, env_prefix=None, root=HARNESS_ROOT, overrides=["~preset"])
 
 
 def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
@@ -163,13 +164,13 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
             ["passage NER", "extraction"] + (["query NER"] if cfg.retriever.query_entities == "llm" else []))
         stages += [] if cfg.decompose.decompose_parse == "released" else ["decomposition"]
         stages += [] if cfg.sieve.sieve_prompt == "released" and fid.prompts == "released" else ["sieve"]
-        stages += [] if fid.judge_replies == "released" else ["judge"]
+        stages += [] if cfg.judge.judge_replies == "released" else ["judge"]
     if stages:
         out.append(_item("structured output and retries",
                          f"JSON schemas (guided decoding) at {', '.join(stages)}; an unreadable reply retried "
                          "at temperature 0.3 with a new seed (the atomizer re-asks at 0.7), failures counted",
                          "free text read by the released parsers, an empty result on a parse failure, no retries"))
-    if fid.judge_replies == "released" and cfg.judge.name != "none":
+    if cfg.judge.judge_replies == "released" and cfg.judge.name != "none":
         out.append(_item("judge statement repair", "json, then this project's JSON repair",
                          "json, json5, json_repair"))
     if cfg.graph.entity_keys == "unicode":

@@ -51,8 +51,11 @@ INDEX_SETTINGS: dict[str, frozenset[str]] = {
                           "reader"}),
     "atomizer": _all_but(AtomizerConfig),
     "graph": _all_but(GraphConfig, "device"),
+    # the released-code switches (embed_*) decide the vectors as pooling and prefixes do; an index
+    # saved when they were fidelity.embed_* is read with them here (core.config.move_fields)
     "embedder": frozenset({"name", "model", "pooling", "normalize", "query_prefix", "passage_prefix",
-                           "max_length", "dim"}),
+                           "max_length", "dim", "embed_pooling", "embed_instruction", "embed_recipe_models",
+                           "embed_precision"}),
     "fidelity": _all_but(FidelityConfig, "released_code"),
     "retriever": _all_but(RetrieverConfig, "device", "reranker"),
     "decompose": _all_but(DecomposeConfig),

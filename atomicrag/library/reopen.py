@@ -31,7 +31,9 @@ def reopen_config(saved: dict[str, Any], config: Config | dict | None, overrides
     # indexes saved before the harness's fields (experiment_name, judge, logger, ...) left Config
     # carry them in their manifest: they decide nothing about the index
     library_fields = {f.name for f in dataclasses.fields(Config)}
-    saved = move_fields(saved)  # manifests saved before a fidelity switch moved to its stage's section
+    # manifests saved before a fidelity switch moved to its stage's section; the judge's switches
+    # (acc_weight, judge_replies, ...) have no section in the library's config and decide nothing here
+    saved = move_fields(saved, sections=library_fields)
     built = load_config(index_settings({k: v for k, v in saved.items() if k in library_fields}), env_prefix=None)
     if isinstance(config, Config):
         cfg = load_config(config, overrides=overrides)

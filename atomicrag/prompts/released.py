@@ -30,7 +30,7 @@ from atomicrag.prompts.released_parse import ModuleConstants, ReleasedParseError
 ENV_VAR = "ATOMICRAG_RELEASED_CODE"
 TEMPLATES_DIR = Path("atomicrag/prompts/templates")
 JUDGE_FILE = Path("Evaluation/metrics/answer_accuracy.py")
-# the embedding instructions: a dict inside a function of this file (fidelity.embed_instruction=released)
+# the embedding instructions: a dict inside a function of this file (embedder.embed_instruction=released)
 LINKING_FILE = Path("atomicrag/prompts/linking.py")
 LINKING_FUNCTION, LINKING_DICT = "get_query_instruction", "instructions"
 LINKING_KEYS = ("query_to_passage", "query_to_node")  # what the released retrieval asks for

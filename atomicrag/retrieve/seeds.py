@@ -168,8 +168,8 @@ def build_seeds(
     ``lexical`` (a ``retrieve.lexical.LexicalScorer``) with the query texts ``queries`` mixes BM25
     into entity linking and atom seeds; ``passage_seeds`` ((query, passage) indices [2, M], values
     [M]) seed passage nodes at columns ``graph.num_nodes + passage`` of a ``num_nodes``-wide matrix.
-    ``link_instruction`` is glued before the query entity names embedded for linking (switch #10:
-    the released query-to-node instruction, ``engine.wiring.link_instruction``); None: the names alone.
+    ``link_instruction`` is glued before the query entity names embedded for linking (the released
+    query-to-node instruction, ``engine.wiring.link_instruction``); None: the names alone.
     """
     n_q = query_embeddings.shape[0]
     e_count = graph.num_entities

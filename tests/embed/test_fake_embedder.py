@@ -1,6 +1,8 @@
 """The fake embedder: deterministic, normalised, and similar texts score higher."""
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from atomicrag.core.config import EmbedderConfig, FidelityConfig
@@ -27,7 +29,7 @@ def test_similar_texts_have_higher_cosine() -> None:
 
 def test_factory_builds_fake_and_shares_instances() -> None:
     cfg = EmbedderConfig(name="fake", dim=48)
-    emb = build_embedder(cfg, FidelityConfig(embed_pooling="mean"))
+    emb = build_embedder(dataclasses.replace(cfg, embed_pooling="mean"), FidelityConfig())
     assert isinstance(emb, Embedder) and emb.dim == 48
     assert build_embedder(EmbedderConfig(name="fake", dim=48)) is emb
     assert emb.name != build_embedder(EmbedderConfig(name="fake", dim=64)).name

@@ -1,6 +1,8 @@
 """The real offline encoder (all-MiniLM-L6-v2 from its package): shapes, norms, ranking, pooling."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -73,7 +75,7 @@ def covered(monkeypatch):
 def test_fidelity_switch_forces_mean_pooling(covered) -> None:
     cfg = EmbedderConfig(name="transformers", model="minilm", pooling="cls", device="cpu")
     assert build_embedder(cfg).pooling == "cls"
-    assert build_embedder(cfg, FidelityConfig(embed_pooling="mean")).pooling == "mean"
+    assert build_embedder(dataclasses.replace(cfg, embed_pooling="mean")).pooling == "mean"
 
 
 def test_released_pooling_and_instruction_change_the_query_embedding(covered, released_checkout) -> None:
@@ -83,7 +85,8 @@ def test_released_pooling_and_instruction_change_the_query_embedding(covered, re
     base = EmbedderConfig(name="transformers", model="minilm", pooling="cls", device="cpu",
                           query_prefix="query: ")
     model = build_embedder(base, FidelityConfig())
-    code = build_embedder(base, FidelityConfig(embed_pooling="mean", embed_instruction="released", prompts="released"))
+    code = build_embedder(dataclasses.replace(base, embed_pooling="mean", embed_instruction="released"),
+                          FidelityConfig(prompts="released"))
     assert (model.pooling, model.query_prefix) == ("cls", "query: ")
     assert (code.pooling, code.query_prefix, code.passage_prefix) == ("mean", QUERY_TO_PASSAGE, "")
     q_model, q_code = model.encode([QUERY], is_query=True), code.encode([QUERY], is_query=True)

@@ -1,7 +1,9 @@
+from types import SimpleNamespace
+
 import pytest
 import torch
 
-from atomicrag.core.config import FidelityConfig
+from atomicrag.core.config import JudgeConfig
 from atomicrag.evaluate.judge import (
     AnswerAccuracyJudge,
     answer_accuracy,
@@ -12,8 +14,8 @@ from atomicrag.evaluate.judge import (
 )
 from atomicrag.llm.protocol import ChatResult
 
-PAPER = FidelityConfig()  # w=0.7, raw cosine
-CODE = FidelityConfig(preset="reference_code", acc_weight=0.75, acc_similarity="rescaled")
+PAPER = JudgeConfig(name="llm")  # w=0.7, raw cosine
+CODE = JudgeConfig(name="llm", acc_weight=0.75, acc_similarity="rescaled")
 
 
 class ScriptedLLM:
@@ -135,10 +137,10 @@ def test_malformed_classification_is_a_failure():
 
 
 def test_build_judge():
-    assert build_judge("none", None, None, PAPER) is None
-    assert isinstance(build_judge("llm", ScriptedLLM(responder), EMB, PAPER), AnswerAccuracyJudge)
+    assert build_judge(None, None, JudgeConfig(name="none")) is None
+    assert isinstance(build_judge(ScriptedLLM(responder), EMB, PAPER), AnswerAccuracyJudge)
     with pytest.raises(ValueError):
-        build_judge("llm", None, EMB, PAPER)
+        build_judge(None, EMB, PAPER)
 
 
 def test_with_fake_llm():
@@ -152,7 +154,7 @@ def test_with_fake_llm():
 
 
 def test_failed_judge_calls_score_zero_under_the_released_code():
-    zero = FidelityConfig(preset="reference_code", acc_weight=0.75, acc_similarity="rescaled", judge_failures="zero")
+    zero = JudgeConfig(name="llm", acc_weight=0.75, acc_similarity="rescaled", judge_failures="zero")
     answers, refs = ["ANSWER", "BROKEN"], ["REFERENCE", "REFERENCE"]
     excluded = AnswerAccuracyJudge(ScriptedLLM(responder), EMB, CODE).judge(["q", "q"], answers, refs)
     zeroed = AnswerAccuracyJudge(ScriptedLLM(responder), EMB, zero).judge(["q", "q"], answers, refs)
@@ -165,7 +167,9 @@ def test_failed_judge_calls_score_zero_under_the_released_code():
 
 def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     """The judge is built from cfg.judge: the run's models only when the config says so."""
-    from atomicrag.core.config import JudgeConfig
+    import dataclasses
+
+    from atomicrag.core.config import EmbedderConfig, FidelityConfig
     from atomicrag.evaluate import judge_config
     from atomicrag.harness.config import HarnessConfig
 
@@ -190,19 +194,23 @@ def test_judge_has_its_own_llm_and_embedder(monkeypatch):
     run_llm, run_emb = ScriptedLLM(responder), TableEmbedder(EMB.table)
     from atomicrag.core.compose import group_config
 
-    cfg = HarnessConfig(judge=group_config("judge", "llm"), fidelity=CODE)  # conf/judge/llm.yaml: the released judge
+    released_judge = dataclasses.replace(group_config("judge", "llm"), acc_weight=0.75, acc_similarity="rescaled")
+    # conf/judge/llm.yaml: the released judge; the run's embedder mean-pools as the released retrieval does
+    cfg = HarnessConfig(judge=released_judge, fidelity=FidelityConfig(preset="reference_code"),
+                        embedder=EmbedderConfig(model="BAAI/bge-large-en-v1.5", embed_pooling="mean"))
     j = judge_config.judge_from_config(cfg, run_llm, run_emb)
     assert built["llm"].model == "gpt-4o-mini" and built["llm"].seed == 42 and j.llm is not run_llm
     assert built["embedder"].model == "BAAI/bge-large-en-v1.5" and built["embedder"].pooling == "cls"
-    assert built["fidelity"] is None  # the retrieval switches (mean pooling) do not reach the judge
+    # the retrieval switches (mean pooling) do not reach the judge's own embedder
+    assert built["embedder"].embed_pooling == "model" and built["fidelity"] is None
+    assert (j.settings["acc_weight"], j.settings["acc_similarity"]) == (0.75, "rescaled")
     [v] = j.judge(["q"], ["ANSWER"], ["REFERENCE"])
     assert v.status == "scored" and j.settings["llm"] == "gpt-4o-mini"
     owned = j.llm
     j.close()
     assert owned.closed
     # the run's models, when asked for
-    cfg = HarnessConfig(judge=JudgeConfig(name="llm", llm_source="run", embedder_source="run", embed_as_query=False),
-                 fidelity=CODE)
+    cfg = HarnessConfig(judge=JudgeConfig(name="llm", llm_source="run", embedder_source="run", embed_as_query=False))
     j = judge_config.judge_from_config(cfg, run_llm, run_emb)
     assert j.llm is run_llm and j.judge_impl.embedder is run_emb
     j.close()  # does not close the run's LLM
@@ -225,7 +233,6 @@ def test_judge_embeds_answer_and_reference_as_queries():
 def test_a_registered_judge_is_built_through_the_registry(monkeypatch):
     # a plug-in judge registered by name is accepted by the config and built with what it declares
     from atomicrag.core import registry
-    from atomicrag.core.config import JudgeConfig
     from atomicrag.evaluate import judge_config
     from atomicrag.harness.config import HarnessConfig
 
@@ -233,18 +240,18 @@ def test_a_registered_judge_is_built_through_the_registry(monkeypatch):
         monkeypatch.setattr(registry.JUDGES, attr, dict(getattr(registry.JUDGES, attr)))
     built = {}
 
-    def my_judge(llm, embedder, fidelity, **kwargs):
+    def my_judge(llm, embedder, cfg, fidelity, **kwargs):
         built.update(llm=llm, embedder=embedder, seed=kwargs["seed"])
-        return AnswerAccuracyJudge(llm, EMB, fidelity)
+        return AnswerAccuracyJudge(llm, EMB, cfg, fidelity)
 
     registry.JUDGES.register("mine", my_judge, needs={"llm"})
     run_llm = ScriptedLLM(responder)
-    cfg = HarnessConfig(judge=JudgeConfig(name="mine", llm_source="run"), fidelity=CODE)
+    cfg = HarnessConfig(judge=JudgeConfig(name="mine", llm_source="run", acc_weight=0.75))
     j = judge_config.judge_from_config(cfg, run_llm, EMB)
     assert built == {"llm": run_llm, "embedder": None, "seed": cfg.llm.seed}  # no embedder: not declared
     assert j.judge_impl.llm is run_llm
     with pytest.raises(ValueError, match="known: llm, mine, none"):
-        build_judge("other", run_llm, EMB, PAPER)
+        build_judge(run_llm, EMB, SimpleNamespace(name="other", acc_weight=0.7))  # past JudgeConfig's own check
 
 
 def test_the_released_judge_sends_its_seed_though_the_released_pipeline_sends_none():
@@ -254,16 +261,15 @@ def test_the_released_judge_sends_its_seed_though_the_released_pipeline_sends_no
     judge's); with structured judge replies the pipeline's seed switch still applies."""
     import dataclasses
 
-    from atomicrag.core.compose import group_config
-    from atomicrag.core.config import JudgeConfig
     from atomicrag.evaluate import judge_config
     from atomicrag.harness.config import HarnessConfig
+    from atomicrag.harness.differences import released_config
 
-    ref = group_config("fidelity", "reference_code")
-    assert ref.request_seed == "none" and ref.judge_replies == "released"
+    ref = released_config()  # the harness's config under fidelity=reference_code
+    assert ref.fidelity.request_seed == "none" and ref.judge.judge_replies == "released"
     run_llm = ScriptedLLM(responder)
-    jc = JudgeConfig(name="llm", llm_source="run", embedder_source="run")
-    cfg = HarnessConfig(judge=jc, fidelity=ref)
+    jc = dataclasses.replace(ref.judge, name="llm", llm_source="run", embedder_source="run")
+    cfg = HarnessConfig(judge=jc, fidelity=ref.fidelity)
     assert judge_config.judge_from_config(cfg, run_llm, EMB).judge_impl.seed == cfg.llm.seed
-    structured = HarnessConfig(judge=jc, fidelity=dataclasses.replace(ref, judge_replies="structured"))
+    structured = HarnessConfig(judge=dataclasses.replace(jc, judge_replies="structured"), fidelity=ref.fidelity)
     assert judge_config.judge_from_config(structured, run_llm, EMB).judge_impl.seed is None

@@ -5,13 +5,12 @@ import dataclasses
 
 import pytest
 
-from atomicrag.core.config import FidelityConfig
+from atomicrag.core.config import JudgeConfig
 from atomicrag.evaluate.judge import AnswerAccuracyJudge, answer_accuracy, judge_summary, similarity_score
 from atomicrag.llm.protocol import ChatResult
 from tests.evaluate.test_judge import EMB, ScriptedLLM, responder
 
-RELEASED = FidelityConfig(preset="reference_code", acc_weight=0.75, acc_similarity="rescaled",
-                          judge_failures="released")
+RELEASED = JudgeConfig(name="llm", acc_weight=0.75, acc_similarity="rescaled", judge_failures="released")
 
 
 def _broken_classification(request):

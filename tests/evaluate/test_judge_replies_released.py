@@ -1,11 +1,11 @@
-"""fidelity.judge_replies: the judge's replies read the released way vs with JSON schemas."""
+"""judge.judge_replies: the judge's replies read the released way vs with JSON schemas."""
 from __future__ import annotations
 
 import json
 
 import torch
 
-from atomicrag.core.config import FidelityConfig
+from atomicrag.core.config import JudgeConfig
 from atomicrag.evaluate.judge import AnswerAccuracyJudge
 from atomicrag.evaluate.judge_released import parse_statements_released
 from atomicrag.llm.protocol import ChatResult
@@ -46,7 +46,7 @@ class Embedder:
 
 def judge(mode: str, classify_replies: list[str]):
     llm, emb = LLM(classify_replies), Embedder()
-    fid = FidelityConfig(judge_replies=mode, judge_failures="released", acc_weight=0.75, acc_similarity="rescaled")
+    fid = JudgeConfig(judge_replies=mode, judge_failures="released", acc_weight=0.75, acc_similarity="rescaled")
     [v] = AnswerAccuracyJudge(llm, emb, fid).judge(["Q?"], ["line one\nline two"], ["ref"])
     return llm, emb, v
 
@@ -90,8 +90,8 @@ def test_each_released_classification_try_is_a_new_call_past_the_llm_cache(tmp_p
 
     backend = Backend(["not json", GOOD, GOOD])
     cached = CachedLLM(backend, tmp_path / "llm.sqlite", key_model="scripted")
-    fid = FidelityConfig(judge_replies="released", judge_failures="released", acc_weight=0.75,
-                         acc_similarity="rescaled")
+    fid = JudgeConfig(judge_replies="released", judge_failures="released", acc_weight=0.75,
+                      acc_similarity="rescaled")
     try:
         [v] = AnswerAccuracyJudge(cached, Embedder(), fid).judge(["Q?"], ["line one"], ["ref"])
     finally:
@@ -104,10 +104,10 @@ def test_the_released_judge_asks_to_split_an_empty_answer_too() -> None:
     """Released: an empty answer is sent for splitting like any other (a model may write statements
     for it); ours scores it 0 without a call. Found by the scripted parity model."""
     llm, emb = LLM([GOOD]), Embedder()
-    fid = FidelityConfig(judge_replies="released", judge_failures="released", acc_weight=0.75, acc_similarity="rescaled")
+    fid = JudgeConfig(judge_replies="released", judge_failures="released", acc_weight=0.75, acc_similarity="rescaled")
     [v] = AnswerAccuracyJudge(llm, emb, fid).judge(["Q?"], [""], ["ref"])
     assert sum("Answer statements:" not in r.messages[-1]["content"] for r in llm.requests) == 2
     assert v.status == "scored"  # the model's statements for it were classified
     llm = LLM([])
-    [v] = AnswerAccuracyJudge(llm, Embedder(), FidelityConfig()).judge(["Q?"], [""], ["ref"])
+    [v] = AnswerAccuracyJudge(llm, Embedder(), JudgeConfig()).judge(["Q?"], [""], ["ref"])
     assert v.status == "empty_answer" and len(llm.requests) == 1  # ours: only the reference is split

@@ -64,27 +64,27 @@ def test_hashes_cover_every_template_and_change_with_the_text(tree: Path) -> Non
 
 
 def test_embedding_instructions_come_from_the_checkout(tree: Path) -> None:
-    """fidelity.embed_instruction=released: the texts are the checkout's (nothing copied here), and
+    """embedder.embed_instruction=released: the texts are the checkout's (nothing copied here), and
     without a checkout the switch stops with how to get one."""
     from atomicrag.core.config import EmbedderConfig
     from atomicrag.embed import factory
 
-    fid = FidelityConfig(embed_instruction="released", prompts="released", released_code=str(tree))
+    fid = FidelityConfig(prompts="released", released_code=str(tree))
+    bge = EmbedderConfig(name="transformers", model="BAAI/bge-large-en-v1.5", embed_instruction="released")
     assert released.instruction(fid, "query_to_passage") == "SYN-QUERY-TO-PASSAGE: "
     assert released.instruction(fid, "query_to_node") == "SYN-QUERY-TO-NODE: "
     seen = []
     orig = factory._build
     try:
         factory._build = lambda key, pooling: seen.append(dict(key)) or object()
-        factory.build_embedder(EmbedderConfig(name="transformers", model="BAAI/bge-large-en-v1.5"), fid)
+        factory.build_embedder(bge, fid)
         with pytest.raises(released.ReleasedCodeMissing, match="fidelity.released_code"):
-            factory.build_embedder(EmbedderConfig(name="transformers", model="BAAI/bge-large-en-v1.5"),
-                                   FidelityConfig(embed_instruction="released", prompts="released", released_code=str(tree / "nope")))
+            factory.build_embedder(bge, FidelityConfig(prompts="released", released_code=str(tree / "nope")))
     finally:
         factory._build = orig
     assert seen[0]["query_prefix"] == "SYN-QUERY-TO-PASSAGE: "
     # own prompts: the embedder's own query prefix stands in (nothing of the checkout is read)
-    own = FidelityConfig(embed_instruction="released", prompts="own", released_code=str(tree / "nope"))
+    own = FidelityConfig(prompts="own", released_code=str(tree / "nope"))
     assert released.instruction(own, "query_to_passage") is None
 
 
