@@ -188,11 +188,19 @@ class SieveConfig:
     # released (the released filter's prompt read from the checkout, its free-text reply parsed the
     # released way, ids in the model's order, the released budget; keep-all fallbacks counted)
     sieve_prompt: str = checks.mode(Literal["own", "released"], "own")
+    # seconds a sieve request may wait for its reply once it holds its concurrency slot (its resends
+    # included); past it every candidate is kept in candidate order and the prompt is counted as
+    # failed and timed out (sieve_summary: timed_out_prompts). 0 / None: no limit. The released
+    # filter's is 60 (conf/fidelity/reference_code.yaml). Honoured by the OpenAI-compatible client
+    # only: an in-process backend cannot cut a generation short (a warning says so)
+    timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         checks.check_modes(self)
         checks.choice(self, "name", registry.SIEVES.names())
         checks.positive(self, "max_context", "max_tokens")
+        if self.timeout_s is not None and self.timeout_s < 0:
+            raise ValueError(f"sieve.timeout_s must be >= 0 (0 or null: no limit), got {self.timeout_s}")
 
 
 @dataclass
