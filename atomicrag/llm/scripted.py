@@ -359,7 +359,11 @@ class ScriptedModel:
     def _sieve(self, last: str) -> Reply:
         q = self._query(last)
         n = len(_fragments(last))
-        branch = SIEVE_BRANCHES[(q or 0) % len(SIEVE_BRANCHES)]
+        # each pass through the branches starts one further on: queries come in runs (a question and its
+        # sub-questions, some of which no pipeline asks), and a plain cycle of eleven left one branch
+        # with two distinct requests over both scripted slices; shifted, each has at least three
+        k, n_branches = q or 0, len(SIEVE_BRANCHES)
+        branch = SIEVE_BRANCHES[(k + k // n_branches) % n_branches]
         subject = f"query:{q}"
         keep: Any
         if branch == "sieve_empty_reply":
