@@ -225,8 +225,8 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("sieve window", "candidates that overflow the model's window are trimmed "
                          "before the request is sent", "all candidates are sent; an overflowing request fails "
                          "and every candidate is kept"))
-    # no switch, as the sieve's: the released code gives its reader and its query NER the same 60 s
-    # per task (asyncio.wait_for); no parity slice reached it (every answer and seed set was equal)
+    # no switch yet (the sieve has one, sieve.timeout_s): the released code gives its reader and its
+    # query NER the same 60 s per task (asyncio.wait_for); no parity slice scripts a late reply there
     if cfg.reader.name != "none":
         out.append(_item("reader timeout", "none: the reader waits for its reply (llm.timeout_s bounds each "
                          "request, a failed request is counted)", "60 s per question, after which the answer is \"\""))
