@@ -190,6 +190,17 @@ def test_the_released_sieve_timeout_is_a_switch_named_only_when_it_differs() -> 
     fake = _topics(released(sieve=sieve, llm={"name": "fake"}))
     assert "not honoured by the in-process fake backend" in fake["sieve timeout"]["ours"]
     assert "sieve timeout" not in _topics(released(sieve={"name": "none", "timeout_s": 0}))
-    # the reader's and query NER's 60 s stay named: no switch makes ours stop at them
+    # the query NER's 60 s stays named: no switch makes ours stop at it
     t = _topics(released(sieve=sieve, retriever={"query_entities": "llm"}))
-    assert "reader timeout" in t and "query NER timeout" in t
+    assert "query NER timeout" in t
+
+
+def test_the_released_reader_timeout_is_a_switch_named_only_when_it_differs() -> None:
+    """``reader.timeout_s``: reference_code sets the released 60 s (an empty answer after it)."""
+    assert released_config().reader.timeout_s == 60
+    assert "reader timeout" not in _topics(released(reader={"timeout_s": 60}))
+    t = _topics(released(reader={"timeout_s": 6}))
+    assert "reader.timeout_s=6 s" in t["reader timeout"]["ours"] and '""' in t["reader timeout"]["released"]
+    assert "none" in _topics(released(reader={"timeout_s": 0}))["reader timeout"]["ours"]
+    fake = _topics(released(reader={"timeout_s": 60}, llm={"name": "fake"}))
+    assert "not honoured by the in-process fake backend" in fake["reader timeout"]["ours"]

@@ -45,8 +45,9 @@ def prompt_source(cfg: Config) -> dict[str, Any]:
     return out
 
 
-# the released filter's asyncio.wait_for per sieve task (fragment_filter.filter_fragments_batch_async)
-RELEASED_SIEVE_TIMEOUT_S = 60.0
+# the released asyncio.wait_for per sieve task (fragment_filter.filter_fragments_batch_async) and per
+# reader and query-NER task (atomicrag.py)
+RELEASED_TASK_TIMEOUT_S = 60.0
 # LLM backends that generate in this process: no request deadline can cut them short
 IN_PROCESS_LLMS = frozenset({"fake", "transformers"})
 
@@ -141,21 +142,27 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
 
 
 def _sieve_timeout(cfg: Config) -> list[dict[str, Any]]:
-    """The sieve's per-request limit (``sieve.timeout_s``) where it is not the released 60 s, or where
-    the run's backend cannot honour it (an in-process model is waited for whatever the limit)."""
     if cfg.sieve.name == "none":
         return []
-    limit = cfg.sieve.timeout_s or 0
-    released = f"{RELEASED_SIEVE_TIMEOUT_S:g} s per sieve task, after which every candidate is kept"
+    return _timeout_item(cfg, "sieve timeout", "sieve", cfg.sieve.timeout_s,
+                         f"{RELEASED_TASK_TIMEOUT_S:g} s per sieve task, after which every candidate is kept",
+                         "every candidate is kept (counted)")
+
+
+def _timeout_item(cfg: Config, topic: str, stage: str, limit: float | None, released: str,
+                  after: str) -> list[dict[str, Any]]:
+    """A stage's per-request limit (``<stage>.timeout_s``) where it is not the released 60 s, or
+    where the run's backend cannot honour it (an in-process model is waited for whatever the limit)."""
+    limit = limit or 0
     if limit and cfg.llm.name in IN_PROCESS_LLMS:
-        return [_item("sieve timeout", f"sieve.timeout_s={limit:g} is not honoured by the in-process "
-                      f"{cfg.llm.name} backend: the sieve waits for its reply", released)]
-    if limit == RELEASED_SIEVE_TIMEOUT_S:
+        return [_item(topic, f"{stage}.timeout_s={limit:g} is not honoured by the in-process "
+                      f"{cfg.llm.name} backend: the {stage} waits for its reply", released)]
+    if limit == RELEASED_TASK_TIMEOUT_S:
         return []
-    ours = (f"sieve.timeout_s={limit:g} s per sieve request, after which every candidate is kept (counted)"
-            if limit else "none (sieve.timeout_s=0): the sieve waits for its reply (llm.timeout_s bounds "
-            "each request)")
-    return [_item("sieve timeout", ours, released)]
+    ours = (f"{stage}.timeout_s={limit:g} s per {stage} request, after which {after}" if limit
+            else f"none ({stage}.timeout_s=0): the {stage} waits for its reply (llm.timeout_s bounds each "
+            "request, a failed request is counted)")
+    return [_item(topic, ours, released)]
 
 
 def switches() -> list[tuple[str, str]]:
@@ -225,11 +232,12 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("sieve window", "candidates that overflow the model's window are trimmed "
                          "before the request is sent", "all candidates are sent; an overflowing request fails "
                          "and every candidate is kept"))
-    # no switch yet (the sieve has one, sieve.timeout_s): the released code gives its reader and its
-    # query NER the same 60 s per task (asyncio.wait_for); no parity slice scripts a late reply there
     if cfg.reader.name != "none":
-        out.append(_item("reader timeout", "none: the reader waits for its reply (llm.timeout_s bounds each "
-                         "request, a failed request is counted)", "60 s per question, after which the answer is \"\""))
+        out.extend(_timeout_item(cfg, "reader timeout", "reader", cfg.reader.timeout_s,
+                                 "60 s per question, after which the answer is \"\"",
+                                 "the answer is \"\" (counted as failed)"))
+    # no switch yet: the released code gives its query NER the same 60 s per task (asyncio.wait_for);
+    # no parity slice scripts a late reply there
     if cfg.retriever.query_entities == "llm":
         out.append(_item("query NER timeout", "none: query NER waits for its reply (llm.timeout_s bounds each "
                          "request)", "60 s per question, after which the question has no entities"))
