@@ -18,6 +18,12 @@ slice, with ONE LLM behind a recording proxy, compared stage by stage.
    sieve keep sets, reader prompts, answers (exact), tokens per stage. Writes ``report.json`` and
    ``report.md`` under ``results/parity/<dataset>_c<chunks>_q<questions>/``.
 
+Time: the released code bounds each sieve, reader and query-NER task by a 60 s ``asyncio.wait_for``
+written in its source. ``--time-scale S`` (default 0.1 with the scripted model, else 1) multiplies
+all three in the released process (``released_driver.py --time-scale``) and runs our row with
+``sieve.timeout_s`` and ``reader.timeout_s`` = 60 S; the scripted model holds its late sieve replies ``LATE_FACTOR`` scaled
+timeouts, so both pipelines see them arrive after their limit. Recorded in the report and fixture.
+
 5. Judge: the released answers are scored by the released ``Evaluation/`` judge
    (``scripts/released/released_judge_driver.py``, in ``.venv-released`` set up with ``RELEASED_EVAL=1``) and by
    our ``reference_code`` judge through the same proxy (``--no-judge`` skips it).
@@ -90,6 +96,25 @@ def stage_rules(checkout: str | Path) -> dict[str, str]:
     return {stage: r"^\s*(?:" + "|".join(pats) + ")" for stage, pats in sorted(by_stage.items())}
 
 
+# the released per-task limit of its sieve, reader and query NER (asyncio.wait_for in its source)
+RELEASED_TASK_TIMEOUT_S = 60.0
+# a late scripted reply is held this many scaled timeouts: well past the limit on a loaded machine
+# (load ~10 on 2 cores), and still under the unscaled 60 s, so a released process whose timeouts
+# were not scaled gets the reply and its sieve keeps less than all (its replay test fails)
+LATE_FACTOR = 5.0
+SCRIPTED_TIME_SCALE = 0.1  # 6 s limits, 30 s late replies
+
+
+def time_scale(args: argparse.Namespace) -> float:
+    """``--time-scale``, or its default: 0.1 for the scripted model (CI replays cost seconds), else 1."""
+    scale = getattr(args, "time_scale", None)
+    if scale is None:
+        scale = SCRIPTED_TIME_SCALE if getattr(args, "llm", None) == "scripted" else 1.0
+    if scale <= 0:
+        raise SystemExit(f"parity_released: --time-scale must be > 0, got {scale}")
+    return float(scale)
+
+
 # stages whose repeated asking gets the model's next reply (the scripted judge answers a retried
 # classification otherwise); both judges ask one request at a time
 SEQUENCED = ("judge_classify",)
@@ -133,7 +158,11 @@ def compose(args: argparse.Namespace, extra: list[str]) -> Any:
                  "embedder.embed_recipe_models=all",
                  # the driver loads the released class in float32; precision=auto would pick bf16 on
                  # CPUs with native bf16 and move every similarity in the third decimal
-                 "embedder.precision=fp32", *args.set, *extra]
+                 "embedder.precision=fp32",
+                 # the released sieve's and reader's 60 s, scaled as the released process scales them
+                 # (--time-scale)
+                 f"sieve.timeout_s={RELEASED_TASK_TIMEOUT_S * time_scale(args):g}",
+                 f"reader.timeout_s={RELEASED_TASK_TIMEOUT_S * time_scale(args):g}", *args.set, *extra]
     # the experiment file is chosen from the dataset's name once the dataset is known
     base = load_config(None, root=HARNESS_ROOT, env_prefix=None, overrides=overrides)
     exp = EXPERIMENTS.get(base.dataset.name)
@@ -388,7 +417,8 @@ def branch_table(entries: list[dict[str, Any]], recording: dict[str, dict[str, A
     """Per branch of the scripted model: how often it fired for each pipeline, and whether the two
     pipelines' outputs agreed on every subject it fired for (the chunk's atoms and triples, the
     query's sieve keeps in order, the question's answer and the rankings of its queries)."""
-    from atomicrag.llm.scripted import ScriptedModel, branch_of
+    from atomicrag.llm.scripted import ScriptedModel
+    from atomicrag.llm.scripted_server import branch_of
 
     queries = ScriptedModel(docs, questions, None, max_sub_questions=max_sub).queries
     rel_sieve = {x["query"]: x for x in rel["sieve"]}
@@ -492,7 +522,10 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [title, "", f"Command: `{m['command']}`  ", where,
              f"Data: `{m['data_files']}` · documents sha256 `{m['docs_sha256']}`  ",
              (f"Proxy: {report['proxy']} (a reply is the model's first one to that request; "
-              "`default_max_tokens`: the cap sent upstream for requests that set none)"), "",
+              "`default_max_tokens`: the cap sent upstream for requests that set none)  "),
+             (f"Time scale: {m.get('time_scale', 1.0):g} (the released code's 60 s sieve, reader and query NER "
+              f"timeouts were each multiplied by it, and our row ran with sieve.timeout_s and reader.timeout_s="
+              f"{RELEASED_TASK_TIMEOUT_S * m.get('time_scale', 1.0):g})"), "",
              ("## LLM requests by stage (bodies compared as canonical JSON, fields left at the API default "
               "aside: `record_proxy.normalised_body`)"), "",
              ("| stage | ours | released | equal bodies | same messages | only ours | only released "
@@ -579,6 +612,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true",
                     help="rebuild report.json/report.md from the last run's work folder (no model, no pipelines)")
     ap.add_argument("--fixture", help="also write a CI replay fixture to this folder (tests/parity/fixtures/...)")
+    ap.add_argument("--time-scale", type=float, default=None,
+                    help="multiply the released 60 s sieve/reader/query-NER timeouts by this in the released "
+                         "process, and run our row with sieve.timeout_s=60*S (default: 0.1 for --llm scripted, "
+                         "else 1). Recorded in the report")
     ap.add_argument("--no-judge", action="store_true",
                     help="skip scoring the answers with the released judge and ours (needs RELEASED_EVAL=1 set-up)")
     args = ap.parse_args(argv)
@@ -625,11 +662,13 @@ def main(argv: list[str] | None = None) -> int:
         # the scripted model knows the slice (which document or question a request carries) and the
         # stages (from the checkout's templates, at run time); its replies are written in scripted.py
         from atomicrag.evaluate.score import judge_reference
-        from atomicrag.llm.scripted import ScriptedModel, ScriptedServer
+        from atomicrag.llm.scripted import ScriptedModel
+        from atomicrag.llm.scripted_server import ScriptedServer
 
         model = ScriptedModel(docs, [q.question for q in questions], stage_rules(released_code),
                               max_sub_questions=cfg.decompose.max_sub_questions,
-                              references=[judge_reference(q) for q in questions])
+                              references=[judge_reference(q) for q in questions],
+                              late_delay_s=LATE_FACTOR * RELEASED_TASK_TIMEOUT_S * time_scale(args))
         server = ScriptedServer(model).start()
         upstream = server.base_url
         print(f"[parity] scripted model at {upstream}", flush=True)
@@ -659,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
                        "--questions", str(work / "questions.json"), "--llm-base-url", proxy.client_url("released"),
                        "--model", cfg.llm.model, "--embed-model", embed, "--work-dir", str(work / "released_ws"),
                        "--out", str(work / "released.json"), "--top-k", str(args.top_k),
-                       "--concurrency", str(cfg.llm.concurrency)]
+                       "--concurrency", str(cfg.llm.concurrency), "--time-scale", f"{time_scale(args):g}"]
                 if reader_name == "precise":
                     cmd += ["--qa-template", "precise"]  # the released 2Wiki runner's --qa_prompt_template
                 env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
@@ -707,6 +746,9 @@ def main(argv: list[str] | None = None) -> int:
                  "released_code_sha256": tree_digest(released_code),
                  "dataset": args.dataset, "chunks": args.chunks, "questions": args.questions,
                  "llm": cfg.llm.model, "embedder": args.embedder, "top_k": args.top_k, "reader": reader_name,
+                 # the released per-task timeouts (sieve, reader, query NER) were multiplied by this,
+                 # and our sieve.timeout_s is 60 times it
+                 "time_scale": time_scale(args),
                  "data_files": {str(f.name): sha256_file(f)[:16] for f in files if f.is_file()},
                  "docs_sha256": hashlib.sha256(json.dumps(docs).encode()).hexdigest()[:16]},
         "proxy": stats,
@@ -776,6 +818,7 @@ def export_fixture(dest: Path, recording: Path, req_log: Path, work: Path, ours:
     meta = {"dataset": args.dataset, "llm": args.llm, "model": report["meta"]["llm"], "embedder": args.embedder,
             "set": args.set, "chunks": args.chunks, "questions": args.questions,
             "sequence_stages": list(SEQUENCED) if args.llm == "scripted" else [],
+            "time_scale": time_scale(args),
             "reader": report["meta"].get("reader"), "command": report["meta"]["command"],
             "commit": report["meta"]["commit"],
             # per stage: how many of our requests carried the released code's exact messages

@@ -175,3 +175,32 @@ def test_the_released_reader_and_query_ner_timeouts_are_named() -> None:
     assert '""' in t["reader timeout"]["released"] and "no entities" in t["query NER timeout"]["released"]
     plain = _topics(released(reader={"name": "none"}, retriever={"query_entities": "spacy"}))
     assert "reader timeout" not in plain and "query NER timeout" not in plain
+
+
+def test_the_released_sieve_timeout_is_a_switch_named_only_when_it_differs() -> None:
+    """``sieve.timeout_s``: reference_code sets the released 60 s, so its rows no longer name a sieve
+    timeout; another value, no limit, or a backend that cannot honour the limit (in-process) is named
+    with what ours does."""
+    assert released_config().sieve.timeout_s == 60
+    sieve = {"name": "llm", "timeout_s": 60}
+    assert "sieve timeout" not in _topics(released(fidelity={"prompts": "released"}, sieve=sieve))
+    t = _topics(released(fidelity={"prompts": "released"}, sieve={**sieve, "timeout_s": 6}))
+    assert "sieve.timeout_s=6 s" in t["sieve timeout"]["ours"] and "60 s" in t["sieve timeout"]["released"]
+    assert "none" in _topics(released(sieve={**sieve, "timeout_s": 0}))["sieve timeout"]["ours"]
+    fake = _topics(released(sieve=sieve, llm={"name": "fake"}))
+    assert "not honoured by the in-process fake backend" in fake["sieve timeout"]["ours"]
+    assert "sieve timeout" not in _topics(released(sieve={"name": "none", "timeout_s": 0}))
+    # the query NER's 60 s stays named: no switch makes ours stop at it
+    t = _topics(released(sieve=sieve, retriever={"query_entities": "llm"}))
+    assert "query NER timeout" in t
+
+
+def test_the_released_reader_timeout_is_a_switch_named_only_when_it_differs() -> None:
+    """``reader.timeout_s``: reference_code sets the released 60 s (an empty answer after it)."""
+    assert released_config().reader.timeout_s == 60
+    assert "reader timeout" not in _topics(released(reader={"timeout_s": 60}))
+    t = _topics(released(reader={"timeout_s": 6}))
+    assert "reader.timeout_s=6 s" in t["reader timeout"]["ours"] and '""' in t["reader timeout"]["released"]
+    assert "none" in _topics(released(reader={"timeout_s": 0}))["reader timeout"]["ours"]
+    fake = _topics(released(reader={"timeout_s": 60}, llm={"name": "fake"}))
+    assert "not honoured by the in-process fake backend" in fake["reader timeout"]["ours"]

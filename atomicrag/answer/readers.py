@@ -7,6 +7,7 @@ All questions go to the backend in one ``chat()`` call (module ``answer``).
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from atomicrag.answer.loops import without_loop
 from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
-from atomicrag.llm.protocol import ChatRequest, continues_replies
+from atomicrag.llm.protocol import ChatRequest, continues_replies, honours_deadline
 from atomicrag.prompts import reader as prompt
 from atomicrag.prompts.reader import (
     ParsedAnswer,
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 
+log = logging.getLogger(__name__)
+
+
 @dataclass
 class ReaderOutput:
     answer: str  # the parsed final answer ("" when the call failed); precise: the short span
@@ -58,6 +62,7 @@ class ReaderOutput:
     # the cut reply was a loop (a line repeated until the budget: answer.loops); it was read up to
     # the loop, and a larger budget would only loop longer
     looped: bool = False
+    timed_out: bool = False  # no reply within reader.timeout_s: answer "", failed too
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +79,12 @@ class LLMReader:
         cfg = cfg or ReaderConfig()
         self.max_tokens = max_tokens or cfg.max_tokens
         self.frequency_penalty = cfg.frequency_penalty  # the loop guard sent with each answer call
+        self.timeout_s = cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None
+        if self.timeout_s is not None and not honours_deadline(llm):
+            # the user asked for a limit this backend cannot apply: say so rather than pretend
+            log.warning("reader.timeout_s=%g is not honoured by this LLM backend (%s: an in-process "
+                        "generation cannot be cut short); reader requests wait for their replies",
+                        self.timeout_s, getattr(llm, "model", type(llm).__name__))
         self.temperature = temperature
         self.seed = seed
         context_style = cfg.reader_context  # the context layout: numbered | wikipedia_title (released)
@@ -110,7 +121,8 @@ class LLMReader:
             reqs.append(ChatRequest(messages=prompt.build_messages(self.name, q, kept, self.context_style, self.released), schema=None,
                                     temperature=self.temperature,
                                     max_tokens=None if self.uncapped else self.max_tokens,
-                                    seed=self.seed, module=MODULE, frequency_penalty=self.frequency_penalty))
+                                    seed=self.seed, module=MODULE, frequency_penalty=self.frequency_penalty,
+                                    deadline_s=self.timeout_s))
         return reqs
 
     def answer(self, questions: Sequence[str], contexts: Sequence[Sequence[Any]]) -> list[ReaderOutput]:
@@ -168,8 +180,8 @@ class LLMReader:
             tokens = {"prompt_tokens": int(r.prompt_tokens or 0),
                       "completion_tokens": int(r.completion_tokens or 0), "context_dropped": dropped}
             if r.error is not None:
-                outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True,
-                                            error=str(r.error), **tokens))
+                outputs.append(ReaderOutput(answer="", raw=r.text or "", failed=True, error=str(r.error),
+                                            timed_out=bool(getattr(r, "timed_out", False)), **tokens))
                 continue
             if self.answer_extraction == "released":  # a cut reply is read the same way
                 parsed = parse_answer_released(r.text or "")
@@ -221,6 +233,7 @@ def reader_summary(outputs: Sequence[ReaderOutput]) -> dict[str, Any]:
     return {
         "n": len(outputs),
         "failed": sum(o.failed for o in outputs),
+        "timed_out": sum(o.timed_out for o in outputs),  # of the failed: no reply within reader.timeout_s
         "truncated": sum(o.truncated for o in outputs),
         "looped": sum(o.looped for o in outputs),  # cut replies that were a repeated line
         "missing_answer_marker": sum((not o.failed) and not o.marker_found for o in outputs),

@@ -169,11 +169,19 @@ class SieveConfig:
     # released (the released filter's prompt read from the checkout, its free-text reply parsed the
     # released way, ids in the model's order, the released budget; keep-all fallbacks counted)
     sieve_prompt: str = checks.mode(Literal["own", "released"], "own")
+    # seconds a sieve request may wait for its reply once it holds its concurrency slot (its resends
+    # included); past it every candidate is kept in candidate order and the prompt is counted as
+    # failed and timed out (sieve_summary: timed_out_prompts). 0 / None: no limit. The released
+    # filter's is 60 (conf/fidelity/reference_code.yaml). Honoured by the OpenAI-compatible client
+    # only: an in-process backend cannot cut a generation short (a warning says so)
+    timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         checks.check_modes(self)
         checks.choice(self, "name", registry.SIEVES.names())
         checks.positive(self, "max_context", "max_tokens")
+        if self.timeout_s is not None and self.timeout_s < 0:
+            raise ValueError(f"sieve.timeout_s must be >= 0 (0 or null: no limit), got {self.timeout_s}")
 
 
 @dataclass
@@ -219,10 +227,18 @@ class ReaderConfig:
     # question that was not decomposed keeps its sieve's order, the LLM's; a decomposed one is
     # score-sorted either way)
     context_order: str = checks.mode(Literal["score", "sieve"], "score")
+    # seconds a reader request may wait for its reply once it holds its concurrency slot (its resends
+    # included); past it the question's answer is "" and the reader call is counted as failed and
+    # timed out. 0 / None: no limit. The released reader's is 60 (conf/fidelity/reference_code.yaml).
+    # Honoured by the OpenAI-compatible client only (a warning names an in-process backend); not by a
+    # streamed answer, nor by our precise reader's follow-up call
+    timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         checks.check_modes(self)
         checks.choice(self, "name", registry.READERS.names())
+        if self.timeout_s is not None and self.timeout_s < 0:
+            raise ValueError(f"reader.timeout_s must be >= 0 (0 or null: no limit), got {self.timeout_s}")
         checks.positive(self, "max_tokens", "context_tokens", "whole_doc_tokens", "followup_max_tokens")
         checks.in_range(self, 0, None, "neighbour_sentences", "max_documents", "small_reader_documents")
         checks.in_range(self, 0.0, None, "small_reader_b")
@@ -259,7 +275,7 @@ READER_READS: dict[str, tuple[str, ...]] = {
     "name": READER_VARIANTS, "context": READER_VARIANTS, "max_tokens": _ANSWERING,
     **{f: _DOCUMENTS for f in ("context_tokens", "whole_doc_tokens", "neighbour_sentences", "atoms_first",
                                "max_documents", "small_reader_b", "small_reader_documents")},
-    "frequency_penalty": _ANSWERING,
+    "frequency_penalty": _ANSWERING, "timeout_s": _ANSWERING,
     "reader_context": _ANSWERING, "answer_extraction": _ANSWERING,
     **{f: tuple(v for v in READER_VARIANTS if v.endswith("/atoms")) for f in ("merge", "context_order")},
     "answer_followup": ("precise/documents", "precise/atoms"),

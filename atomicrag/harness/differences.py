@@ -45,6 +45,13 @@ def prompt_source(cfg: Config) -> dict[str, Any]:
     return out
 
 
+# the released asyncio.wait_for per sieve task (fragment_filter.filter_fragments_batch_async) and per
+# reader and query-NER task (atomicrag.py)
+RELEASED_TASK_TIMEOUT_S = 60.0
+# LLM backends that generate in this process: no request deadline can cut them short
+IN_PROCESS_LLMS = frozenset({"fake", "transformers"})
+
+
 def _item(topic: str, ours: Any, released: Any) -> dict[str, Any]:
     return {"topic": topic, "ours": ours, "released": released}
 
@@ -82,9 +89,7 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
         out.append(_item("sieve prompt", "this project's own wording, JSON schema, ids in candidate order "
                          f"(sieve.sieve_prompt={cfg.sieve.sieve_prompt}, fidelity.prompts={cfg.fidelity.prompts})",
                          "released filter prompt, free-text section, the model's order"))
-    if cfg.sieve.name != "none" and cfg.sieve.sieve_prompt == "released" and cfg.fidelity.prompts == "released":
-        out.append(_item("sieve timeout", f"the LLM client's timeout (llm.timeout_s={cfg.llm.timeout_s}), "
-                         "then keep-all, counted", "60 s per question, then keep-all"))
+    out.extend(_sieve_timeout(cfg))
     out.extend(_stage_differences(cfg))
     ref = released_config()
     for section, name in switches():
@@ -134,6 +139,30 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
         if judge_emb.model != RELEASED_MODELS["embedder"]:
             out.append(_item("judge embedder", judge_emb.model, "bge-large through LangChain (CLS pooling)"))
     return out
+
+
+def _sieve_timeout(cfg: Config) -> list[dict[str, Any]]:
+    if cfg.sieve.name == "none":
+        return []
+    return _timeout_item(cfg, "sieve timeout", "sieve", cfg.sieve.timeout_s,
+                         f"{RELEASED_TASK_TIMEOUT_S:g} s per sieve task, after which every candidate is kept",
+                         "every candidate is kept (counted)")
+
+
+def _timeout_item(cfg: Config, topic: str, stage: str, limit: float | None, released: str,
+                  after: str) -> list[dict[str, Any]]:
+    """A stage's per-request limit (``<stage>.timeout_s``) where it is not the released 60 s, or
+    where the run's backend cannot honour it (an in-process model is waited for whatever the limit)."""
+    limit = limit or 0
+    if limit and cfg.llm.name in IN_PROCESS_LLMS:
+        return [_item(topic, f"{stage}.timeout_s={limit:g} is not honoured by the in-process "
+                      f"{cfg.llm.name} backend: the {stage} waits for its reply", released)]
+    if limit == RELEASED_TASK_TIMEOUT_S:
+        return []
+    ours = (f"{stage}.timeout_s={limit:g} s per {stage} request, after which {after}" if limit
+            else f"none ({stage}.timeout_s=0): the {stage} waits for its reply (llm.timeout_s bounds each "
+            "request, a failed request is counted)")
+    return [_item(topic, ours, released)]
 
 
 def switches() -> list[tuple[str, str]]:
@@ -199,18 +228,17 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
     if cfg.reader.merge == "string_dedupe" and cfg.reader.context_order != "sieve":
         out.append(_item("reader context order", "an undecomposed question's kept atoms by PPR score "
                          "(reader.context_order=sieve: as released)", "in the order the sieve reply listed them"))
-    # no switch: not measured on a published slice (the scripted parity slices take neither path)
+    # no switch: not measured on a published slice (the scripted parity slices never overflow a window)
     if cfg.sieve.name != "none":
-        out.append(_item("sieve timeout", "none: the sieve waits for its reply (llm.timeout_s bounds each "
-                         "request)", "60 s per sieve task, after which every candidate is kept"))
         out.append(_item("sieve window", "candidates that overflow the model's window are trimmed "
                          "before the request is sent", "all candidates are sent; an overflowing request fails "
                          "and every candidate is kept"))
-    # no switch, as the sieve's: the released code gives its reader and its query NER the same 60 s
-    # per task (asyncio.wait_for); no parity slice reached it (every answer and seed set was equal)
     if cfg.reader.name != "none":
-        out.append(_item("reader timeout", "none: the reader waits for its reply (llm.timeout_s bounds each "
-                         "request, a failed request is counted)", "60 s per question, after which the answer is \"\""))
+        out.extend(_timeout_item(cfg, "reader timeout", "reader", cfg.reader.timeout_s,
+                                 "60 s per question, after which the answer is \"\"",
+                                 "the answer is \"\" (counted as failed)"))
+    # no switch yet: the released code gives its query NER the same 60 s per task (asyncio.wait_for);
+    # no parity slice scripts a late reply there
     if cfg.retriever.query_entities == "llm":
         out.append(_item("query NER timeout", "none: query NER waits for its reply (llm.timeout_s bounds each "
                          "request)", "60 s per question, after which the question has no entities"))

@@ -82,6 +82,10 @@ def _retry_after(resp: httpx.Response) -> float | None:
 class OpenAIClient:
     """``LLMBackend`` over an OpenAI-compatible ``/v1/chat/completions`` endpoint."""
 
+    # ChatRequest.deadline_s bounds a request's attempts together (``_run_one``); ``stream`` does not
+    # take one (a streamed reply is shown as it comes)
+    honours_deadline = True
+
     def __init__(
         self,
         base_url: str,
@@ -295,6 +299,23 @@ class OpenAIClient:
 
     async def _run_one(self, client: httpx.AsyncClient, request: ChatRequest) -> ChatResult:
         builder = ResultBuilder(self.model)
+        if not request.deadline_s or request.deadline_s <= 0:
+            await self._attempts(client, request, builder)
+            return builder.finish()
+        # The deadline runs from here, after the request got its concurrency slot (as the released
+        # code's asyncio.wait_for inside its semaphore), and covers every resend and backoff pause.
+        try:
+            await asyncio.wait_for(self._attempts(client, request, builder), request.deadline_s)
+        except asyncio.TimeoutError:
+            # the attempt in flight was cancelled (its connection closed); no resend: the released
+            # code does not ask again after its timeout, and a late reply is not a reply
+            builder.add_error(f"timed out: no reply {request.deadline_s:g} s after the request was sent "
+                              "(ChatRequest.deadline_s)")
+            builder.result.timed_out = True
+        return builder.finish()
+
+    async def _attempts(self, client: httpx.AsyncClient, request: ChatRequest, builder: ResultBuilder) -> None:
+        """Send ``request`` until a usable reply, a fatal error or the retries run out."""
         parse_failed = failover = False
         retry_after: float | None = None
         # An attempt lost to a dead replica while another one is up does not use up a retry
@@ -339,7 +360,6 @@ class OpenAIClient:
                 break
             parse_failed, resend = True, 0
             log.debug("attempt %d: unusable reply: %s", attempt, builder.result.error)
-        return builder.finish()
 
     # ------------------------------------------------------------------ streaming
     def stream(self, request: ChatRequest) -> Generator[str, None, ChatResult]:

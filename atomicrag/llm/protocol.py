@@ -44,6 +44,12 @@ class ChatRequest:
     # OpenAI's frequency_penalty (0: off): lowers the odds of tokens by how often the reply has
     # used them, the loop guard a small reader needs (reader.frequency_penalty); sent only when set
     frequency_penalty: float = 0.0
+    # Seconds the reply may take once the request is under way (its concurrency slot taken), its
+    # resends included; None: no limit. Past it the request ends as a failed result with
+    # ``timed_out`` set and is not sent again (the released code bounds its sieve tasks so, and does
+    # not re-ask after). Honoured by a backend whose ``honours_deadline`` is True (the
+    # OpenAI-compatible client); never sent to the server and not part of the cache key.
+    deadline_s: float | None = None
 
 
 @dataclass
@@ -65,6 +71,8 @@ class ChatResult:
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
     finish_reason: str | None = None  # 'stop' | 'length' (truncated) | ... when the backend says
+    # the request's ``deadline_s`` passed before a usable reply came (``error`` says so too)
+    timed_out: bool = False
 
     @property
     def ok(self) -> bool:
@@ -93,6 +101,12 @@ def backend_attribute(llm: Any, name: str, accept: Callable[[Any], bool]) -> Any
             return value
         llm, seen = getattr(llm, "backend", None), seen + 1
     return None
+
+
+def honours_deadline(llm: Any) -> bool:
+    """True when ``llm``, or the backend it wraps, cuts a request off at its ``deadline_s``. An
+    in-process backend (fake, transformers) cannot stop a generation midway and says False."""
+    return bool(backend_attribute(llm, "honours_deadline", lambda v: isinstance(v, bool)))
 
 
 def continues_replies(llm: Any) -> bool:

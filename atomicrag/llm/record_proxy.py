@@ -23,6 +23,12 @@ ours to store (the released code's prompts, read from a checkout at run time). R
 the key, which is computed from the digested body (so a recording is keyed again when it loads);
 the request log (a work file) keeps the full bodies for the first-difference report.
 
+A late reply: an upstream that held its reply on purpose says how long in ``REPLY_DELAY_HEADER``
+(the scripted model's ``sieve_late``); the recording keeps it as ``delay_s``, and a reply taken from
+the recording (a replay, or a second client in record mode) is held that long again, or until its
+client hangs up, whichever comes first. A client that gave up at its own timeout so costs a replay
+no more than that timeout, and a client that would wait still gets the reply late.
+
 Stages are named by prompt prefix: ``stage_rules`` maps a name to a regular expression searched in
 the first message's content (the system prompt, or the user turn when there is none); the first
 rule that matches names the stage, else the stage is ``other``.
@@ -33,10 +39,14 @@ import hashlib
 import json
 import os
 import re
+import select
+import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -50,6 +60,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordProxy", "RecordingError", "canonical_json", "compare_labels", "first_difference",
            "hash_messages", "normalised_body", "read_request_log", "request_key"]
+
+# response header of an upstream reply held on purpose: its delay in seconds (recorded as delay_s)
+REPLY_DELAY_HEADER = "x-atomicrag-reply-delay"
 
 LABEL_PREFIX = re.compile(r"^/c/([A-Za-z0-9_.-]+)(/.*)$")
 
@@ -201,6 +214,9 @@ class ProxyStats:
     misses: int = 0
     upstream_errors: int = 0
     by_label_stage: Counter = field(default_factory=Counter)
+    # seconds each recorded late reply was held before it was given (less than its delay_s when
+    # its client hung up first)
+    held_s: list = field(default_factory=list)
 
 
 class _ProxyServer(ThreadingHTTPServer):
@@ -283,10 +299,13 @@ class RecordProxy:
         self.stop()
 
     # -- request handling ------------------------------------------------------------------------
-    def handle(self, method: str, raw_path: str, raw_body: bytes, *, client_retry: int = 0) -> tuple[int, bytes]:
+    def handle(self, method: str, raw_path: str, raw_body: bytes, *, client_retry: int = 0,
+               hold: Callable[[float], None] = time.sleep) -> tuple[int, bytes]:
         """Answer one request: (HTTP status, JSON reply bytes). ``client_retry``: the client's own
         retry count for this request (the OpenAI SDK's ``x-stainless-retry-count`` header, or ours), logged so
-        a resend by the client's HTTP layer is told apart from a second call by the pipeline."""
+        a resend by the client's HTTP layer is told apart from a second call by the pipeline.
+        ``hold(seconds)``: waits before a recorded late reply is given (the server's handler returns
+        early when the client hangs up)."""
         m = LABEL_PREFIX.match(raw_path)
         label, path = (m.group(1), m.group(2)) if m else ("default", raw_path)
         if raw_body:
@@ -318,7 +337,7 @@ class RecordProxy:
                         self.stats.misses += 1
                     return 404, _error(f"record proxy (replay): no recorded reply for {method} {path} "
                                        f"key {key[:16]} in {self.recording}")
-                status, reply = self._forward(method, path, self._upstream_body(body, raw_body))
+                status, reply, delay_s = self._forward(method, path, self._upstream_body(body, raw_body))
                 if status >= 500 or status == 429:  # transient: do not freeze an outage into the recording
                     with self._lock:
                         self.stats.upstream_errors += 1
@@ -329,6 +348,8 @@ class RecordProxy:
                          "reply": reply, "stage": stage}
                 if occurrence:
                     entry["occurrence"] = occurrence
+                if delay_s:  # held upstream on purpose: a replay holds it again
+                    entry["delay_s"] = delay_s
                 with self._lock:
                     _append_line(self.recording, entry)
                     self.entries[key] = entry
@@ -340,6 +361,11 @@ class RecordProxy:
             self.stats.by_label_stage[(label, stage)] += 1
         usage = entry["reply"].get("usage") if isinstance(entry["reply"], dict) else None
         self._log(label, key, stage, method, path, body, "hit" if hit else "recorded", usage, client_retry)
+        if hit and entry.get("delay_s"):  # outside the key lock: other clients' askings are not queued
+            t0 = time.monotonic()
+            hold(float(entry["delay_s"]))
+            with self._lock:
+                self.stats.held_s.append(round(time.monotonic() - t0, 2))
         return int(entry["status"]), json.dumps(entry["reply"], ensure_ascii=False).encode("utf-8")
 
     def _upstream_body(self, body: Any, raw_body: bytes) -> bytes:
@@ -350,21 +376,24 @@ class RecordProxy:
             self.capped += 1
         return json.dumps({**body, "max_tokens": self.default_max_tokens}).encode("utf-8")
 
-    def _forward(self, method: str, path: str, raw_body: bytes) -> tuple[int, Any]:
+    def _forward(self, method: str, path: str, raw_body: bytes) -> tuple[int, Any, float]:
+        """(status, reply, the delay the upstream says it held the reply for: 0 when none)."""
         assert self.upstream is not None
         req = urllib.request.Request(self.upstream + path, data=raw_body if method == "POST" else None,
                                      method=method, headers={"Content-Type": "application/json"})
+        delay_s = 0.0
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 status, data = resp.status, resp.read()
+                delay_s = _seconds(resp.headers.get(REPLY_DELAY_HEADER))
         except urllib.error.HTTPError as exc:
             status, data = exc.code, exc.read()
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            return 502, {"error": {"message": f"record proxy: upstream {self.upstream} failed: {exc}"}}
+            return 502, {"error": {"message": f"record proxy: upstream {self.upstream} failed: {exc}"}}, 0.0
         try:
-            return status, json.loads(data)
+            return status, json.loads(data), delay_s
         except json.JSONDecodeError:
-            return status, {"error": {"message": data.decode("utf-8", "replace")[:2000]}}
+            return status, {"error": {"message": data.decode("utf-8", "replace")[:2000]}}, delay_s
 
     def _log(self, label: str, key: str, stage: str, method: str, path: str, body: Any,
              outcome: str, usage: Any, client_retry: int = 0) -> None:
@@ -389,7 +418,8 @@ class RecordProxy:
                     # the OpenAI SDK's resend count, or ours
                     retry = self.headers.get("x-stainless-retry-count") or self.headers.get(RESEND_HEADER) or "0"
                     status, data = proxy.handle(method, self.path, raw,
-                                                client_retry=int(retry) if retry.isdigit() else 0)
+                                                client_retry=int(retry) if retry.isdigit() else 0,
+                                                hold=self._hold)
                 except Exception as exc:  # noqa: BLE001 - a proxy bug must reach the client, not hang it
                     status, data = 500, _error(f"record proxy: {type(exc).__name__}: {exc}")
                 try:
@@ -401,6 +431,20 @@ class RecordProxy:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (its timeout); the reply is recorded all the same
 
+            def _hold(self, seconds: float) -> None:
+                """Wait ``seconds``, or less when the client hangs up (its socket reads as closed)."""
+                end = time.monotonic() + seconds
+                while (left := end - time.monotonic()) > 0:
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.2))
+                    if not readable:
+                        continue
+                    try:
+                        if not self.connection.recv(1, socket.MSG_PEEK):
+                            return  # closed: nobody waits for this reply
+                    except OSError:
+                        return
+                    time.sleep(min(left, 0.2))  # bytes of a next request: not a hang-up
+
             def do_POST(self) -> None:
                 self._serve("POST")
 
@@ -411,6 +455,13 @@ class RecordProxy:
                 return
 
         return Handler
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return max(0.0, float(value)) if value else 0.0
+    except ValueError:
+        return 0.0
 
 
 def _error(message: str) -> bytes:

@@ -112,6 +112,9 @@ class SyncBackend:
 
     model: str = ""
     max_retries: int = 3
+    # a generation in this process cannot be cut off midway: ChatRequest.deadline_s is not honoured
+    # (callers ask ``protocol.honours_deadline`` and warn that their timeout does not apply)
+    honours_deadline = False
 
     def _generate(self, request: ChatRequest, attempt: int) -> RawReply:  # pragma: no cover
         raise NotImplementedError

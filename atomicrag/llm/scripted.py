@@ -1,4 +1,4 @@
-"""A scripted model: an OpenAI-compatible HTTP server whose replies are chosen, not sampled.
+"""A scripted model: replies chosen, not sampled, served over HTTP by ``scripted_server.py``.
 
 Parity runs (``scripts/parity_released.py --llm scripted``) put it behind the recording proxy, where
 the released code and our ``fidelity=reference_code`` row both call it. A small real model takes the
@@ -18,7 +18,9 @@ takes every path on purpose, so a difference between the two pipelines in any br
   bare string ahead of more objects than the cap, a flag that contradicts a low score, a fenced
   reply, an unreadable reply;
 - sieve: ids out of order, most dropped, invalid ids, out-of-range ids, repeated ids, a boolean id,
-  no reply section, nothing kept, a Python-literal reply, an empty reply;
+  no reply section, nothing kept, a Python-literal reply, an empty reply, and a readable reply that
+  arrives after the sieve's timeout (``late_delay_s``: the server holds it that long; a pipeline
+  that honours the timeout keeps every candidate, one that waits keeps one);
 - reader: zero, one and two ``Answer:`` markers, JSON after the marker, no marker with newlines
   around the reply, an empty reply; the answer is a name from the retrieved passages;
 - judge: statements and classifications with true and false positives and negatives, all true,
@@ -41,8 +43,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
 from atomicrag.llm.record_proxy import classify_stage, compile_rules
 
@@ -61,7 +62,7 @@ DECOMPOSE_BRANCHES = ("decompose_flag_false_high_score", "decompose_two", "decom
                       "decompose_non_object_over_cap")
 SIEVE_BRANCHES = ("sieve_out_of_order", "sieve_drop_most", "sieve_invalid_ids", "sieve_out_of_range",
                   "sieve_no_section", "sieve_keep_none", "sieve_python_literal", "sieve_empty_reply",
-                  "sieve_repeats", "sieve_bool_ids")
+                  "sieve_repeats", "sieve_bool_ids", "sieve_late")
 READER_BRANCHES = ("reader_one_marker", "reader_two_markers", "reader_no_marker", "reader_empty_reply",
                    "reader_json_one_line", "reader_no_marker_newlines")
 # the judge, per question: statements and a classification with true and false positives and
@@ -131,6 +132,7 @@ class Reply:
     stage: str
     branch: str
     subject: str
+    delay_s: float = 0.0  # how long the server holds the reply before sending it (a late reply)
 
     @property
     def fingerprint(self) -> str:
@@ -141,8 +143,10 @@ class ScriptedModel:
     """The replies of the scripted model for one slice: its documents and questions."""
 
     def __init__(self, docs: Sequence[str], questions: Sequence[str], stage_rules: dict[str, str] | None,
-                 *, max_sub_questions: int = 3, references: Sequence[str] = ()) -> None:
+                 *, max_sub_questions: int = 3, references: Sequence[str] = (), late_delay_s: float = 0.0) -> None:
         self.docs = list(docs)
+        # sieve_late's hold: longer than the sieve timeout of the run, so that its reply comes too late
+        self.late_delay_s = late_delay_s
         self.questions = list(questions)
         self.references = list(references)  # the judge's ground truths, by question
         self._lock = threading.Lock()
@@ -355,11 +359,19 @@ class ScriptedModel:
     def _sieve(self, last: str) -> Reply:
         q = self._query(last)
         n = len(_fragments(last))
-        branch = SIEVE_BRANCHES[(q or 0) % len(SIEVE_BRANCHES)]
+        # each pass through the branches starts one further on: queries come in runs (a question and its
+        # sub-questions, some of which no pipeline asks), and a plain cycle of eleven left one branch
+        # with two distinct requests over both scripted slices; shifted, each has at least three
+        k, n_branches = q or 0, len(SIEVE_BRANCHES)
+        branch = SIEVE_BRANCHES[(k + k // n_branches) % n_branches]
         subject = f"query:{q}"
         keep: Any
         if branch == "sieve_empty_reply":
             return Reply("", "sieve", branch, subject)
+        if branch == "sieve_late":  # readable, keeps one: a pipeline that waits for it keeps less than all
+            value = json.dumps({"keep_indices": [min(n - 1, 1)] if n else []})
+            return Reply(f"[[ ## kept_fragment_ids ## ]]\n{value}\n\n[[ ## completed ## ]]", "sieve", branch,
+                         subject, delay_s=self.late_delay_s)
         if branch == "sieve_out_of_order":
             keep = list(dict.fromkeys([min(n - 1, 4), 0, min(n - 1, 2), min(n - 1, 7)])) if n else []
         elif branch == "sieve_drop_most":
@@ -430,112 +442,3 @@ def _fragments(text: str) -> list[str]:
     except json.JSONDecodeError:
         return []
     return [str(f) for f in obj.get("fragments") or []]
-
-
-def completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI chat completion object for ``reply`` (token counts: characters / 4, rounded up)."""
-    prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
-    out = -(-len(reply.text) // 4)
-    digest = hashlib.sha256(f"{reply.fingerprint}|{reply.text}".encode()).hexdigest()[:16]
-    return {"id": f"scripted-{digest}", "object": "chat.completion",
-            "created": 0, "model": body.get("model") or MODEL_NAME, "system_fingerprint": reply.fingerprint,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": reply.text}}],
-            "usage": {"prompt_tokens": -(-prompt // 4), "completion_tokens": out,
-                      "total_tokens": -(-prompt // 4) + out}}
-
-
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # a pipeline's burst of concurrent requests (the default backlog is 5)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up (a timed-out or cancelled request) is not the server's error."""
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class ScriptedServer:
-    """Serves a :class:`ScriptedModel` on 127.0.0.1 (``/v1/chat/completions``, ``/v1/models``)."""
-
-    def __init__(self, model: ScriptedModel, *, port: int = 0) -> None:
-        self.model = model
-        self.counts: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self._server = _QuietServer(("127.0.0.1", port), self._handler())
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> Self:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        reply = self.model.reply(body)
-        with self._lock:
-            self.counts[reply.branch] = self.counts.get(reply.branch, 0) + 1
-        return completion(reply, body)
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _send(self, status: int, obj: Any) -> None:
-                data = json.dumps(obj, ensure_ascii=False).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model",
-                                                                 "owned_by": "atomicrag"}]})
-                elif self.path.rstrip("/").endswith("/version"):
-                    self._send(200, {"version": "scripted"})
-                else:
-                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except json.JSONDecodeError as exc:
-                    self._send(400, {"error": {"message": f"body is not JSON: {exc}", "type": "invalid_request"}})
-                    return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-                    return
-                self._send(200, outer.answer(body))
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet: the proxy logs requests
-                return
-
-        return Handler
-
-
-def branch_of(reply: dict[str, Any] | None) -> tuple[str, str, str] | None:
-    """(stage, branch, subject) of a recorded scripted reply, or None for any other reply."""
-    fp = (reply or {}).get("system_fingerprint") or ""
-    if not fp.startswith("scripted:"):
-        return None
-    _, stage, branch, subject = fp.split(":", 3)
-    return stage, branch, subject
-

@@ -18,22 +18,30 @@ filter's prompt read from the checkout (``prompts/released_sieve.py``) as a free
 with the released budget, reads the reply the released way and keeps the atoms in the model's
 order; a reply with no readable ``kept_fragment_ids`` section keeps every candidate, counted
 as a failed prompt like any other fallback.
+
+``sieve.timeout_s`` (the released filter's 60 s under ``reference_code``): a prompt whose reply has
+not come that long after it was sent keeps every candidate in candidate order, as the released
+filter does after its ``asyncio.wait_for``; it is counted as failed and as timed out, and its
+failure is not cached (a later run asks again). The limit travels as ``ChatRequest.deadline_s``;
+a backend that cannot honour it (in-process) is named in a warning, and its replies are waited for.
 ``NoSieve`` is the "w/o AS" ablation: it keeps every candidate.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from atomicrag.core.config import FidelityConfig, SieveConfig
 from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.budget import context_window, fit_items
-from atomicrag.llm.protocol import ChatRequest
+from atomicrag.llm.protocol import ChatRequest, honours_deadline
 from atomicrag.prompts import released as released_prompts
 from atomicrag.prompts import released_sieve
 from atomicrag.prompts import sieve as prompt
 
 MODULE = "sieve"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -50,6 +58,7 @@ class SieveDecision:
     trimmed_ids: list[str] = field(default_factory=list)
     failed: bool = False  # True: all candidates kept because the reply was unusable
     error: str | None = None
+    timed_out: bool = False  # True: no reply within sieve.timeout_s (failed too)
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -137,6 +146,12 @@ class LLMSieve:
             root = released_prompts.require(fidelity.released_code).root
             self.released = released_sieve.load(root)
             self.max_tokens = self.released.max_tokens
+        self.timeout_s = cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None
+        if self.timeout_s is not None and not honours_deadline(llm):
+            # the user asked for a limit this backend cannot apply: say so rather than pretend
+            log.warning("sieve.timeout_s=%g is not honoured by this LLM backend (%s: an in-process "
+                        "generation cannot be cut short); sieve requests wait for their replies",
+                        self.timeout_s, getattr(llm, "model", type(llm).__name__))
 
     def _messages(self, target: str, texts: list[str]) -> list[dict[str, str]]:
         if self.released is not None:
@@ -161,7 +176,7 @@ class LLMSieve:
         requests = [
             ChatRequest(messages=self._messages(job.target, [a.text for a in job.atoms]),
                         schema=None if self.released else prompt.SCHEMA, temperature=self.temperature,
-                        max_tokens=self.max_tokens, seed=self.seed, module=MODULE)
+                        max_tokens=self.max_tokens, seed=self.seed, module=MODULE, deadline_s=self.timeout_s)
             for job in asked
         ]
         replies = self.llm.chat(requests) if requests else []
@@ -204,6 +219,7 @@ def _decide(job: _Job, reply: Any, released: bool = False) -> tuple[SieveDecisio
     if reply.error is not None:
         keep = list(range(len(atoms)))
         decision.failed, decision.error = True, str(reply.error)
+        decision.timed_out = bool(getattr(reply, "timed_out", False))
     elif released:  # the released reading: the model's order, keep-all fallback (counted)
         read = released_sieve.parse_reply(reply.text, len(atoms))
         keep, decision.invalid_indices = read.keep, read.invalid
@@ -257,6 +273,7 @@ def sieve_summary(results: list[SieveResult]) -> dict[str, Any]:
     return {
         "prompts": len(asked),
         "failed_prompts": sum(d.failed for d in asked),
+        "timed_out_prompts": sum(d.timed_out for d in asked),  # of the failed: no reply within sieve.timeout_s
         "questions_with_failure": sum(r.failed for r in results),
         "invalid_indices": sum(len(d.invalid_indices) for d in asked),
         "candidates": n_cand,

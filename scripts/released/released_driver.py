@@ -19,7 +19,11 @@ runner's ``"{idx}:"``). Changed for a CPU machine with local models, and nothing
   sentence-transformers folder, so the driver hands the local folder to the released
   ``BGEEmbeddingModel`` (AutoModel + mean pooling + L2 norm: what MiniLM was trained for);
   ``embedding_model_dtype=float32`` (there is no fp16 matmul worth having on CPU);
-- ``max_concurrency`` (``--concurrency``): the runner's 200 would only queue on a 2-core server.
+- ``max_concurrency`` (``--concurrency``): the runner's 200 would only queue on a 2-core server;
+- ``--time-scale S`` (default 1: as released): every ``asyncio.wait_for`` timeout of the released
+  pipeline module and its fragment filter is multiplied by S. Those are the 60 s per-task limits of
+  its sieve, its reader and its query NER, scaled alike, so that a parity run can drive a sieve reply
+  past the limit in seconds, not minutes (our row runs with ``sieve.timeout_s`` = 60 S).
 
 Stage outputs are read from the released objects after each stage: the OpenIE results file
 (NER entities, triples, fragments and their entities), the igraph graph (nodes and edges by
@@ -39,6 +43,22 @@ from pathlib import Path
 from typing import Any
 
 
+class ScaledTimeouts:
+    """Stands for the ``asyncio`` module inside a released module: ``wait_for`` with its timeout
+    multiplied by ``scale``, everything else asyncio's own."""
+
+    def __init__(self, scale: float) -> None:
+        if scale <= 0:
+            raise SystemExit(f"released_driver: --time-scale must be > 0, got {scale}")
+        self.scale = scale
+
+    def wait_for(self, aw: Any, timeout: float | None) -> Any:
+        return asyncio.wait_for(aw, None if timeout is None else timeout * self.scale)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(asyncio, name)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--checkout", required=True)
@@ -52,6 +72,8 @@ def main() -> int:
     ap.add_argument("--qa-template", default=None, help="precise | abstract (the runner's --qa_prompt_template)")
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--top-k", type=int, default=25)
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help="multiply the released per-task asyncio.wait_for timeouts (60 s) by this")
     args = ap.parse_args()
 
     checkout = Path(args.checkout).resolve()
@@ -68,6 +90,12 @@ def main() -> int:
     from atomicrag.utils.config_utils import BaseConfig
 
     released._get_embedding_model_class = lambda embedding_model_name=None: BGEEmbeddingModel
+    if args.time_scale != 1.0:
+        import atomicrag.fragment_filter as released_filter
+
+        scaled = ScaledTimeouts(args.time_scale)
+        released.asyncio = scaled  # the reader's and query NER's wait_for
+        released_filter.asyncio = scaled  # the sieve's
 
     docs: list[str] = json.loads(Path(args.docs).read_text(encoding="utf-8"))
     questions: list[dict[str, Any]] = json.loads(Path(args.questions).read_text(encoding="utf-8"))

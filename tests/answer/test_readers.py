@@ -71,7 +71,7 @@ def test_reader_batches_and_parses():
     assert [o.answer for o in out] == ["Bern", "Paris", ""]
     assert out[0].prompt_tokens == 50 and out[1].marker_found is False
     assert out[2].failed and out[2].error == "boom"
-    assert reader_summary(out) == {"n": 3, "failed": 1, "truncated": 0, "looped": 0, "missing_answer_marker": 1, "empty_answers": 0,
+    assert reader_summary(out) == {"n": 3, "failed": 1, "timed_out": 0, "truncated": 0, "looped": 0, "missing_answer_marker": 1, "empty_answers": 0,
                               "answer_followups": 0, "context_trimmed": 0}
 
 

@@ -48,7 +48,9 @@ def test_the_released_code_replays_the_fixture_as_recorded(tmp_path: Path, FIXTU
                "--docs", str(FIXTURE / "docs.json"), "--questions", str(FIXTURE / "questions.json"),
                "--llm-base-url", proxy.client_url("released"),
                "--model", meta.get("model", "qwen2.5-coder-0.5b-instruct"),
-               "--embed-model", offline_minilm_path(), "--work-dir", str(tmp_path / "ws"), "--out", str(out)]
+               "--embed-model", offline_minilm_path(), "--work-dir", str(tmp_path / "ws"), "--out", str(out),
+               # the released timeouts as scaled when recorded: a late reply must come after them again
+               "--time-scale", f"{meta.get('time_scale', 1.0):g}"]
         if meta.get("reader") == "precise":
             cmd += ["--qa-template", "precise"]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}

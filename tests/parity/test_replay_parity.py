@@ -4,8 +4,9 @@ Each fixture under ``fixtures/`` is what ``scripts/parity_released.py ... --fixt
 ``meta.json`` holds the command): ``2wiki_smoke_c5_q3`` the replies the local Qwen-0.5B gave to
 both pipelines (the released code and our ``fidelity=reference_code`` row) through the recording
 proxy, which label sent which request in which stage, and our outputs; ``scripted_*`` the replies of
-the scripted model (``atomicrag/llm/scripted.py``), which drive every branch of both pipelines
-(decompositions, sieve filtering and its fallbacks, malformed and empty replies). The proxy replays
+the scripted model (``atomicrag/llm/scripted.py``, served by ``scripted_server.py``), which drive
+every branch of both pipelines (decompositions, sieve filtering and its fallbacks, a sieve reply after
+the sieve's timeout, malformed and empty replies). The proxy replays
 them with no model behind it, so this test needs no LLM.
 
 Asserted:
@@ -70,7 +71,8 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path,
                      stage_rules=parity.stage_rules(RELEASED),
                      sequence_stages=tuple(meta.get("sequence_stages") or ())) as proxy:
         args = type("A", (), {"dataset": meta["dataset"], "llm": meta["llm"], "embedder": meta["embedder"],
-                              "released_code": str(RELEASED), "set": meta["set"]})()
+                              "released_code": str(RELEASED), "set": meta["set"],
+                              "time_scale": meta.get("time_scale", 1.0)})()
         cfg = parity.compose(args, [f"llm.base_url={proxy.client_url('ours')}", "llm.max_retries=0",
                                     *RECORDED_WITH])
         ours = parity.run_ours(cfg, chunks, questions, meta["reader"])
@@ -148,7 +150,8 @@ def test_stage_rules_from_the_checkout_name_each_released_prompt() -> None:
 def test_scripted_fixtures_fire_every_branch_three_times_in_both_pipelines() -> None:
     """The scripted fixtures together exercise each branch of the scripted model at least 3 times in
     each pipeline (counted from the recorded replies each pipeline's requests got)."""
-    from atomicrag.llm.scripted import BRANCHES, branch_of
+    from atomicrag.llm.scripted import BRANCHES
+    from atomicrag.llm.scripted_server import branch_of
 
     counts: Counter = Counter()
     scripted = [f for f in FIXTURES if json.loads((f / "meta.json").read_text())["llm"] == "scripted"]
@@ -190,7 +193,8 @@ def test_our_judge_replays_its_recorded_scores(FIXTURE: Path) -> None:
     with RecordProxy(FIXTURE / "recording.jsonl", mode="replay", stage_rules=parity.stage_rules(RELEASED),
                      sequence_stages=tuple(meta.get("sequence_stages") or ())) as proxy:
         args = type("A", (), {"dataset": meta["dataset"], "llm": meta["llm"], "embedder": meta["embedder"],
-                              "released_code": str(RELEASED), "set": meta["set"]})()
+                              "released_code": str(RELEASED), "set": meta["set"],
+                              "time_scale": meta.get("time_scale", 1.0)})()
         cfg = parity.compose(args, ["llm.max_retries=0"])
         got = parity.our_judge(cfg, proxy.client_url("ours_judge"), items)
     assert proxy.stats.misses == 0, "our judge sent a request the recording does not hold"
