@@ -21,7 +21,7 @@ slice, with ONE LLM behind a recording proxy, compared stage by stage.
 Time: the released code bounds each sieve, reader and query-NER task by a 60 s ``asyncio.wait_for``
 written in its source. ``--time-scale S`` (default 0.1 with the scripted model, else 1) multiplies
 all three in the released process (``released_driver.py --time-scale``) and runs our row with
-``sieve.timeout_s`` and ``reader.timeout_s`` = 60 S; the scripted model holds its late sieve replies ``LATE_FACTOR`` scaled
+``sieve.timeout_s``, ``reader.timeout_s`` and ``retriever.query_ner_timeout_s`` = 60 S; the scripted model holds its late sieve replies ``LATE_FACTOR`` scaled
 timeouts, so both pipelines see them arrive after their limit. Recorded in the report and fixture.
 
 5. Judge: the released answers are scored by the released ``Evaluation/`` judge
@@ -159,10 +159,11 @@ def compose(args: argparse.Namespace, extra: list[str]) -> Any:
                  # the driver loads the released class in float32; precision=auto would pick bf16 on
                  # CPUs with native bf16 and move every similarity in the third decimal
                  "embedder.precision=fp32",
-                 # the released sieve's and reader's 60 s, scaled as the released process scales them
-                 # (--time-scale)
+                 # the released sieve's, reader's and query NER's 60 s, scaled as the released process
+                 # scales them (--time-scale)
                  f"sieve.timeout_s={RELEASED_TASK_TIMEOUT_S * time_scale(args):g}",
-                 f"reader.timeout_s={RELEASED_TASK_TIMEOUT_S * time_scale(args):g}", *args.set, *extra]
+                 f"reader.timeout_s={RELEASED_TASK_TIMEOUT_S * time_scale(args):g}",
+                 f"retriever.query_ner_timeout_s={RELEASED_TASK_TIMEOUT_S * time_scale(args):g}", *args.set, *extra]
     # the experiment file is chosen from the dataset's name once the dataset is known
     base = load_config(None, root=HARNESS_ROOT, env_prefix=None, overrides=overrides)
     exp = EXPERIMENTS.get(base.dataset.name)
@@ -524,7 +525,8 @@ def markdown(report: dict[str, Any]) -> str:
              (f"Proxy: {report['proxy']} (a reply is the model's first one to that request; "
               "`default_max_tokens`: the cap sent upstream for requests that set none)  "),
              (f"Time scale: {m.get('time_scale', 1.0):g} (the released code's 60 s sieve, reader and query NER "
-              f"timeouts were each multiplied by it, and our row ran with sieve.timeout_s and reader.timeout_s="
+              f"timeouts were each multiplied by it, and our row ran with sieve.timeout_s, reader.timeout_s and "
+              f"retriever.query_ner_timeout_s="
               f"{RELEASED_TASK_TIMEOUT_S * m.get('time_scale', 1.0):g})"), "",
              ("## LLM requests by stage (bodies compared as canonical JSON, fields left at the API default "
               "aside: `record_proxy.normalised_body`)"), "",
@@ -614,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fixture", help="also write a CI replay fixture to this folder (tests/parity/fixtures/...)")
     ap.add_argument("--time-scale", type=float, default=None,
                     help="multiply the released 60 s sieve/reader/query-NER timeouts by this in the released "
-                         "process, and run our row with sieve.timeout_s=60*S (default: 0.1 for --llm scripted, "
+                         "process, and run our row with the same limits at 60*S (default: 0.1 for --llm scripted, "
                          "else 1). Recorded in the report")
     ap.add_argument("--no-judge", action="store_true",
                     help="skip scoring the answers with the released judge and ours (needs RELEASED_EVAL=1 set-up)")
@@ -747,7 +749,7 @@ def main(argv: list[str] | None = None) -> int:
                  "dataset": args.dataset, "chunks": args.chunks, "questions": args.questions,
                  "llm": cfg.llm.model, "embedder": args.embedder, "top_k": args.top_k, "reader": reader_name,
                  # the released per-task timeouts (sieve, reader, query NER) were multiplied by this,
-                 # and our sieve.timeout_s is 60 times it
+                 # and our row's three limits are 60 times it
                  "time_scale": time_scale(args),
                  "data_files": {str(f.name): sha256_file(f)[:16] for f in files if f.is_file()},
                  "docs_sha256": hashlib.sha256(json.dumps(docs).encode()).hexdigest()[:16]},

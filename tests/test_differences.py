@@ -169,8 +169,8 @@ def test_the_order_of_exactly_tied_ppr_scores_is_named() -> None:
 
 def test_the_released_reader_and_query_ner_timeouts_are_named() -> None:
     """The released code bounds each reader task and each query-NER task by 60 s (an empty answer,
-    no entities after it), as it does each sieve task; ours has no such limit, so a row with an LLM
-    reader or LLM query NER names both, and a row without them names neither."""
+    no entities after it), as it does each sieve task; a row whose limits are off names both, and a
+    row without an LLM reader or LLM query NER names neither."""
     t = _topics(released(retriever={"query_entities": "llm"}))
     assert '""' in t["reader timeout"]["released"] and "no entities" in t["query NER timeout"]["released"]
     plain = _topics(released(reader={"name": "none"}, retriever={"query_entities": "spacy"}))
@@ -190,9 +190,9 @@ def test_the_released_sieve_timeout_is_a_switch_named_only_when_it_differs() -> 
     fake = _topics(released(sieve=sieve, llm={"name": "fake"}))
     assert "not honoured by the in-process fake backend" in fake["sieve timeout"]["ours"]
     assert "sieve timeout" not in _topics(released(sieve={"name": "none", "timeout_s": 0}))
-    # the query NER's 60 s stays named: no switch makes ours stop at it
+    # the query NER's limit is its own switch
     t = _topics(released(sieve=sieve, retriever={"query_entities": "llm"}))
-    assert "query NER timeout" in t
+    assert "query NER timeout" in t and "sieve timeout" not in t
 
 
 def test_the_released_reader_timeout_is_a_switch_named_only_when_it_differs() -> None:
@@ -204,3 +204,17 @@ def test_the_released_reader_timeout_is_a_switch_named_only_when_it_differs() ->
     assert "none" in _topics(released(reader={"timeout_s": 0}))["reader timeout"]["ours"]
     fake = _topics(released(reader={"timeout_s": 60}, llm={"name": "fake"}))
     assert "not honoured by the in-process fake backend" in fake["reader timeout"]["ours"]
+
+
+def test_the_released_query_ner_timeout_is_a_switch_named_only_when_it_differs() -> None:
+    """``retriever.query_ner_timeout_s``: reference_code sets the released 60 s (no entities after it)."""
+    assert released_config().retriever.query_ner_timeout_s == 60
+    llm_ner = {"query_entities": "llm", "query_ner_timeout_s": 60}
+    assert "query NER timeout" not in _topics(released(retriever=llm_ner))
+    t = _topics(released(retriever={**llm_ner, "query_ner_timeout_s": 6}))
+    assert ("retriever.query_ner_timeout_s=6 s" in t["query NER timeout"]["ours"]
+            and "no entities" in t["query NER timeout"]["released"])
+    assert "none" in _topics(released(retriever={**llm_ner, "query_ner_timeout_s": 0}))["query NER timeout"]["ours"]
+    fake = _topics(released(retriever=llm_ner, llm={"name": "fake"}))
+    assert "not honoured by the in-process fake backend" in fake["query NER timeout"]["ours"]
+    assert "query NER timeout" not in _topics(released(retriever={**llm_ner, "query_entities": "spacy"}))

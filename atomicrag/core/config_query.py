@@ -72,6 +72,11 @@ class RetrieverConfig:
     # spacy_cased: spacy_idf, graph names only where the question writes them with a capital or digit
     query_entities: str = checks.mode(Literal["spacy", "llm", "spacy_match", "spacy_idf", "spacy_cased"], "spacy")
     query_ner_max_tokens: int = 256  # query_entities=llm: completion budget of the query NER reply
+    # query_entities=llm: seconds a query NER request may wait for its reply once it holds its
+    # concurrency slot (its resends included); past it the query has no entities (atom seeds only),
+    # counted in the question's errors. 0 / None: no limit. The released query NER's is 60
+    # (conf/fidelity/reference_code.yaml); honoured by the OpenAI-compatible client only
+    query_ner_timeout_s: float | None = None
     query_entity_max_df: float = 0.002  # spacy_idf: max fraction of atoms a question-matched graph name may occur in
     entity_top_k: int = 20
     entity_sim_threshold: float = 0.3
@@ -119,6 +124,9 @@ class RetrieverConfig:
         checks.check_modes(self)
         checks.choice(self, "name", registry.RETRIEVERS.names())
         checks.positive(self, "query_ner_max_tokens")
+        if self.query_ner_timeout_s is not None and self.query_ner_timeout_s < 0:
+            raise ValueError("retriever.query_ner_timeout_s must be >= 0 (0 or null: no limit), "
+                             f"got {self.query_ner_timeout_s}")
         checks.unit(self, "damping", "entity_sim_threshold", "bfs_decay", "lexical_weight", "query_entity_max_df")
         checks.positive(
             self, "top_k", "passage_top_k", "rerank_candidates", "max_iter", "query_batch",

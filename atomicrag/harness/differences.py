@@ -144,23 +144,23 @@ def _differences(cfg: Config) -> list[dict[str, Any]]:
 def _sieve_timeout(cfg: Config) -> list[dict[str, Any]]:
     if cfg.sieve.name == "none":
         return []
-    return _timeout_item(cfg, "sieve timeout", "sieve", cfg.sieve.timeout_s,
+    return _timeout_item(cfg, "sieve timeout", "sieve", "sieve.timeout_s", cfg.sieve.timeout_s,
                          f"{RELEASED_TASK_TIMEOUT_S:g} s per sieve task, after which every candidate is kept",
                          "every candidate is kept (counted)")
 
 
-def _timeout_item(cfg: Config, topic: str, stage: str, limit: float | None, released: str,
+def _timeout_item(cfg: Config, topic: str, stage: str, field: str, limit: float | None, released: str,
                   after: str) -> list[dict[str, Any]]:
-    """A stage's per-request limit (``<stage>.timeout_s``) where it is not the released 60 s, or
+    """A stage's per-request limit (its switch ``field``) where it is not the released 60 s, or
     where the run's backend cannot honour it (an in-process model is waited for whatever the limit)."""
     limit = limit or 0
     if limit and cfg.llm.name in IN_PROCESS_LLMS:
-        return [_item(topic, f"{stage}.timeout_s={limit:g} is not honoured by the in-process "
+        return [_item(topic, f"{field}={limit:g} is not honoured by the in-process "
                       f"{cfg.llm.name} backend: the {stage} waits for its reply", released)]
     if limit == RELEASED_TASK_TIMEOUT_S:
         return []
-    ours = (f"{stage}.timeout_s={limit:g} s per {stage} request, after which {after}" if limit
-            else f"none ({stage}.timeout_s=0): the {stage} waits for its reply (llm.timeout_s bounds each "
+    ours = (f"{field}={limit:g} s per {stage} request, after which {after}" if limit
+            else f"none ({field}=0): the {stage} waits for its reply (llm.timeout_s bounds each "
             "request, a failed request is counted)")
     return [_item(topic, ours, released)]
 
@@ -234,14 +234,14 @@ def _stage_differences(cfg: Config) -> list[dict[str, Any]]:
                          "before the request is sent", "all candidates are sent; an overflowing request fails "
                          "and every candidate is kept"))
     if cfg.reader.name != "none":
-        out.extend(_timeout_item(cfg, "reader timeout", "reader", cfg.reader.timeout_s,
+        out.extend(_timeout_item(cfg, "reader timeout", "reader", "reader.timeout_s", cfg.reader.timeout_s,
                                  "60 s per question, after which the answer is \"\"",
                                  "the answer is \"\" (counted as failed)"))
-    # no switch yet: the released code gives its query NER the same 60 s per task (asyncio.wait_for);
-    # no parity slice scripts a late reply there
     if cfg.retriever.query_entities == "llm":
-        out.append(_item("query NER timeout", "none: query NER waits for its reply (llm.timeout_s bounds each "
-                         "request)", "60 s per question, after which the question has no entities"))
+        out.extend(_timeout_item(cfg, "query NER timeout", "query NER", "retriever.query_ner_timeout_s",
+                                 cfg.retriever.query_ner_timeout_s,
+                                 "60 s per question, after which the question has no entities",
+                                 "the query has no entities (atom seeds only; counted in its errors)"))
     # no switch: found by a scripted parity run whose two fragments had the same tokens for an
     # uncased embedder and the same entities (exactly equal PPR scores); real corpora rarely tie
     out.append(_item("PPR score ties", "atoms with exactly equal scores come in torch.topk's order",

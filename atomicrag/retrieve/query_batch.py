@@ -118,7 +118,8 @@ class BatchRetriever:
         self.released = for_fidelity(fid)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(retriever)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
-        self._ner_fallbacks: list[str | None] = []  # per query: why a released-read reply gave no entities
+        self._ner_limit_told = False  # the warning that the backend cannot honour query_ner_timeout_s
+        self._ner_fallbacks: list[str | None] = []  # per query: why it has no entities (a released reading, a timeout)
         self._nlp: Any = None
         self._matcher: Any = None
         # BM25 seeding, passage nodes, fused passage ranking (retrieve/hybrid.py), when configured
@@ -170,7 +171,7 @@ class BatchRetriever:
 
     def _llm_entities(self, queries: list[str]) -> list[list[str]]:
         """The paper's query NER: the passage NER prompt applied to the query."""
-        from atomicrag.llm.protocol import ChatRequest
+        from atomicrag.llm.protocol import ChatRequest, honours_deadline
         from atomicrag.prompts import ner
 
         if self.llm is None:
@@ -180,23 +181,33 @@ class BatchRetriever:
         params = stage_sampling(self.sampling, self.retriever.query_ner_max_tokens)
         if fid.budgets == "released":
             params["max_tokens"] = None  # no cap sent, as released
+        limit = self.retriever.query_ner_timeout_s or None  # the released query NER's asyncio.wait_for
+        if limit is not None and not self._ner_limit_told and not honours_deadline(self.llm):
+            # the user asked for a limit this backend cannot apply: say so (once) rather than pretend
+            log.warning("retriever.query_ner_timeout_s=%g is not honoured by this LLM backend (an "
+                        "in-process generation cannot be cut short); query NER waits for its replies", limit)
+            self._ner_limit_told = True
         reqs = [
             ChatRequest(messages=ner.build_messages(q, released=self.released),
-                        schema=None if released_reading else ner.SCHEMA, module="retrieve_ner", **params)
+                        schema=None if released_reading else ner.SCHEMA, module="retrieve_ner",
+                        deadline_s=limit, **params)
             for q in queries
         ]
         out: list[list[str]] = []
         self._ner_fallbacks = []
         results = self.llm.chat(reqs)
         for res in results:
-            # a failed NER call leaves the query with atom seeds only; it is counted by the accountant
+            # a failed NER call leaves the query with atom seeds only; it is counted by the accountant,
+            # and a timed-out one in the question's errors too (the released code drops its entities)
             if not res.ok:
                 out.append([])
-                self._ner_fallbacks.append(None)
+                self._ner_fallbacks.append(f"no reply within retriever.query_ner_timeout_s={limit:g} s, "
+                                           "no entities" if getattr(res, "timed_out", False) else None)
             elif released_reading:  # an unreadable reply: no entities, as released, and a question error
                 read = read_ner(res.text, res.finish_reason == "length")
                 out.append(read.entities)
-                self._ner_fallbacks.append(read.fallback)
+                self._ner_fallbacks.append(None if read.fallback is None
+                                           else f"released reading found no entities: {read.fallback}")
             else:
                 out.append(ner.parse(res.parsed))
                 self._ner_fallbacks.append(None)
@@ -284,7 +295,6 @@ class BatchRetriever:
                 if j < len(self._ner_tokens):
                     traces[-1].add_tokens("retrieve_ner", *self._ner_tokens[j])
                 if j < len(self._ner_fallbacks) and self._ner_fallbacks[j]:
-                    traces[-1].errors.append(f"retrieve_ner: released reading found no entities: "
-                                             f"{self._ner_fallbacks[j]}")
+                    traces[-1].errors.append(f"retrieve_ner: {self._ner_fallbacks[j]}")
         self._ner_tokens, self._ner_fallbacks = [], []
         return RetrievalResult(traces, decomps, sieved, ranked_documents, [len(qs) > 1 for qs in query_sets])

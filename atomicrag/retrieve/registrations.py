@@ -21,7 +21,8 @@ def _graph_retriever(extra: Iterable[str] = ()) -> Callable[[Any], frozenset[str
 # baseline's settings (harness/rows.py) and the note on a setting the chosen variant ignores
 # (``RETRIEVERS.unread_settings``) come from these.
 _COMMON = ("name", "device")
-_SEEDING = ("top_k", "query_batch", "query_entities", "query_ner_max_tokens", "query_entity_max_df",
+_SEEDING = ("top_k", "query_batch", "query_entities", "query_ner_max_tokens", "query_ner_timeout_s",
+            "query_entity_max_df",
             "entity_top_k", "entity_sim_threshold", "atom_seed_weight", "atom_seed_top_k", "lexical_weight",
             "atom_seeding", "vector_index", "entity_link_fallback")
 _PASSAGES = ("passage_nodes", "passage_edge_weight", "passage_seed_weight", "passage_seed_top_k",
