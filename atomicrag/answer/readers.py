@@ -7,7 +7,6 @@ All questions go to the backend in one ``chat()`` call (module ``answer``).
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from atomicrag.answer.loops import without_loop
 from atomicrag.core.config import ReaderConfig
 from atomicrag.llm.budget import context_window, fit_items
-from atomicrag.llm.protocol import ChatRequest, continues_replies, honours_deadline
+from atomicrag.llm.protocol import ChatRequest, continues_replies, request_deadline
 from atomicrag.prompts import reader as prompt
 from atomicrag.prompts.reader import (
     ParsedAnswer,
@@ -38,9 +37,6 @@ __all__ = [
     "short_answer",
     "reader_summary",
 ]
-
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,12 +75,7 @@ class LLMReader:
         cfg = cfg or ReaderConfig()
         self.max_tokens = max_tokens or cfg.max_tokens
         self.frequency_penalty = cfg.frequency_penalty  # the loop guard sent with each answer call
-        self.timeout_s = cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None
-        if self.timeout_s is not None and not honours_deadline(llm):
-            # the user asked for a limit this backend cannot apply: say so rather than pretend
-            log.warning("reader.timeout_s=%g is not honoured by this LLM backend (%s: an in-process "
-                        "generation cannot be cut short); reader requests wait for their replies",
-                        self.timeout_s, getattr(llm, "model", type(llm).__name__))
+        self.timeout_s = request_deadline(llm, "reader.timeout_s", cfg.timeout_s)
         self.temperature = temperature
         self.seed = seed
         context_style = cfg.reader_context  # the context layout: numbered | wikipedia_title (released)

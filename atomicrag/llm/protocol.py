@@ -109,6 +109,21 @@ def honours_deadline(llm: Any) -> bool:
     return bool(backend_attribute(llm, "honours_deadline", lambda v: isinstance(v, bool)))
 
 
+def request_deadline(llm: Any, setting: str, limit: float | None) -> float | None:
+    """A stage's per-request limit (``setting``, e.g. ``sieve.timeout_s``) as ``ChatRequest.deadline_s``:
+    None for 0 or None (no limit). A limit ``llm`` cannot honour is logged once, so a user who set
+    one is not misled into thinking requests stop at it."""
+    if not limit or limit <= 0:
+        return None
+    if not honours_deadline(llm):
+        import logging
+
+        logging.getLogger("atomicrag").warning(
+            "%s=%g is not honoured by this LLM backend (%s: an in-process generation cannot be cut "
+            "short); its requests wait for their replies", setting, limit, getattr(llm, "model", type(llm).__name__))
+    return limit
+
+
 def continues_replies(llm: Any) -> bool:
     """True when ``llm``, or the backend it wraps, can continue an assistant reply
     (``ChatRequest.continue_reply``)."""

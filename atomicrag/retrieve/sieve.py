@@ -28,20 +28,18 @@ a backend that cannot honour it (in-process) is named in a warning, and its repl
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from atomicrag.core.config import FidelityConfig, SieveConfig
 from atomicrag.core.schemas import ScoredAtom
 from atomicrag.llm.budget import context_window, fit_items
-from atomicrag.llm.protocol import ChatRequest, honours_deadline
+from atomicrag.llm.protocol import ChatRequest, request_deadline
 from atomicrag.prompts import released as released_prompts
 from atomicrag.prompts import released_sieve
 from atomicrag.prompts import sieve as prompt
 
 MODULE = "sieve"
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -146,12 +144,7 @@ class LLMSieve:
             root = released_prompts.require(fidelity.released_code).root
             self.released = released_sieve.load(root)
             self.max_tokens = self.released.max_tokens
-        self.timeout_s = cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None
-        if self.timeout_s is not None and not honours_deadline(llm):
-            # the user asked for a limit this backend cannot apply: say so rather than pretend
-            log.warning("sieve.timeout_s=%g is not honoured by this LLM backend (%s: an in-process "
-                        "generation cannot be cut short); sieve requests wait for their replies",
-                        self.timeout_s, getattr(llm, "model", type(llm).__name__))
+        self.timeout_s = request_deadline(llm, "sieve.timeout_s", cfg.timeout_s)
 
     def _messages(self, target: str, texts: list[str]) -> list[dict[str, str]]:
         if self.released is not None:
