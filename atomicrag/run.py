@@ -2,7 +2,7 @@
 the command stays short. Everything it runs lives in :mod:`atomicrag.harness.run`."""
 import sys
 
-from atomicrag.core.config import move_override
+from atomicrag.core.config_moves import move_override
 from atomicrag.harness.run import main
 
 if __name__ == "__main__":

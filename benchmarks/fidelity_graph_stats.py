@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from graph_stats import DATA_FILES, load_chunks, script_config
 
 from atomicrag.core.artifacts import write_json_atomic, write_text_atomic
-from atomicrag.core.config import GraphConfig, move_override
+from atomicrag.core.config import GraphConfig
+from atomicrag.core.config_moves import move_override
 from atomicrag.embed.memo import MemoEmbedder
 from atomicrag.engine import ConfigModels, Engine
 from atomicrag.graph.cached_build import atomize_cached

@@ -281,7 +281,7 @@ def our_judge(cfg: Any, base_url: str, items: list[dict[str, Any]]) -> list[dict
     import dataclasses
 
     from atomicrag.core.compose import group_config
-    from atomicrag.core.config import MOVED_FIELDS
+    from atomicrag.core.config_moves import MOVED_FIELDS
     from atomicrag.embed.factory import RECIPE_FIELDS
     from atomicrag.evaluate.judge_config import judge_from_config
 
@@ -529,7 +529,7 @@ def markdown(report: dict[str, Any]) -> str:
               f"retriever.query_ner_timeout_s="
               f"{RELEASED_TASK_TIMEOUT_S * m.get('time_scale', 1.0):g})"), "",
              ("## LLM requests by stage (bodies compared as canonical JSON, fields left at the API default "
-              "aside: `record_proxy.normalised_body`)"), "",
+              "aside: `request_keys.normalised_body`)"), "",
              ("| stage | ours | released | equal bodies | same messages | only ours | only released "
               "| resent by the HTTP client (ours/released) | tokens ours (p/c) | tokens released (p/c) |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

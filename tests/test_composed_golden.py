@@ -19,7 +19,8 @@ pytest.importorskip("hydra")
 from hydra import initialize_config_dir
 from omegaconf import OmegaConf
 
-from atomicrag.core.config import move_fields, register_configs
+from atomicrag.core.config import register_configs
+from atomicrag.core.config_moves import move_fields
 from atomicrag.harness.experiments import compose_experiment
 
 ROOT = Path(__file__).resolve().parent.parent

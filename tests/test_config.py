@@ -91,7 +91,7 @@ def test_fidelity_presets_differ_in_every_documented_switch() -> None:
 def test_a_moved_switch_keeps_its_old_spelling(tmp_path, monkeypatch) -> None:
     """A switch that moved from ``fidelity`` to its stage's section is still read under its old
     name: in a dict or file source, in an override, in an environment variable."""
-    from atomicrag.core.config import MOVED_FIELDS, move_override
+    from atomicrag.core.config_moves import MOVED_FIELDS, move_override
 
     assert MOVED_FIELDS[("fidelity", "containment_keys")] == "graph"
     assert move_override("fidelity.containment_keys=raw") == "graph.containment_keys=raw"

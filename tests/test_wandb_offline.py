@@ -72,12 +72,13 @@ def finished_records(run_dir: Path, wait_s: float = 120.0) -> list[pb.Record]:
 def harness_config(folder: Path, results_dir: Path):
     from omegaconf import OmegaConf
 
-    from atomicrag.core.config import move_fields, register_configs, to_dataclass
+    from atomicrag.core.config import register_configs, to_dataclass
+    from atomicrag.core.config_moves import move_fields
     from atomicrag.harness.config import HarnessConfig
 
     register_configs()
     # a committed run's config, written before the released-code switches moved into their stage
-    # sections: read as every saved config is read (core.config.move_fields)
+    # sections: read as every saved config is read (core.config_moves.move_fields)
     saved = OmegaConf.create(move_fields(OmegaConf.to_container(OmegaConf.load(folder / "config.yaml"))))
     cfg = to_dataclass(OmegaConf.merge(OmegaConf.structured(HarnessConfig), saved))
     return dataclasses.replace(cfg, paths=dataclasses.replace(cfg.paths, results_dir=str(results_dir)),

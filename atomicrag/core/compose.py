@@ -33,7 +33,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from atomicrag.core.config import Config, _drop_removed, move_overrides, register_configs, to_dataclass
+from atomicrag.core.config import Config, register_configs, to_dataclass
+from atomicrag.core.config_moves import drop_removed, move_overrides
 
 OPTION_KEY = "option"  # the dict-source key that names a group option: {"retriever": {"option": "ppr"}}
 LIBRARY_ROOT = "library"  # conf/library.yaml: the library's root (Config schema + conf/groups.yaml)
@@ -262,7 +263,7 @@ def compose(overrides: Sequence[str] = (), *, root: str = LIBRARY_ROOT, hydra_co
 def root_sections(root: str) -> frozenset[str] | None:
     """The top-level names of ``root``'s schema where they are narrower than any (the library's
     ``Config``: no judge), else None. An old spelling that moved to a section the root lacks is
-    dropped there (``core.config.move_fields``)."""
+    dropped there (``core.config_moves.move_fields``)."""
     return frozenset(f.name for f in dataclasses.fields(Config)) if root == LIBRARY_ROOT else None
 
 
@@ -315,9 +316,9 @@ def load_config(source: Config | dict | str | Path | None = None, *, env_prefix:
             if root == LIBRARY_ROOT:  # a subclass (the harness's) keeps only the library's fields
                 data = {f.name: data[f.name] for f in dataclasses.fields(Config)}
         elif isinstance(source, dict):
-            data = _drop_removed(source, sections=root_sections(root))
+            data = drop_removed(source, sections=root_sections(root))
         elif isinstance(source, (str, Path)):
-            data = _drop_removed(read_config_file(source), sections=root_sections(root))
+            data = drop_removed(read_config_file(source), sections=root_sections(root))
         elif source is None:
             data = {}
         else:

@@ -19,7 +19,7 @@ class FidelityConfig:
     """Where every LLM stage's prompts come from and how their replies are read: the small set of
     paper-vs-released-code settings (docs/fidelity.md) that all stages share. A released
     behaviour of one stage lives in that stage's own section (``graph.entity_keys``,
-    ``embedder.embed_pooling``, ``judge.acc_weight``, ...; ``core.config.MOVED_FIELDS``), so this
+    ``embedder.embed_pooling``, ``judge.acc_weight``, ...; ``core.config_moves.MOVED_FIELDS``), so this
     object is what a stage takes only to find its prompts, reply reading, request seeds and budgets."""
 
     preset: str = checks.mode(Literal["paper", "reference_code", "custom"], "paper")  # label only: paper | reference_code | custom

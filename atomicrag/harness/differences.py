@@ -16,7 +16,8 @@ import json
 from typing import Any
 
 from atomicrag.core.compose import HARNESS_ROOT, load_config
-from atomicrag.core.config import MOVED_FIELDS, Config, FidelityConfig
+from atomicrag.core.config import Config, FidelityConfig
+from atomicrag.core.config_moves import MOVED_FIELDS
 
 # the released code's completion budgets: its run script passes max_new_tokens=None, so no call
 # is capped (the server's own limit applies) except the sieve's 1024

@@ -52,7 +52,7 @@ INDEX_SETTINGS: dict[str, frozenset[str]] = {
     "atomizer": _all_but(AtomizerConfig),
     "graph": _all_but(GraphConfig, "device"),
     # the released-code switches (embed_*) decide the vectors as pooling and prefixes do; an index
-    # saved when they were fidelity.embed_* is read with them here (core.config.move_fields)
+    # saved when they were fidelity.embed_* is read with them here (core.config_moves.move_fields)
     "embedder": frozenset({"name", "model", "pooling", "normalize", "query_prefix", "passage_prefix",
                            "max_length", "dim", "embed_pooling", "embed_instruction", "embed_recipe_models",
                            "embed_precision"}),
@@ -80,7 +80,7 @@ def ignored_settings(saved: dict[str, Any], cfg: Config) -> list[str]:
     from ``cfg``'s, the config the index is opened with: what an older atomicrag would have taken
     from the file. Keys that are no field of ``Config`` (the research harness's fields that old
     manifests carry, such as ``experiment_name``) decide nothing and are not listed."""
-    from atomicrag.core.config import REMOVED_FIELDS
+    from atomicrag.core.config_moves import REMOVED_FIELDS
 
     library_fields = {f.name for f in dataclasses.fields(Config)}
     out = []

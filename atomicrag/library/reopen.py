@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from atomicrag.core.compose import load_config, to_overrides
-from atomicrag.core.config import Config, move_fields
+from atomicrag.core.config import Config
+from atomicrag.core.config_moves import move_fields
 from atomicrag.library.index_settings import check_build_settings, ignored_settings, index_settings
 
 log = logging.getLogger("atomicrag")

@@ -1,6 +1,6 @@
 """Comparing what two clients sent through one ``RecordProxy``: per stage, the bodies both sent,
 each side's extra ones, the first difference, the parameters that differ where the prompts are the
-same, and tokens. Bodies are the same request when their keys are (``record_proxy.request_key``:
+same, and tokens. Bodies are the same request when their keys are (``request_keys.request_key``:
 fields left at the API default and the spelling of sampling numbers aside); where two such bodies
 still differ in spelling (``n: 1`` written out, ``temperature`` 0 vs 0.0) the report names the
 fields under ``spelled_differently``."""

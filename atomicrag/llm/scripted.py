@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from atomicrag.llm.record_proxy import classify_stage, compile_rules
+from atomicrag.llm.request_keys import classify_stage, compile_rules
 
 MODEL_NAME = "scripted"
 

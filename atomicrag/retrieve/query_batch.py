@@ -31,6 +31,7 @@ from atomicrag.core.config import (
 from atomicrag.core.needs import uses_atom_embeddings
 from atomicrag.core.schemas import QueryTrace, Question, ScoredAtom
 from atomicrag.graph.structure import AtomEntityGraph
+from atomicrag.llm.protocol import request_deadline
 from atomicrag.llm.sampling import default_sampling, stage_sampling
 from atomicrag.prompts.released import for_fidelity
 from atomicrag.prompts.released_replies import read_ner
@@ -112,13 +113,15 @@ class BatchRetriever:
         self.embedder = embedder
         self.llm = llm
         self.accountant = accountant
+        # LLM query NER's per-request limit (None: none); only an LLM-NER retriever says it cannot honour one
+        self._ner_deadline = (request_deadline(llm, "retriever.query_ner_timeout_s", retriever.query_ner_timeout_s)
+                              if retriever.query_entities == "llm" else None)
         self.decomposer = build_decomposer(decompose, fid, llm, **stage_sampling(base, decompose.max_tokens))
         self.sieve = build_sieve(sieve, fid, llm, **stage_sampling(base, sieve.max_tokens))
         self.propagator = build_propagator(retriever)
         self.released = for_fidelity(fid)  # query NER with the released passage NER template
         self.uses_atom_embeddings = uses_atom_embeddings(retriever)
         self._ner_tokens: list[tuple[int, int]] = []  # per query of the last LLM NER batch
-        self._ner_limit_told = False  # the warning that the backend cannot honour query_ner_timeout_s
         self._ner_fallbacks: list[str | None] = []  # per query: why it has no entities (a released reading, a timeout)
         self._nlp: Any = None
         self._matcher: Any = None
@@ -171,7 +174,7 @@ class BatchRetriever:
 
     def _llm_entities(self, queries: list[str]) -> list[list[str]]:
         """The paper's query NER: the passage NER prompt applied to the query."""
-        from atomicrag.llm.protocol import ChatRequest, honours_deadline
+        from atomicrag.llm.protocol import ChatRequest
         from atomicrag.prompts import ner
 
         if self.llm is None:
@@ -181,12 +184,7 @@ class BatchRetriever:
         params = stage_sampling(self.sampling, self.retriever.query_ner_max_tokens)
         if fid.budgets == "released":
             params["max_tokens"] = None  # no cap sent, as released
-        limit = self.retriever.query_ner_timeout_s or None  # the released query NER's asyncio.wait_for
-        if limit is not None and not self._ner_limit_told and not honours_deadline(self.llm):
-            # the user asked for a limit this backend cannot apply: say so (once) rather than pretend
-            log.warning("retriever.query_ner_timeout_s=%g is not honoured by this LLM backend (an "
-                        "in-process generation cannot be cut short); query NER waits for its replies", limit)
-            self._ner_limit_told = True
+        limit = self._ner_deadline  # the released query NER's asyncio.wait_for
         reqs = [
             ChatRequest(messages=ner.build_messages(q, released=self.released),
                         schema=None if released_reading else ner.SCHEMA, module="retrieve_ner",

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from atomicrag.core.compose import HARNESS_ROOT, load_config
-from atomicrag.core.config import MOVED_FIELDS, Config, FidelityConfig
+from atomicrag.core.config import Config, FidelityConfig
+from atomicrag.core.config_moves import MOVED_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 # each moved switch with a value other than its default

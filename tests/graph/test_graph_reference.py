@@ -105,7 +105,7 @@ def test_paper_fidelity_leaves_the_extraction_untouched():
 
 def test_reference_code_preset_changes_the_graph_paper_does_not():
     from atomicrag.core.compose import HARNESS_ROOT, load_config
-    from atomicrag.core.config import MOVED_FIELDS
+    from atomicrag.core.config_moves import MOVED_FIELDS
 
     ref = load_config({"fidelity": "reference_code"}, env_prefix=None, root=HARNESS_ROOT)
     paper = load_config({"fidelity": "paper"}, env_prefix=None, root=HARNESS_ROOT)

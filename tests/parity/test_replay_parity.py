@@ -126,7 +126,7 @@ def test_replayed_parity_run_reproduces_our_requests_and_outputs(tmp_path: Path,
 def test_stage_rules_from_the_checkout_name_each_released_prompt() -> None:
     """The parity report's stages come from the checkout at run time: each released prompt, rendered,
     is named by its stage; one of our own prompts is "other"."""
-    from atomicrag.llm.record_proxy import classify_stage, compile_rules
+    from atomicrag.llm.request_keys import classify_stage, compile_rules
     from atomicrag.prompts import released, released_sieve
     from atomicrag.prompts.ner import build_messages
 
