@@ -113,9 +113,8 @@ class BatchRetriever:
         self.embedder = embedder
         self.llm = llm
         self.accountant = accountant
-        # LLM query NER's per-request limit (None: none); only an LLM-NER retriever says it cannot honour one
-        self._ner_deadline = (request_deadline(llm, "retriever.query_ner_timeout_s", retriever.query_ner_timeout_s)
-                              if retriever.query_entities == "llm" else None)
+        if retriever.query_entities == "llm":  # says now, once, if this backend cannot honour the limit
+            request_deadline(llm, "retriever.query_ner_timeout_s", retriever.query_ner_timeout_s)
         self.decomposer = build_decomposer(decompose, fid, llm, **stage_sampling(base, decompose.max_tokens))
         self.sieve = build_sieve(sieve, fid, llm, **stage_sampling(base, sieve.max_tokens))
         self.propagator = build_propagator(retriever)
@@ -184,7 +183,7 @@ class BatchRetriever:
         params = stage_sampling(self.sampling, self.retriever.query_ner_max_tokens)
         if fid.budgets == "released":
             params["max_tokens"] = None  # no cap sent, as released
-        limit = self._ner_deadline  # the released query NER's asyncio.wait_for
+        limit = self.retriever.query_ner_timeout_s or None  # the released query NER's asyncio.wait_for
         reqs = [
             ChatRequest(messages=ner.build_messages(q, released=self.released),
                         schema=None if released_reading else ner.SCHEMA, module="retrieve_ner",
